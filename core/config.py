@@ -1,0 +1,133 @@
+"""Run configuration (DESIGN.md §2): serialisable to JSON, its canonical hash is the run's identity."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from typing import Any
+
+from .errors import ConfigError, UnknownNameError
+
+#: Ordering policies known to the built-in scheduler (``replay`` replays the trace as recorded).
+POLICIES = ("replay", "fcfs", "sjf", "ljf", "priority")
+#: Backfill variants (DESIGN.md §3.7).
+BACKFILLS = ("none", "firstfit", "easy", "conservative")
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str | int | float | None, what: str = "duration") -> int | None:
+    """Seconds from ``3600``, ``"90m"``, ``"6h"``, ``"7d"``, ``"2w"`` (None passes through).
+
+    Raises ConfigError naming ``what`` for anything else or a negative value.
+    """
+    if text is None:
+        return None
+    if isinstance(text, bool):
+        raise ConfigError(f"{what}: expected seconds or a number with s/m/h/d/w, got {text!r}")
+    if isinstance(text, (int, float)):
+        if text < 0:
+            raise ConfigError(f"{what}: must be >= 0, got {text}")
+        return int(round(text))
+    m = _DURATION.match(str(text))
+    if not m:
+        raise ConfigError(f"{what}: expected seconds or a number with s/m/h/d/w (e.g. 3600, 90m, 6h, 7d), got {text!r}")
+    return int(round(float(m.group(1)) * _UNIT[m.group(2)]))
+
+
+@dataclasses.dataclass(frozen=True)
+class Perturbation:
+    """Seed-driven workload perturbation (seed 0 always leaves the trace unperturbed).
+
+    runtime_sigma: sigma of multiplicative log-normal noise on run times, ``r' = round(r·exp(σ·N(0,1)))``
+        (median factor 1); the time limit is not changed, so perturbed jobs may hit it.
+    submit_jitter_s: submit times shifted by a uniform integer in ``[-j, +j]`` s (clipped at 0).
+    """
+
+    runtime_sigma: float = 0.0
+    submit_jitter_s: int = 0
+
+    def __post_init__(self):
+        if self.runtime_sigma < 0 or self.submit_jitter_s < 0:
+            raise ConfigError(f"perturbation: runtime_sigma and submit_jitter_s must be >= 0, got {self}")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines one twin run.
+
+    data: trace path; format: loader name or None (detect); system: system name / TOML path or None
+    (generic system from the trace header); policy / backfill: see :data:`POLICIES`, :data:`BACKFILLS`;
+    start / duration: window in s from the trace epoch (None = whole trace); sample_period: timeline
+    bin width (s); seed; kill: end jobs at their time limit (reschedule mode only); lenient: skip
+    malformed trace lines; perturbation; options: policy options (e.g. weights), JSON-serialisable.
+    """
+
+    data: str
+    system: str | None = None
+    format: str | None = None
+    policy: str = "fcfs"
+    backfill: str = "none"
+    start: int | None = None
+    duration: int | None = None
+    sample_period: int = 60
+    seed: int = 0
+    kill: bool = True
+    lenient: bool = False
+    perturbation: Perturbation = Perturbation()
+    options: tuple = ()  # sorted (key, value) pairs, so that the config stays hashable
+
+    def __post_init__(self):
+        if self.policy not in POLICIES and not self.policy.startswith("plugin:"):
+            from .scheduler import available_policies
+
+            if self.policy not in available_policies():
+                raise UnknownNameError("policy", self.policy, available_policies())
+        if self.backfill not in BACKFILLS:
+            raise UnknownNameError("backfill", self.backfill, BACKFILLS)
+        if self.sample_period is None or int(self.sample_period) < 1:
+            raise ConfigError(f"sample_period must be >= 1 s, got {self.sample_period}")
+        if self.duration is not None and self.duration <= 0:
+            raise ConfigError(f"duration must be > 0 s, got {self.duration}")
+        if self.seed < 0:
+            raise ConfigError(f"seed must be >= 0, got {self.seed}")
+
+    @property
+    def option_dict(self) -> dict[str, Any]:
+        return dict(self.options)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["options"] = {k: v for k, v in self.options}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunConfig":
+        """Inverse of :meth:`to_dict`. Raises ConfigError naming an unknown key."""
+        d = dict(d)
+        allowed = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - allowed
+        if unknown:
+            raise ConfigError(f"run config: unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+        if "perturbation" in d and isinstance(d["perturbation"], dict):
+            d["perturbation"] = Perturbation(**d["perturbation"])
+        if "options" in d and isinstance(d["options"], dict):
+            d["options"] = tuple(sorted(d["options"].items()))
+        for k in ("start", "duration"):
+            if k in d:
+                d[k] = parse_duration(d[k], k)
+        if "sample_period" in d:
+            d["sample_period"] = parse_duration(d["sample_period"], "sample_period")
+        return cls(**d)
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    def key(self, workload_checksum: str = "") -> str:
+        """Run identity: sha256 of the canonical config JSON plus the workload checksum (hex, 16 chars)."""
+        h = hashlib.sha256(self.canonical_json().encode())
+        h.update(workload_checksum.encode())
+        return h.hexdigest()[:16]

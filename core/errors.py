@@ -1,0 +1,31 @@
+"""Errors raised by the twin. Every error names the file, line, field or option at fault."""
+
+from __future__ import annotations
+
+
+class TwinError(Exception):
+    """Base class of every error the twin raises on bad input."""
+
+
+class TraceFormatError(TwinError, ValueError):
+    """A trace file cannot be read: names the file and (when known) the 1-based line.
+
+    Attributes: ``path`` (str), ``line`` (int or None), ``detail`` (str).
+    """
+
+    def __init__(self, path: str, line: int | None, detail: str):
+        self.path, self.line, self.detail = str(path), line, detail
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {detail}")
+
+
+class ConfigError(TwinError, ValueError):
+    """A run option, system file or name is invalid: names the key and the allowed values."""
+
+
+class UnknownNameError(ConfigError):
+    """An unknown name (policy, backfill, system, format): lists the valid names."""
+
+    def __init__(self, kind: str, name: str, valid):
+        self.kind, self.name, self.valid = kind, name, sorted(valid)
+        super().__init__(f"unknown {kind} {name!r}; valid {kind} names: {', '.join(self.valid)}")

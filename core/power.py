@@ -1,0 +1,385 @@
+"""Node power, conversion losses, exact time binning and power ramps (DESIGN.md §4, §5).
+
+Units everywhere: W (power), J (energy), s (time, int64 seconds since the trace epoch).
+
+Sources of the formulas:
+
+* Node power is the linear utilisation model of DESIGN.md §4 (the same form as the per-component
+  model of ExaDigiT/RAPS): ``P_node = other + mem + nic + storage
+  + cpus·(cpu_idle + u_cpu·(cpu_max − cpu_idle)) + gpus·(gpu_idle + u_gpu·(gpu_max − gpu_idle))``.
+* Conversion losses (DESIGN.md §4) are affine, ``P_in = (P_out + c) / η`` at the level where the
+  converter sits. They are *never* modelled as a plain multiplication by η: the constant ``c``
+  (no-load loss) is paid even by an idle converter.
+* Bin averages are exact time-averages of a piecewise-constant (step) signal: the integral of the
+  step function over each bin divided by the bin's length.
+
+Step signals follow the engine's contract (docs/architecture.md, ``EngineResult.steps``):
+``times`` are strictly ascending int64 change points, ``values[i]`` holds on
+``[times[i], times[i+1])`` and the last value holds until the end of the window ``t1``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .errors import ConfigError
+from .system import PowerModel, System
+
+__all__ = [
+    "node_power_w",
+    "idle_node_power_w",
+    "job_node_power_w",
+    "convert",
+    "bin_step",
+    "integrate_step",
+    "step_segments",
+    "ramps",
+    "build_timeline",
+    "TIMELINE_COLUMNS",
+]
+
+#: Column order of timeline.parquet (docs/architecture.md "timeline.parquet").
+TIMELINE_COLUMNS = (
+    "time",
+    "it_power_w",
+    "loss_w",
+    "facility_power_w",
+    "busy_nodes",
+    "utilization",
+    "queued_jobs",
+    "running_jobs",
+)
+
+
+# --------------------------------------------------------------------------------------------
+# node power
+# --------------------------------------------------------------------------------------------
+
+
+def node_power_w(power: PowerModel, cpus, gpus, cpu_util, gpu_util):
+    """DC power of one node (W) under the linear utilisation model (DESIGN.md §4).
+
+    ``P = other + mem + nic + storage + cpus·(cpu_idle + u_cpu·(cpu_max − cpu_idle))
+    + gpus·(gpu_idle + u_gpu·(gpu_max − gpu_idle))``.
+
+    Args:
+        power: the system's :class:`~core.system.PowerModel` (W per CPU socket / GPU / node part).
+        cpus, gpus: CPU sockets and GPUs per node (int or array, broadcast).
+        cpu_util, gpu_util: utilisation in 0..1 (scalar or array of any shape, broadcast);
+            values outside [0, 1] are clipped to it. NaN is not allowed here: replace it with the
+            system defaults first (:func:`job_node_power_w` does).
+
+    Returns:
+        float when every input is a scalar, else a float64 ndarray of the broadcast shape (W).
+
+    Raises:
+        ConfigError: a utilisation (after defaults) or a power parameter is NaN.
+    """
+    u_c = np.asarray(cpu_util, dtype="float64")
+    u_g = np.asarray(gpu_util, dtype="float64")
+    if np.isnan(u_c).any():
+        raise ConfigError("node_power_w: cpu_util contains NaN (fill it with power.default_cpu_util first)")
+    if np.isnan(u_g).any():
+        raise ConfigError("node_power_w: gpu_util contains NaN (fill it with power.default_gpu_util first)")
+    params = {
+        k: float(getattr(power, k))
+        for k in ("cpu_idle_w", "cpu_max_w", "gpu_idle_w", "gpu_max_w", "mem_w", "nic_w", "storage_w", "other_w")
+    }
+    bad = sorted(k for k, v in params.items() if np.isnan(v))
+    if bad:
+        raise ConfigError(f"node_power_w: power parameter(s) {bad} are NaN")
+    u_c = np.clip(u_c, 0.0, 1.0)
+    u_g = np.clip(u_g, 0.0, 1.0)
+    c = np.asarray(cpus, dtype="float64")
+    g = np.asarray(gpus, dtype="float64")
+    p = (
+        params["other_w"] + params["mem_w"] + params["nic_w"] + params["storage_w"]
+        + c * (params["cpu_idle_w"] + u_c * (params["cpu_max_w"] - params["cpu_idle_w"]))
+        + g * (params["gpu_idle_w"] + u_g * (params["gpu_max_w"] - params["gpu_idle_w"]))
+    )
+    return float(p) if np.ndim(p) == 0 else np.asarray(p, dtype="float64")
+
+
+def idle_node_power_w(system: System) -> float:
+    """DC power of one idle node of ``system`` (W): :func:`node_power_w` at zero utilisation."""
+    return float(node_power_w(system.power, system.cpus_per_node, system.gpus_per_node, 0.0, 0.0))
+
+
+def _float_col(df: pd.DataFrame, col: str) -> np.ndarray:
+    if col not in df.columns:
+        return np.full(len(df), np.nan)
+    return pd.to_numeric(df[col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+
+
+def job_node_power_w(system: System, jobs: pd.DataFrame) -> np.ndarray:
+    """DC power per node (W) of each job while it runs, one float64 per row of ``jobs``.
+
+    * When ``avg_power_w`` (the job's recorded power over *all* its nodes) is finite and ≥ 0 and
+      ``nodes`` > 0: ``avg_power_w / nodes`` (recorded power is used as is; DESIGN.md §4).
+    * Otherwise the node model (:func:`node_power_w`) at the job's ``cpu_util`` / ``gpu_util``,
+      with NaN (or a missing column) replaced by ``system.power.default_cpu_util`` /
+      ``default_gpu_util``. Negative recorded power is treated as missing.
+
+    Raises:
+        ConfigError: a utilisation is still NaN after the defaults (NaN default in the system).
+    """
+    n = len(jobs)
+    if n == 0:
+        return np.zeros(0, dtype="float64")
+    nodes = _float_col(jobs, "nodes")
+    avg = _float_col(jobs, "avg_power_w")
+    u_c = _float_col(jobs, "cpu_util")
+    u_g = _float_col(jobs, "gpu_util")
+    u_c = np.where(np.isnan(u_c), float(system.power.default_cpu_util), u_c)
+    u_g = np.where(np.isnan(u_g), float(system.power.default_gpu_util), u_g)
+    model = np.broadcast_to(
+        node_power_w(system.power, system.cpus_per_node, system.gpus_per_node, u_c, u_g), (n,)
+    )
+    use_rec = np.isfinite(avg) & (avg >= 0) & np.isfinite(nodes) & (nodes > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rec = avg / nodes
+    return np.where(use_rec, rec, model).astype("float64")
+
+
+# --------------------------------------------------------------------------------------------
+# conversion losses
+# --------------------------------------------------------------------------------------------
+
+
+def convert(system: System, it_power_w):
+    """Facility input power and conversion loss for a total IT (DC) power (W).
+
+    Two converter stages (DESIGN.md §4: ``P_in = (P_out + c) / η`` where the converter sits,
+    never a multiplication by η alone):
+
+    1. node converters (PSUs): ``G_n = ceil(N / node_converter.nodes_per_group)`` units
+       (``N = system.nodes``; ``nodes_per_group = 1`` means one per node, ``G_n = N``):
+       ``P_n = (P + G_n·c_n) / η_n``;
+    2. rectifiers, one per group of ``rectifier.nodes_per_group`` nodes,
+       ``G_r = ceil(N / rectifier.nodes_per_group)``: ``P_in = (P_n + G_r·c_r) / η_r``.
+
+    Every unit of a stage has the same (c, η), so summing the per-unit affine map over the units
+    gives exactly the map of the total: the result does not depend on how the load is spread
+    over nodes or groups, and it commutes with time-averaging (bin means of ``P_in`` are
+    ``convert`` of bin means of ``P``). Idle nodes are powered, so every converter is counted.
+
+    Args:
+        system: the machine (``system.nodes`` and ``system.power.node_converter`` / ``rectifier``).
+        it_power_w: total DC power of all nodes, scalar or array (W).
+
+    Returns:
+        ``(input_w, loss_w)`` with ``loss_w = input_w − it_power_w``; floats for a scalar input,
+        else float64 arrays of the input's shape.
+    """
+    p = np.asarray(it_power_w, dtype="float64")
+    n_nodes = int(system.nodes)
+    nc, rc = system.power.node_converter, system.power.rectifier
+    g_n = -(-n_nodes // int(nc.nodes_per_group))  # ceil
+    g_r = -(-n_nodes // int(rc.nodes_per_group))
+    p_n = (p + g_n * float(nc.c_w)) / float(nc.eta)
+    p_in = (p_n + g_r * float(rc.c_w)) / float(rc.eta)
+    loss = p_in - p
+    if np.ndim(p_in) == 0:
+        return float(p_in), float(loss)
+    return p_in, loss
+
+
+# --------------------------------------------------------------------------------------------
+# exact binning of step functions
+# --------------------------------------------------------------------------------------------
+
+
+def _as_int_seconds(x, what: str) -> np.ndarray:
+    a = np.asarray(x)
+    if a.dtype.kind in "iu":
+        return a.astype("int64")
+    if a.dtype.kind == "f" or a.dtype == object:
+        f = a.astype("float64")
+        if not np.all(np.isfinite(f)) or not np.all(f == np.round(f)):
+            raise ValueError(f"{what} must be whole seconds (int64), got non-integral values")
+        return f.astype("int64")
+    raise ValueError(f"{what} must be int64 seconds, got dtype {a.dtype}")
+
+
+def _check_step(times, values, t0, t1):
+    t = _as_int_seconds(times, "times")
+    if t.ndim != 1:
+        raise ValueError(f"times must be 1-D, got shape {t.shape}")
+    v = np.asarray(values, dtype="float64")
+    if v.ndim not in (1, 2) or v.shape[0] != t.shape[0]:
+        raise ValueError(f"values must have shape (n,) or (n, k) with n = len(times) = {len(t)}, got {v.shape}")
+    if len(t) == 0:
+        raise ValueError("times is empty: a step function needs at least one change point <= t0")
+    if len(t) > 1 and not np.all(np.diff(t) > 0):
+        raise ValueError("times must be strictly ascending")
+    t0, t1 = int(t0), int(t1)
+    if t1 < t0:
+        raise ValueError(f"t1 ({t1}) < t0 ({t0})")
+    if t[0] > t0:
+        raise ValueError(f"times[0] ({int(t[0])}) > t0 ({t0}): the step function is undefined at the window start")
+    return t, v, t0, t1
+
+
+def step_segments(times, values, t0: int, t1: int):
+    """The pieces of a step function that intersect ``[t0, t1)``.
+
+    Returns ``(starts, values)``: the start of each piece clipped to ``t0`` (int64, ascending,
+    first = t0) and its value (shape ``(m,)`` or ``(m, k)``). Empty when ``t1 == t0``.
+    Raises ValueError as :func:`bin_step`.
+    """
+    t, v, t0, t1 = _check_step(times, values, t0, t1)
+    if t1 == t0:
+        return np.zeros(0, dtype="int64"), v[:0]
+    i0 = int(np.searchsorted(t, t0, side="right")) - 1  # piece holding at t0
+    i1 = int(np.searchsorted(t, t1, side="left"))  # first change point at/after t1
+    starts = t[i0:i1].copy()
+    starts[0] = t0
+    return starts, v[i0:i1]
+
+
+def bin_step(times, values, t0: int, t1: int, period: int):
+    """Exact bin averages of a step function.
+
+    The step function is ``values[i]`` on ``[times[i], times[i+1])``, the last value until ``t1``.
+    Bins are ``[t0 + k·period, t0 + (k+1)·period) ∩ [t0, t1)`` for ``k = 0 … ceil((t1−t0)/period)−1``;
+    each bin holds the exact time-average of the step function over it (the last, partial bin is
+    averaged over its real length ``t1 − start``).
+
+    Method: the window is cut at every change point and every bin edge; each piece contributes
+    ``value × length`` (float64; exact for integer-valued signals below 2**53), and the pieces are
+    summed per bin with ``np.add.reduceat``. This equals differencing the cumulative integral at
+    the bin edges (the integral is piecewise linear, so its interpolation at the edges is exact),
+    but sums only the bin's own pieces, so there is no cancellation between large cumulative
+    totals. O((n + bins) log) time; 1e6 change points × 1e6 bins in well under a second.
+
+    Args:
+        times: strictly ascending change points, int64 seconds, shape ``(n,)``; ``times[0] <= t0``
+            is required (the function is not defined before its first change point).
+            Change points at or after ``t1`` are ignored.
+        values: shape ``(n,)`` or ``(n, k)`` (k signals sharing the change points), float.
+            NaN values propagate to the bins they touch.
+        t0, t1: window ``[t0, t1)``, int seconds, ``t1 >= t0`` (``t1 == t0`` gives empty output).
+        period: bin length in seconds, int >= 1.
+
+    Returns:
+        ``(bin_start, mean)``: int64 array of shape ``(m,)`` and float64 array of shape ``(m,)``
+        or ``(m, k)``.
+
+    Raises:
+        ValueError: times empty, not strictly ascending, not whole seconds, ``times[0] > t0``,
+            ``t1 < t0``, ``period < 1``, or mismatched shapes.
+    """
+    period_i = int(period)
+    if period_i != period or period_i < 1:
+        raise ValueError(f"period must be a whole number of seconds >= 1, got {period!r}")
+    starts, seg_v = step_segments(times, values, t0, t1)
+    t0, t1 = int(t0), int(t1)
+    nbins = -(-(t1 - t0) // period_i)
+    if nbins == 0:
+        return np.zeros(0, dtype="int64"), seg_v[:0].astype("float64")
+    bin_start = t0 + period_i * np.arange(nbins, dtype="int64")
+    # breakpoints: bin starts ∪ change points inside the window, then t1
+    # (both inputs are sorted: a stable sort of their concatenation is a cheap merge; drop repeats)
+    cuts = np.sort(np.concatenate([bin_start, starts]), kind="stable")
+    if len(cuts) > 1:
+        cuts = cuts[np.concatenate(([True], cuts[1:] != cuts[:-1]))]
+    lengths = np.diff(np.append(cuts, t1))
+    # value of the piece starting at each cut
+    idx = np.searchsorted(starts, cuts, side="right") - 1
+    pv = seg_v[idx]
+    if pv.ndim == 2:
+        area = pv * lengths[:, None].astype("float64")
+    else:
+        area = pv * lengths.astype("float64")
+    first = np.searchsorted(cuts, bin_start, side="left")  # every bin start is a cut
+    sums = np.add.reduceat(area, first, axis=0)
+    blen = (np.minimum(bin_start + period_i, t1) - bin_start).astype("float64")
+    mean = sums / (blen[:, None] if sums.ndim == 2 else blen)
+    return bin_start, mean
+
+
+def integrate_step(times, values, t0: int, t1: int):
+    """Exact integral of a step function over ``[t0, t1)`` (value·s, e.g. J for W).
+
+    Same conventions and errors as :func:`bin_step`; returns a float (1-D values) or a float64
+    array of shape ``(k,)`` (2-D values). 0 when ``t1 == t0``.
+    """
+    starts, seg_v = step_segments(times, values, t0, t1)
+    if len(starts) == 0:
+        return 0.0 if seg_v.ndim == 1 else np.zeros(seg_v.shape[1])
+    lengths = np.diff(np.append(starts, int(t1))).astype("float64")
+    if seg_v.ndim == 2:
+        return (seg_v * lengths[:, None]).sum(axis=0)
+    return float((seg_v * lengths).sum())
+
+
+def ramps(times, values, t0: int, t1: int, window: int) -> tuple[float, float]:
+    """Largest and 95th-percentile absolute change between consecutive window averages (W).
+
+    The step function (1-D ``values``) is averaged exactly over consecutive bins of ``window``
+    seconds from ``t0`` (:func:`bin_step`); only *full* bins are used (a trailing partial bin is
+    dropped, as its average covers a different length). With ``d_k = |mean_{k+1} − mean_k|``
+    returns ``(max d, percentile(d, 95))``, the percentile by ``numpy.percentile`` with its
+    default ``"linear"`` method (type 7 of Hyndman & Fan). Fewer than 2 full bins: ``(0.0, 0.0)``.
+
+    Raises ValueError as :func:`bin_step`, or for 2-D values.
+    """
+    if np.ndim(values) != 1:
+        raise ValueError("ramps: values must be 1-D")
+    _, mean = bin_step(times, values, t0, t1, window)
+    n_full = (int(t1) - int(t0)) // int(window)
+    mean = mean[:n_full]
+    if len(mean) < 2:
+        return 0.0, 0.0
+    d = np.abs(np.diff(mean))
+    return float(d.max()), float(np.percentile(d, 95))
+
+
+# --------------------------------------------------------------------------------------------
+# timeline
+# --------------------------------------------------------------------------------------------
+
+_STEP_COLUMNS = ("busy_nodes", "it_power_w", "queued_jobs", "running_jobs")
+
+
+def build_timeline(steps: pd.DataFrame, system: System, t0: int, t1: int, period: int) -> pd.DataFrame:
+    """timeline.parquet (docs/architecture.md) from the engine's ``steps``.
+
+    Args:
+        steps: ``EngineResult.steps``: columns ``time`` (int64, strictly ascending, first ≤ t0),
+            ``busy_nodes``, ``it_power_w`` (W), ``queued_jobs``, ``running_jobs``.
+        system: the machine (node count, converters).
+        t0, t1: the window ``[t0, t1)`` (s).
+        period: sample period (s).
+
+    Returns:
+        DataFrame with :data:`TIMELINE_COLUMNS`: ``time`` (int64 bin start) and float64 exact bin
+        means of ``it_power_w``, ``loss_w``, ``facility_power_w`` (= it + loss, via
+        :func:`convert`, exact on bin means because the loss is affine), ``busy_nodes``,
+        ``utilization`` (= busy_nodes / N), ``queued_jobs``, ``running_jobs``.
+
+    Raises:
+        ValueError: a column is missing, or as :func:`bin_step`.
+    """
+    missing = [c for c in ("time",) + _STEP_COLUMNS if c not in steps.columns]
+    if missing:
+        raise ValueError(f"steps lacks column(s) {missing}")
+    vals = np.column_stack([steps[c].to_numpy(dtype="float64", na_value=np.nan) for c in _STEP_COLUMNS])
+    times = steps["time"].to_numpy()
+    bstart, mean = bin_step(times, vals, t0, t1, period)
+    busy, it, queued, running = (mean[:, i] for i in range(4)) if len(mean) else (np.zeros(0),) * 4
+    fac, loss = convert(system, np.asarray(it, dtype="float64"))
+    return pd.DataFrame(
+        {
+            "time": np.asarray(bstart, dtype="int64"),
+            "it_power_w": np.asarray(it, dtype="float64"),
+            "loss_w": np.asarray(loss, dtype="float64"),
+            "facility_power_w": np.asarray(fac, dtype="float64"),
+            "busy_nodes": np.asarray(busy, dtype="float64"),
+            "utilization": np.asarray(busy, dtype="float64") / float(system.nodes),
+            "queued_jobs": np.asarray(queued, dtype="float64"),
+            "running_jobs": np.asarray(running, dtype="float64"),
+        },
+        columns=list(TIMELINE_COLUMNS),
+    )

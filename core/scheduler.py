@@ -1,0 +1,362 @@
+"""Schedulers: a queue-ordering policy plus a backfill variant (DESIGN.md §3.6–3.7).
+
+A scheduler sees only submitted jobs and their time limits (no clairvoyance). Interface::
+
+    class Scheduler:
+        def submit(self, job: int, now: int) -> int | None   # optional wake-up time
+        def schedule(self, now: int, cluster: Cluster) -> None   # calls cluster.start(job)
+        def queued(self) -> int
+        def queue(self) -> list[int]
+
+Ordering policies are plug-ins registered by name (:func:`register_policy`); each maps a job to
+a sort key, lower first, ties broken by ``(submit_time, trace_index)``. A policy whose key depends
+on time or on state (fair share, accounts updated during the run) sets ``dynamic = True`` and the
+queue is re-sorted at each pass with ``key_at(job, now)``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import math
+from typing import Any, Callable, Sequence
+
+from .errors import ConfigError, UnknownNameError
+from .resources import Cluster
+
+
+@dataclasses.dataclass
+class JobView:
+    """What schedulers may read about jobs (index = job number in the run, row of ``frame``).
+
+    submit, nodes, time_limit (effective, s), trace_index: lists of int; priority: list of float
+    (NaN = none); user, account: lists of str|None; frame: the run's jobs DataFrame (extra features
+    for plug-in policies); recorded_start: list of int|None (replay).
+    """
+
+    submit: list
+    nodes: list
+    time_limit: list
+    trace_index: list
+    priority: list
+    user: list
+    account: list
+    recorded_start: list
+    frame: Any = None
+    source: str = ""
+
+
+class Policy:
+    """Queue order. Subclasses set ``name`` and implement ``key(job)`` (lower runs first)."""
+
+    name = "base"
+    dynamic = False
+
+    def __init__(self, jobs: JobView, options: dict):
+        self.jobs = jobs
+        self.options = options
+
+    def key(self, job: int) -> float:
+        raise NotImplementedError
+
+    def key_at(self, job: int, now: int) -> float:
+        return self.key(job)
+
+
+class FCFS(Policy):
+    """First come, first served: submit time ascending."""
+
+    name = "fcfs"
+
+    def key(self, job):
+        return self.jobs.submit[job]
+
+
+class SJF(Policy):
+    """Shortest job first by requested time limit (the scheduler never sees run times)."""
+
+    name = "sjf"
+
+    def key(self, job):
+        return self.jobs.time_limit[job]
+
+
+class LJF(Policy):
+    """Largest job first: nodes descending."""
+
+    name = "ljf"
+
+    def key(self, job):
+        return -self.jobs.nodes[job]
+
+
+class TracePriority(Policy):
+    """The trace's priority column, descending. Raises ConfigError when the trace has none."""
+
+    name = "priority"
+
+    def __init__(self, jobs, options):
+        super().__init__(jobs, options)
+        if not any(not math.isnan(p) for p in jobs.priority):
+            raise ConfigError(
+                f"policy 'priority' needs the workload column 'priority', which is empty in "
+                f"{jobs.source or 'this trace'}; choose fcfs, sjf or ljf"
+            )
+
+    def key(self, job):
+        p = self.jobs.priority[job]
+        return math.inf if math.isnan(p) else -p
+
+
+_POLICIES: dict[str, Callable[[JobView, dict], Policy]] = {
+    "fcfs": FCFS, "sjf": SJF, "ljf": LJF, "priority": TracePriority,
+}
+
+
+def register_policy(name: str, factory: Callable[[JobView, dict], Policy]) -> None:
+    """Register an ordering policy plug-in: ``factory(jobs: JobView, options: dict) -> Policy``."""
+    _POLICIES[name] = factory
+
+
+def available_policies() -> list[str]:
+    """Names accepted as ``policy`` (``replay`` included)."""
+    return sorted(set(_POLICIES) | {"replay"})
+
+
+def make_policy(name: str, jobs: JobView, options: dict) -> Policy:
+    if name not in _POLICIES:
+        raise UnknownNameError("policy", name, available_policies())
+    return _POLICIES[name](jobs, options)
+
+
+class QueueScheduler:
+    """Ordering policy + backfill variant over one priority-ordered queue.
+
+    ``stats["reservation_delays"]`` counts, for conservative backfilling, how often a job's
+    reservation moved later than the one it held at the previous pass.
+    """
+
+    def __init__(self, policy: Policy, backfill: str):
+        if backfill not in _BACKFILL:
+            raise UnknownNameError("backfill", backfill, _BACKFILL)
+        self.policy = policy
+        self.backfill = backfill
+        self._pass = _BACKFILL[backfill]
+        self.jobs = policy.jobs
+        self._keys: list[tuple] = []
+        self._q: list[int] = []
+        self._reservations: dict[int, int] = {}
+        self.stats = {"reservation_delays": 0}
+
+    # -- queue --------------------------------------------------------------------------------
+    def _key(self, job, now=None):
+        j = self.jobs
+        k = self.policy.key(job) if now is None else self.policy.key_at(job, now)
+        return (k, j.submit[job], j.trace_index[job], job)
+
+    def submit(self, job: int, now: int):
+        k = self._key(job, now if self.policy.dynamic else None)
+        i = bisect.bisect(self._keys, k)
+        self._keys.insert(i, k)
+        self._q.insert(i, job)
+        return None
+
+    def queued(self) -> int:
+        return len(self._q)
+
+    def queue(self) -> list[int]:
+        return list(self._q)
+
+    def schedule(self, now: int, cluster: Cluster) -> None:
+        if not self._q:
+            return
+        if self.policy.dynamic:
+            keys = sorted(self._key(j, now) for j in self._q)
+            self._keys, self._q = keys, [k[3] for k in keys]
+        started = self._pass(self, now, cluster)
+        if started:
+            s = set(started)
+            keep = [i for i, j in enumerate(self._q) if j not in s]
+            self._q = [self._q[i] for i in keep]
+            self._keys = [self._keys[i] for i in keep]
+
+    # -- backfill variants (DESIGN.md §3.7) -----------------------------------------------------
+    def _none(self, now, cluster):
+        nodes, started = self.jobs.nodes, []
+        for j in self._q:
+            if nodes[j] > cluster.free_nodes:
+                break
+            cluster.start(j)
+            started.append(j)
+        return started
+
+    def _firstfit(self, now, cluster):
+        nodes, started = self.jobs.nodes, []
+        for j in self._q:
+            free = cluster.free_nodes
+            if free == 0:
+                break
+            if nodes[j] <= free:
+                cluster.start(j)
+                started.append(j)
+        return started
+
+    def _easy(self, now, cluster):
+        nodes, limit = self.jobs.nodes, self.jobs.time_limit
+        q, started = self._q, []
+        i, nq = 0, len(q)
+        while i < nq and nodes[q[i]] <= cluster.free_nodes:
+            cluster.start(q[i])
+            started.append(q[i])
+            i += 1
+        if i >= nq:
+            return started
+        free = cluster.free_nodes
+        if free == 0:
+            return started
+        head_n = nodes[q[i]]
+        shadow, avail = None, free
+        for exp_end, j in cluster.running:
+            avail += nodes[j]
+            if avail >= head_n:
+                shadow = max(exp_end, now + 1)
+                break
+        if shadow is None:  # cannot happen: the head fits an empty machine (rejected otherwise)
+            raise RuntimeError("EASY: head job can never fit")
+        extra = free - head_n
+        for exp_end, j in cluster.running:
+            if max(exp_end, now + 1) > shadow:
+                break
+            extra += nodes[j]
+        for k in range(i + 1, nq):
+            j = q[k]
+            n = nodes[j]
+            if n > free:
+                continue
+            if now + limit[j] <= shadow:
+                cluster.start(j)
+            elif n <= extra:
+                cluster.start(j)
+                extra -= n
+            else:
+                continue
+            started.append(j)
+            free -= n
+            if free == 0:
+                break
+        return started
+
+    def _conservative(self, now, cluster):
+        nodes, limit = self.jobs.nodes, self.jobs.time_limit
+        # availability profile: times[k] -> free nodes on [times[k], times[k+1]); last holds forever
+        times, free = [now], [cluster.free_nodes]
+        for exp_end, j in cluster.running:
+            t = max(exp_end, now + 1)
+            if t == times[-1]:
+                free[-1] += nodes[j]
+            else:
+                times.append(t)
+                free.append(free[-1] + nodes[j])
+        started = []
+        res = {}
+        old = self._reservations
+        for j in self._q:
+            n, d = nodes[j], max(limit[j], 0)
+            k = _earliest_fit(times, free, n, d)
+            t = times[k]
+            if d > 0:  # reserve n nodes on [t, t + d)
+                end = t + d
+                pos = bisect.bisect_left(times, end)
+                if pos == len(times) or times[pos] != end:
+                    times.insert(pos, end)
+                    free.insert(pos, free[pos - 1])
+                for x in range(k, pos):
+                    free[x] -= n
+            if t == now:
+                cluster.start(j)
+                started.append(j)
+            else:
+                res[j] = t
+                if j in old and t > old[j]:
+                    self.stats["reservation_delays"] += 1
+        self._reservations = res
+        return started
+
+
+def _earliest_fit(times: list, free: list, n: int, d: int) -> int:
+    """Index k of the earliest breakpoint from which ``n`` nodes stay free for ``d`` seconds.
+
+    ``times``/``free``: the availability profile (free[k] holds on [times[k], times[k+1]), the last
+    entry forever and equal to the machine size, so a job that fits the machine always fits).
+    """
+    nt = len(times)
+    k = 0
+    while True:
+        while free[k] < n:
+            k += 1
+        t_end = times[k] + d
+        m = k + 1
+        while m < nt and times[m] < t_end and free[m] >= n:
+            m += 1
+        if m < nt and times[m] < t_end:  # segment m lacks nodes: retry after it
+            k = m + 1
+            continue
+        return k
+
+
+_BACKFILL = {
+    "none": QueueScheduler._none,
+    "firstfit": QueueScheduler._firstfit,
+    "easy": QueueScheduler._easy,
+    "conservative": QueueScheduler._conservative,
+}
+
+
+class ReplayScheduler:
+    """Replays the trace: each job starts at its recorded start (DESIGN.md §3, replay mode).
+
+    A job whose recorded start has no room (an inconsistent trace or system size) starts as soon
+    as it fits, in recorded-start order; ``stats["replay_delayed"]`` counts those.
+    """
+
+    def __init__(self, jobs: JobView):
+        self.jobs = jobs
+        self._waiting: list[tuple[int, int, int]] = []  # (release time, trace_index, job) sorted
+        self._pending: list[tuple[int, int, int]] = []  # submitted, release in the future
+        self.stats = {"replay_delayed": 0}
+        self._delayed: set[int] = set()
+
+    def submit(self, job: int, now: int):
+        rs = self.jobs.recorded_start[job]
+        rel = max(rs if rs is not None else now, now)
+        bisect.insort(self._waiting, (rel, self.jobs.trace_index[job], job))
+        return rel if rel > now else None
+
+    def queued(self) -> int:
+        return len(self._waiting)
+
+    def queue(self) -> list[int]:
+        return [w[2] for w in self._waiting]
+
+    def schedule(self, now: int, cluster: Cluster) -> None:
+        nodes = self.jobs.nodes
+        keep = []
+        for item in self._waiting:
+            rel, _, j = item
+            if rel <= now and nodes[j] <= cluster.free_nodes:
+                cluster.start(j)
+            else:
+                if rel <= now and j not in self._delayed:
+                    self._delayed.add(j)
+                    self.stats["replay_delayed"] += 1
+                keep.append(item)
+        self._waiting = keep
+
+
+def make_scheduler(policy: str, backfill: str, jobs: JobView, options: dict | None = None):
+    """Build the scheduler for a run: ``ReplayScheduler`` for ``policy='replay'`` (backfill is
+    ignored and must be ``none``… or any: recorded starts decide), else ``QueueScheduler``.
+    Raises UnknownNameError for unknown names (listing the valid ones)."""
+    if policy == "replay":
+        return ReplayScheduler(jobs)
+    return QueueScheduler(make_policy(policy, jobs, options or {}), backfill)

@@ -1,0 +1,279 @@
+"""Run metrics: stats.json (DESIGN.md §5, docs/architecture.md "stats.json").
+
+Definitions (standard names; every time in s, power in W, energy in J):
+
+Job set. Job metrics use the *finished* jobs: ``status`` in ``{"completed", "timeout"}`` with
+both ``sim_start_time`` and ``sim_end_time`` known (the started-and-ended set; prepopulated
+jobs that end in the window are included). For each:
+``run = sim_end_time − sim_start_time``, ``wait = sim_start_time − submit_time``,
+``turnaround = wait + run``.
+
+* ``wait_mean_s`` / ``wait_median_s`` / ``wait_p95_s`` / ``wait_max_s``: of ``wait``
+  (percentiles by ``numpy.percentile``, default linear method).
+* ``turnaround_mean_s``: mean of ``wait + run``.
+* ``slowdown_mean``: mean of ``(wait + run) / run`` over finished jobs with ``run > 0``
+  (the plain slowdown is undefined for zero-length jobs, which are left out of this mean only).
+* ``bsld_mean``: mean bounded slowdown with τ = 10 s, ``max(1, (wait + run) / max(run, τ))``
+  (Feitelson, Rudolph, Schwiegelshohn, Sevcik, Wong, "Theory and practice in parallel job
+  scheduling", JSSPP 1997; Feitelson, "Metrics for parallel job scheduling and their
+  convergence", JSSPP 2001). Over all finished jobs.
+* ``awrt_s`` = Σ nodes·run·(wait + run) / Σ nodes·run and ``awwt_s`` = Σ nodes·run·wait /
+  Σ nodes·run: average weighted response / wait time, weighted by the resource consumption
+  nodes × run time (Schwiegelshohn & Yahyapour, "Fairness in parallel job scheduling",
+  J. Scheduling 2000; Grimme et al. 2008). None when Σ nodes·run = 0.
+* ``utilization`` = ∫ busy_nodes dt / (N · (t1 − t0)) over the window, from the engine's steps.
+* ``makespan_s`` = (latest ``sim_end_time`` of a finished job) − t0; None when no job finished.
+* ``throughput_jobs_per_h`` = finished jobs / ((t1 − t0) / 3600 s).
+* ``it_energy_j`` = ∫ it_power_w dt over [t0, t1) (exact integral of the step function);
+  ``loss_energy_j`` = ∫ loss dt (conversion losses, :func:`core.power.convert`; exact because the
+  loss is affine in the IT power); ``facility_energy_j`` = it + loss.
+* ``mean_power_w`` = facility_energy_j / (t1 − t0); ``peak_power_w`` = maximum of the facility
+  power step function over the window (over the pieces that intersect [t0, t1)), not of bin means.
+* ``edp_js`` = facility_energy_j · makespan_s, ``ed2p_js2`` = facility_energy_j · makespan_s²
+  (None when makespan is None).
+* ``job_edp_sum_js`` = Σ energy_j · run and ``job_ed2p_sum_js2`` = Σ energy_j · run² over finished
+  jobs, where ``energy_j`` is the job's own (DC, node-level) energy from the engine; conversion
+  losses are a system quantity and are not attributed to jobs. Jobs with unknown energy add 0.
+* ``ramp_1min_*`` / ``ramp_15min_*``: :func:`core.power.ramps` of the facility power over 60 s
+  and 900 s windows (largest and p95 absolute change of consecutive exact window averages; full
+  windows only; 0.0 when the window holds fewer than two).
+
+Per-user and per-account (``users`` / ``accounts``), over finished jobs only (a user none of
+whose jobs finished does not appear): ``jobs`` (count), ``wait_mean_s``, ``bsld_mean``,
+``node_seconds`` (Σ nodes·run), ``energy_j`` (Σ job energy_j), ``edp_js`` (Σ energy_j·run).
+A missing user/account is keyed ``"unknown"``; keys are strings.
+
+Output is JSON-ready: plain Python int/float/str/None (no NaN: undefined means are None), every
+dict with sorted keys, deterministic for the same inputs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import power as _power
+from .system import System
+
+__all__ = ["compute_stats", "SCHEMA_VERSION", "COUNT_KEYS", "SYSTEM_KEYS", "GROUP_KEYS", "BSLD_TAU_S"]
+
+SCHEMA_VERSION = 1
+#: Bounded-slowdown threshold τ (s).
+BSLD_TAU_S = 10
+
+#: Keys of ``counts`` (docs/architecture.md); any other key passed in ``counts`` is kept too.
+COUNT_KEYS = (
+    "jobs_in_window", "jobs_started", "completed", "timeout", "rejected", "not_run",
+    "still_queued", "still_running", "prepopulated", "time_limit_imputed",
+    "lenient_skipped_lines", "replay_delayed", "replay_start_imputed",
+    "placement_fallbacks", "reservation_delays",
+)
+#: Keys computed here from the jobs table (they override the same keys in ``counts``).
+_JOB_COUNT_KEYS = (
+    "jobs_in_window", "jobs_started", "completed", "timeout", "rejected", "not_run",
+    "still_queued", "still_running", "prepopulated", "time_limit_imputed",
+)
+SYSTEM_KEYS = (
+    "wait_mean_s", "wait_median_s", "wait_p95_s", "wait_max_s", "turnaround_mean_s",
+    "slowdown_mean", "bsld_mean", "awrt_s", "awwt_s", "utilization", "makespan_s",
+    "throughput_jobs_per_h", "it_energy_j", "loss_energy_j", "facility_energy_j",
+    "mean_power_w", "peak_power_w", "edp_js", "ed2p_js2", "job_edp_sum_js",
+    "job_ed2p_sum_js2", "ramp_1min_max_w", "ramp_1min_p95_w", "ramp_15min_max_w",
+    "ramp_15min_p95_w",
+)
+GROUP_KEYS = ("jobs", "wait_mean_s", "bsld_mean", "node_seconds", "energy_j", "edp_js")
+
+FINISHED = ("completed", "timeout")
+
+
+def _f(x) -> float | None:
+    """Plain float, or None for NaN/inf/None."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _mean(a: np.ndarray) -> float | None:
+    return _f(a.mean()) if len(a) else None
+
+
+def _num(df: pd.DataFrame, col: str) -> np.ndarray:
+    if col not in df.columns:
+        return np.full(len(df), np.nan)
+    return pd.to_numeric(df[col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+
+
+def _bool_count(df: pd.DataFrame, col: str) -> int:
+    if col not in df.columns:
+        return 0
+    return int(df[col].fillna(False).astype(bool).sum())
+
+
+def _keys(df: pd.DataFrame, col: str) -> list[str]:
+    if col not in df.columns:
+        return ["unknown"] * len(df)
+    return ["unknown" if (v is None or (not isinstance(v, str) and pd.isna(v))) else str(v) for v in df[col]]
+
+
+def _bsld(wait: np.ndarray, run: np.ndarray) -> np.ndarray:
+    return np.maximum(1.0, (wait + run) / np.maximum(run, float(BSLD_TAU_S)))
+
+
+def compute_stats(
+    jobs: pd.DataFrame, steps: pd.DataFrame, system: System, t0: int, t1: int, counts: dict | None = None
+) -> dict[str, Any]:
+    """stats.json of one run (structure in docs/architecture.md; definitions in the module doc).
+
+    Args:
+        jobs: ``EngineResult.jobs`` (needs ``status``, ``submit_time``, ``sim_start_time``,
+            ``sim_end_time``, ``nodes``, ``energy_j``, ``user``, ``account``; ``prepopulated`` and
+            ``time_limit_imputed`` bool columns are counted when present).
+        steps: ``EngineResult.steps`` (``time``, ``busy_nodes``, ``it_power_w`` …), first time ≤ t0.
+        system: the machine (node count, converters, power label).
+        t0, t1: the window ``[t0, t1)`` in s, ``t1 > t0``.
+        counts: engine/loader counters (``lenient_skipped_lines``, ``replay_delayed``,
+            ``replay_start_imputed``, ``placement_fallbacks``, ``reservation_delays``, …);
+            missing keys of :data:`COUNT_KEYS` are 0; keys computed from ``jobs`` override them.
+
+    Returns:
+        ``{"schema_version", "power_label", "counts", "system", "users", "accounts"}`` with
+        sorted keys and only JSON-native values.
+
+    Raises:
+        ValueError: ``t1 <= t0``, or bad ``steps`` (as :func:`core.power.bin_step`).
+    """
+    t0, t1 = int(t0), int(t1)
+    if t1 <= t0:
+        raise ValueError(f"compute_stats: window must have t1 > t0, got [{t0}, {t1})")
+    span = float(t1 - t0)
+    status = np.array(
+        [v if isinstance(v, str) else "" for v in (jobs["status"] if "status" in jobs.columns else [None] * len(jobs))],
+        dtype=object,
+    )
+
+    # ---------------------------------------------------------------- counts
+    c: dict[str, Any] = {k: 0 for k in COUNT_KEYS}
+    for k, v in (counts or {}).items():
+        if isinstance(v, (bool, int, np.integer)):
+            v = int(v)
+        elif isinstance(v, (float, np.floating)):
+            v = _f(v)
+        c[str(k)] = v
+    start = _num(jobs, "sim_start_time")
+    end = _num(jobs, "sim_end_time")
+    computed = {
+        "jobs_in_window": len(jobs),
+        "jobs_started": int(np.isfinite(start).sum()),
+        "completed": int((status == "completed").sum()),
+        "timeout": int((status == "timeout").sum()),
+        "rejected": int((status == "rejected").sum()),
+        "not_run": int((status == "not_run").sum()),
+        "still_queued": int((status == "queued").sum()),
+        "still_running": int((status == "running").sum()),
+        "prepopulated": _bool_count(jobs, "prepopulated"),
+        "time_limit_imputed": _bool_count(jobs, "time_limit_imputed"),
+    }
+    c.update(computed)
+    counts_out = {k: c[k] for k in sorted(c)}
+
+    # ---------------------------------------------------------------- finished-job metrics
+    fin = np.isin(status, FINISHED) & np.isfinite(start) & np.isfinite(end)
+    fj = jobs.loc[fin]
+    run = (end - start)[fin]
+    wait = (start - _num(jobs, "submit_time"))[fin]
+    nodes = _num(jobs, "nodes")[fin]
+    nodes = np.where(np.isfinite(nodes), nodes, 0.0)
+    energy = _num(jobs, "energy_j")[fin]
+    energy0 = np.where(np.isfinite(energy), energy, 0.0)
+    n_fin = int(fin.sum())
+
+    bsld = _bsld(wait, run)
+    pos = run > 0
+    sld = (wait[pos] + run[pos]) / run[pos]
+    w = nodes * run
+    wsum = float(w.sum())
+
+    sysm: dict[str, Any] = {
+        "wait_mean_s": _mean(wait),
+        "wait_median_s": _f(np.median(wait)) if n_fin else None,
+        "wait_p95_s": _f(np.percentile(wait, 95)) if n_fin else None,
+        "wait_max_s": _f(wait.max()) if n_fin else None,
+        "turnaround_mean_s": _mean(wait + run),
+        "slowdown_mean": _mean(sld),
+        "bsld_mean": _mean(bsld),
+        "awrt_s": _f((w * (wait + run)).sum() / wsum) if wsum > 0 else None,
+        "awwt_s": _f((w * wait).sum() / wsum) if wsum > 0 else None,
+        "throughput_jobs_per_h": _f(n_fin / (span / 3600.0)),
+        "job_edp_sum_js": _f((energy0 * run).sum()),
+        "job_ed2p_sum_js2": _f((energy0 * run * run).sum()),
+    }
+    makespan = float(end[fin].max() - t0) if n_fin else None
+    sysm["makespan_s"] = _f(makespan)
+
+    # ---------------------------------------------------------------- power / utilisation
+    times = steps["time"].to_numpy()
+    busy = steps["busy_nodes"].to_numpy(dtype="float64", na_value=np.nan)
+    it = steps["it_power_w"].to_numpy(dtype="float64", na_value=np.nan)
+    busy_int, it_energy = _power.integrate_step(times, np.column_stack([busy, it]), t0, t1)
+    _, loss_mean = _power.convert(system, it_energy / span)
+    loss_energy = loss_mean * span
+    fac_energy = it_energy + loss_energy
+    fac_steps, _ = _power.convert(system, it)
+    _, seg_fac = _power.step_segments(times, fac_steps, t0, t1)
+    r1 = _power.ramps(times, fac_steps, t0, t1, 60)
+    r15 = _power.ramps(times, fac_steps, t0, t1, 900)
+    sysm.update(
+        {
+            "utilization": _f(busy_int / (float(system.nodes) * span)),
+            "it_energy_j": _f(it_energy),
+            "loss_energy_j": _f(loss_energy),
+            "facility_energy_j": _f(fac_energy),
+            "mean_power_w": _f(fac_energy / span),
+            "peak_power_w": _f(seg_fac.max()) if len(seg_fac) else None,
+            "edp_js": _f(fac_energy * makespan) if makespan is not None else None,
+            "ed2p_js2": _f(fac_energy * makespan * makespan) if makespan is not None else None,
+            "ramp_1min_max_w": _f(r1[0]),
+            "ramp_1min_p95_w": _f(r1[1]),
+            "ramp_15min_max_w": _f(r15[0]),
+            "ramp_15min_p95_w": _f(r15[1]),
+        }
+    )
+    system_out = {k: sysm[k] for k in sorted(sysm)}
+
+    # ---------------------------------------------------------------- per user / account
+    def groups(col: str) -> dict[str, dict[str, Any]]:
+        keys = np.asarray(_keys(fj, col), dtype=object)
+        if len(keys) == 0:
+            return {}
+        names, inv = np.unique(keys.astype(str), return_inverse=True)  # sorted names
+        k = len(names)
+        cnt = np.bincount(inv, minlength=k)
+        s_wait = np.bincount(inv, weights=wait, minlength=k)
+        s_bsld = np.bincount(inv, weights=bsld, minlength=k)
+        s_ns = np.bincount(inv, weights=w, minlength=k)
+        s_e = np.bincount(inv, weights=energy0, minlength=k)
+        s_edp = np.bincount(inv, weights=energy0 * run, minlength=k)
+        return {
+            str(names[g]): {
+                "bsld_mean": _f(s_bsld[g] / cnt[g]),
+                "edp_js": _f(s_edp[g]),
+                "energy_j": _f(s_e[g]),
+                "jobs": int(cnt[g]),
+                "node_seconds": int(round(float(s_ns[g]))),
+                "wait_mean_s": _f(s_wait[g] / cnt[g]),
+            }
+            for g in range(k)
+        }
+
+    return {
+        "accounts": groups("account"),
+        "counts": counts_out,
+        "power_label": system.power_label,
+        "schema_version": SCHEMA_VERSION,
+        "system": system_out,
+        "users": groups("user"),
+    }

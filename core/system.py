@@ -1,0 +1,254 @@
+"""Systems as data: one TOML file per machine under ``core/systems/`` (DESIGN.md §2).
+
+File layout (units: W, s; every number may carry a source in ``[[sources]]``)::
+
+    [system]
+    name = "sdsc-sp2"                 # lower-case, the name used by --system
+    title = "SDSC IBM SP2"
+    nodes = 128                       # schedulable nodes
+    cores_per_node = 1                # processors per node *as counted in the trace*
+    cpus_per_node = 1                 # CPU sockets per node (power model)
+    gpus_per_node = 0
+    default_time_limit = 64800        # s, optional: for jobs without a usable limit
+    traces = ["SDSC-SP2-1998-4.2-cln.swf.gz"]   # trace file names this system is for
+    # [[system.partitions]] name = "batch"  nodes = 352   (optional)
+
+    [power]
+    status = "assumed"                # "assumed" (comparable hardware) or "published"
+    cpu_idle_w = 20.0                 # per CPU socket
+    cpu_max_w = 95.0
+    gpu_idle_w = 0.0                  # per GPU
+    gpu_max_w = 0.0
+    mem_w = 10.0                      # per node, constant
+    nic_w = 5.0
+    storage_w = 0.0
+    other_w = 30.0                    # fans, board, ... per node, constant
+    default_cpu_util = 0.9            # when the trace gives no utilisation
+    default_gpu_util = 0.0
+    node_converter = { c_w = 0.0, eta = 0.93 }            # per node: P_in = (P + c) / eta
+    rectifier = { nodes_per_group = 32, c_w = 0.0, eta = 0.96 }   # per group of nodes
+
+    [[sources]]
+    what = "cpu_idle_w, cpu_max_w"
+    cite = "…paper / vendor sheet / dataset documentation…"
+
+Node power (DESIGN.md §4) = other + mem + nic + storage + cpus·(cpu_idle + u_cpu·(cpu_max − cpu_idle))
++ gpus·(gpu_idle + u_gpu·(gpu_max − gpu_idle)); losses are applied by :mod:`core.power`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, UnknownNameError
+
+SYSTEMS_DIR = Path(__file__).with_name("systems")
+
+
+@dataclasses.dataclass(frozen=True)
+class Converter:
+    """An affine power converter: ``P_in = (P_out + c_w) / eta`` (DESIGN.md §4).
+
+    ``nodes_per_group``: how many nodes share one converter (1 = per node).
+    """
+
+    c_w: float = 0.0
+    eta: float = 1.0
+    nodes_per_group: int = 1
+
+    def __post_init__(self):
+        if not (0.0 < self.eta <= 1.0):
+            raise ConfigError(f"converter eta must be in (0, 1], got {self.eta}")
+        if self.c_w < 0 or self.nodes_per_group < 1:
+            raise ConfigError(f"converter c_w must be >= 0 and nodes_per_group >= 1, got {self}")
+
+
+@dataclasses.dataclass(frozen=True)
+class PowerModel:
+    """Per-node power parameters (W) and conversion losses; see the module docstring."""
+
+    status: str = "assumed"
+    cpu_idle_w: float = 0.0
+    cpu_max_w: float = 0.0
+    gpu_idle_w: float = 0.0
+    gpu_max_w: float = 0.0
+    mem_w: float = 0.0
+    nic_w: float = 0.0
+    storage_w: float = 0.0
+    other_w: float = 0.0
+    default_cpu_util: float = 1.0
+    default_gpu_util: float = 0.0
+    node_converter: Converter = Converter()
+    rectifier: Converter = Converter()
+
+    @property
+    def assumed(self) -> bool:
+        """True when the parameters come from comparable hardware, not the machine itself."""
+        return self.status != "published"
+
+
+@dataclasses.dataclass(frozen=True)
+class Partition:
+    name: str
+    nodes: int
+
+
+@dataclasses.dataclass(frozen=True)
+class System:
+    """A machine: nodes, processors per node, partitions, power model and the sources cited.
+
+    ``path`` is the TOML file it came from (None for a generic system built from a trace header).
+    """
+
+    name: str
+    title: str
+    nodes: int
+    cores_per_node: int = 1
+    cpus_per_node: int = 1
+    gpus_per_node: int = 0
+    default_time_limit: int | None = None
+    partitions: tuple[Partition, ...] = ()
+    traces: tuple[str, ...] = ()
+    power: PowerModel = PowerModel()
+    sources: tuple[dict, ...] = ()
+    path: str | None = None
+    generic: bool = False
+
+    def __post_init__(self):
+        if self.nodes < 1:
+            raise ConfigError(f"system {self.name!r}: nodes must be >= 1, got {self.nodes}")
+        if self.cores_per_node < 1:
+            raise ConfigError(f"system {self.name!r}: cores_per_node must be >= 1, got {self.cores_per_node}")
+
+    @property
+    def power_label(self) -> str:
+        """``"assumed"`` or ``"published"``: every output that shows power carries it."""
+        return "assumed" if self.power.assumed else "published"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description (for manifests and reports)."""
+        return dataclasses.asdict(self)
+
+
+def _converter(d: dict | None, where: str) -> Converter:
+    if d is None:
+        return Converter()
+    unknown = set(d) - {"c_w", "eta", "nodes_per_group"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: c_w, eta, nodes_per_group")
+    return Converter(float(d.get("c_w", 0.0)), float(d.get("eta", 1.0)), int(d.get("nodes_per_group", 1)))
+
+
+_SYSTEM_KEYS = {f.name for f in dataclasses.fields(System)} - {"power", "sources", "path", "generic", "partitions"}
+_POWER_KEYS = {f.name for f in dataclasses.fields(PowerModel)}
+
+
+def system_from_dict(doc: dict, path: str | None = None) -> System:
+    """Build a System from a parsed TOML document. Raises ConfigError naming the bad key."""
+    where = path or "<system>"
+    if "system" not in doc:
+        raise ConfigError(f"{where}: missing [system] table")
+    s = dict(doc["system"])
+    parts = s.pop("partitions", [])
+    unknown = set(s) - _SYSTEM_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) in [system]: {sorted(unknown)}; allowed: {sorted(_SYSTEM_KEYS)}")
+    for req in ("name", "nodes"):
+        if req not in s:
+            raise ConfigError(f"{where}: [system] lacks required key {req!r}")
+    p = dict(doc.get("power", {}))
+    unknown = set(p) - _POWER_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) in [power]: {sorted(unknown)}; allowed: {sorted(_POWER_KEYS)}")
+    if p.get("status", "assumed") not in ("assumed", "published"):
+        raise ConfigError(f"{where}: [power] status must be 'assumed' or 'published', got {p['status']!r}")
+    p["node_converter"] = _converter(p.get("node_converter"), f"{where} [power.node_converter]")
+    p["rectifier"] = _converter(p.get("rectifier"), f"{where} [power.rectifier]")
+    power = PowerModel(**p)
+    return System(
+        title=s.pop("title", s["name"]),
+        partitions=tuple(Partition(str(x["name"]), int(x["nodes"])) for x in parts),
+        traces=tuple(s.pop("traces", ())),
+        power=power,
+        sources=tuple(doc.get("sources", ())),
+        path=path,
+        **s,
+    )
+
+
+def list_systems() -> list[System]:
+    """All named systems shipped in ``core/systems/*.toml``, sorted by name."""
+    return sorted((load_system(p) for p in SYSTEMS_DIR.glob("*.toml")), key=lambda s: s.name)
+
+
+def load_system(name_or_path: str | Path) -> System:
+    """Load a system by name (``core/systems/<name>.toml``) or by path to a TOML file.
+
+    Raises UnknownNameError listing the valid names, or ConfigError for a malformed file.
+    """
+    p = Path(name_or_path)
+    if not (p.suffix == ".toml" and p.exists()):
+        p = SYSTEMS_DIR / f"{str(name_or_path).lower()}.toml"
+        if not p.exists():
+            raise UnknownNameError("system", str(name_or_path), [q.stem for q in SYSTEMS_DIR.glob("*.toml")])
+    try:
+        doc = tomllib.loads(p.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{p}: cannot read system file: {exc}") from exc
+    return system_from_dict(doc, str(p))
+
+
+def system_for_trace(source: str) -> System | None:
+    """The named system whose ``traces`` list holds this file name, or None."""
+    base = Path(source).name
+    for s in list_systems():
+        if base in s.traces:
+            return s
+    return None
+
+
+#: Power parameters of the generic system built from an SWF header. Source: SPEC power_ssj2008
+#: results for 1-socket servers of the 2008-2012 era average ~ 40-60 W idle and ~ 150-250 W at
+#: full load; we take idle 50 W / full 200 W per node (marked assumed).
+GENERIC_POWER = PowerModel(
+    status="assumed", cpu_idle_w=20.0, cpu_max_w=170.0, other_w=30.0, default_cpu_util=1.0,
+    node_converter=Converter(0.0, 0.93, 1), rectifier=Converter(0.0, 0.96, 32),
+)
+
+
+def system_from_swf_header(header: dict, source: str = "", procs_unit: str = "cores") -> System:
+    """A generic system from SWF header fields ``MaxNodes`` / ``MaxProcs`` / ``MaxRuntime``.
+
+    nodes = MaxNodes (else MaxProcs); cores_per_node = MaxProcs // MaxNodes when both are present
+    and divide, else 1; ``procs_unit == "nodes"`` forces 1. default_time_limit = MaxRuntime.
+    Power: :data:`GENERIC_POWER` (assumed). Raises ConfigError when the header has neither field.
+    """
+
+    def num(key):
+        v = header.get(key)
+        try:
+            return int(str(v).split()[0]) if v is not None else None
+        except ValueError:
+            return None
+
+    max_nodes, max_procs = num("MaxNodes"), num("MaxProcs")
+    nodes = max_nodes or max_procs
+    if not nodes:
+        raise ConfigError(
+            f"{source or 'trace'}: header has neither MaxNodes nor MaxProcs; pass --system NAME "
+            "(see `twinsweep systems`)"
+        )
+    cpn = 1
+    if procs_unit == "cores" and max_nodes and max_procs and max_procs % max_nodes == 0:
+        cpn = max_procs // max_nodes
+    name = Path(source).name.split(".")[0].lower() if source else "generic"
+    return System(
+        name=f"generic:{name}", title=f"Generic system from the header of {Path(source).name or 'trace'}",
+        nodes=int(nodes), cores_per_node=cpn, cpus_per_node=1,
+        default_time_limit=num("MaxRuntime"), power=GENERIC_POWER, generic=True,
+        sources=({"what": "power", "cite": "generic assumed node power (SPEC power_ssj2008-era 1-socket servers)"},),
+    )

@@ -1,0 +1,148 @@
+"""The Workload: one row per job, DESIGN.md §2 column names and units.
+
+Columns of :attr:`Workload.jobs` (a ``pandas.DataFrame``, row order = trace order):
+
+=================  ==========  ==========================================================
+column             dtype       meaning
+=================  ==========  ==========================================================
+job_id             object str  job identifier as in the source
+trace_index        int64       0-based position of the job line in its source file order
+user, account      object str  user / account (SWF: field 12 user, field 13 group); None if unknown
+submit_time        int64       seconds since the trace epoch (``Workload.epoch``, UTC)
+start_time         Int64       recorded start (s since epoch), <NA> if unknown / never ran
+end_time           Int64       recorded end, <NA> if unknown
+run_time           Int64       recorded run time (s), <NA> if the job never ran / unknown
+time_limit         Int64       requested walltime (s), <NA> if absent
+procs              Int64       processors in the source (allocated, else requested), <NA> if absent
+nodes              Int64       whole nodes, <NA> if unknown
+cpu_util           float64     0..1, NaN if unknown
+gpu_util           float64     0..1, NaN if unknown
+avg_power_w        float64     average power of the job over all its nodes (W), NaN if unknown
+energy_j           float64     recorded energy (J), NaN if unknown
+priority           float64     trace priority, NaN if absent
+partition          object str  partition / queue, None if absent
+status             object str  completed | failed | cancelled | unknown
+node_ids           object      recorded placement: list[int] of 0-based node indexes, or None
+=================  ==========  ==========================================================
+
+The epoch is the Unix time (UTC) of time 0; ``checksum`` is the sha256 of the uncompressed
+source bytes, so that a run's identity changes when its input does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: Column name -> pandas dtype of the Workload table (DESIGN.md §2).
+WORKLOAD_COLUMNS: dict[str, str] = {
+    "job_id": "object",
+    "trace_index": "int64",
+    "user": "object",
+    "account": "object",
+    "submit_time": "int64",
+    "start_time": "Int64",
+    "end_time": "Int64",
+    "run_time": "Int64",
+    "time_limit": "Int64",
+    "procs": "Int64",
+    "nodes": "Int64",
+    "cpu_util": "float64",
+    "gpu_util": "float64",
+    "avg_power_w": "float64",
+    "energy_j": "float64",
+    "priority": "float64",
+    "partition": "object",
+    "status": "object",
+    "node_ids": "object",
+}
+
+#: Allowed values of the ``status`` column.
+JOB_STATUSES = ("completed", "failed", "cancelled", "unknown")
+
+
+@dataclasses.dataclass
+class Workload:
+    """A loaded trace.
+
+    Attributes:
+        jobs: DataFrame with :data:`WORKLOAD_COLUMNS` (extra columns allowed), in trace order.
+        epoch: Unix time (s, UTC) of the trace's time 0.
+        checksum: ``"sha256:<hex>"`` of the uncompressed source bytes.
+        source: path of the source file.
+        format: loader name (``swf``, ``swf-theta``, ``swf-metacentrum`` …).
+        header: metadata from the source header (e.g. SWF ``MaxNodes``, ``UnixStartTime``,
+            ``TimeZoneString``), str -> str/int.
+        procs_unit: ``"cores"`` when ``procs`` counts processors, ``"nodes"`` when it counts nodes.
+        skipped_lines: malformed lines skipped in lenient mode (list of ``(line_no, reason)``).
+        provenance: short citation text of the data source (archive, donor), for reports.
+        traces: optional per-job sample traces (job_id -> dict), see DESIGN.md §2.
+    """
+
+    jobs: pd.DataFrame
+    epoch: int
+    checksum: str
+    source: str
+    format: str
+    header: dict[str, Any] = dataclasses.field(default_factory=dict)
+    procs_unit: str = "cores"
+    skipped_lines: list[tuple[int, str]] = dataclasses.field(default_factory=list)
+    provenance: str = ""
+    traces: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def with_nodes(self, cores_per_node: int) -> "Workload":
+        """Return a copy whose ``nodes`` = ceil(procs / cores_per_node) (whole nodes).
+
+        When ``procs_unit == "nodes"`` the procs column already counts nodes and is copied.
+        Rows with procs <NA> or <= 0 keep nodes = procs (they are rejected at submit).
+        Raises ConfigError when cores_per_node < 1.
+        """
+        from .errors import ConfigError
+
+        if int(cores_per_node) < 1:
+            raise ConfigError(f"cores_per_node must be >= 1, got {cores_per_node}")
+        jobs = self.jobs.copy()
+        procs = jobs["procs"]
+        if self.procs_unit == "nodes" or cores_per_node == 1:
+            jobs["nodes"] = procs.astype("Int64")
+        else:
+            p = procs.astype("float64").to_numpy(na_value=np.nan)
+            n = np.where(p > 0, np.ceil(p / cores_per_node), p)
+            jobs["nodes"] = pd.array(np.where(np.isnan(n), pd.NA, n), dtype="Int64") if np.isnan(n).any() \
+                else pd.array(n.astype("int64"), dtype="Int64")
+        return dataclasses.replace(self, jobs=jobs)
+
+
+def empty_jobs_frame() -> pd.DataFrame:
+    """An empty jobs table with the Workload schema (for tests and builders)."""
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in WORKLOAD_COLUMNS.items()})
+
+
+def coerce_jobs_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """Return ``df`` with every Workload column present and cast to its dtype.
+
+    Missing columns are added as all-missing. Raises ConfigError naming the column when a cast fails.
+    """
+    from .errors import ConfigError
+
+    out = df.copy()
+    n = len(out)
+    for col, dtype in WORKLOAD_COLUMNS.items():
+        if col not in out.columns:
+            if dtype in ("int64",):
+                if col == "trace_index":
+                    out[col] = np.arange(n, dtype="int64")
+                    continue
+                raise ConfigError(f"jobs table lacks required column {col!r}")
+            out[col] = pd.Series([None] * n, dtype=dtype if dtype != "object" else "object", index=out.index)
+        try:
+            out[col] = out[col].astype(dtype)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"jobs column {col!r} cannot be cast to {dtype}: {exc}") from exc
+    return out
