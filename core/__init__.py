@@ -1,0 +1,37 @@
+"""twinsweep's twin: one event-driven, deterministic simulation run of a batch system.
+
+Public API (re-exported here): :func:`simulate`, :func:`write_run`, :class:`RunConfig`,
+:class:`Perturbation`, :func:`load_workload`, :class:`Workload`, :func:`load_system`,
+:func:`list_systems`, :class:`System`, the error types, and the policy / backfill names.
+"""
+
+__version__ = "0.1.0"
+
+from .config import BACKFILLS, POLICIES, Perturbation, RunConfig, parse_duration  # noqa: E402
+from .errors import ConfigError, TraceFormatError, TwinError, UnknownNameError  # noqa: E402
+from .system import System, list_systems, load_system, system_from_swf_header  # noqa: E402
+from .workload import Workload  # noqa: E402
+
+
+def __getattr__(name):  # lazy: keep `import core` light for workers
+    if name in ("simulate", "write_run", "RunResult"):
+        from . import run
+
+        return getattr(run, name)
+    if name == "load_workload":
+        from .loaders import load_workload
+
+        return load_workload
+    if name in ("register_policy", "available_policies"):
+        from . import scheduler
+
+        return getattr(scheduler, name)
+    raise AttributeError(name)
+
+
+__all__ = [
+    "BACKFILLS", "POLICIES", "Perturbation", "RunConfig", "parse_duration", "ConfigError",
+    "TraceFormatError", "TwinError", "UnknownNameError", "System", "list_systems", "load_system",
+    "system_from_swf_header", "Workload", "simulate", "write_run", "RunResult", "load_workload",
+    "register_policy", "available_policies",
+]

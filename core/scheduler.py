@@ -261,17 +261,17 @@ class QueueScheduler:
         res = {}
         old = self._reservations
         for j in self._q:
-            n, d = nodes[j], max(limit[j], 0)
+            # a zero-length job still holds its nodes for the pass: reserve at least 1 s
+            n, d = nodes[j], max(limit[j], 1)
             k = _earliest_fit(times, free, n, d)
             t = times[k]
-            if d > 0:  # reserve n nodes on [t, t + d)
-                end = t + d
-                pos = bisect.bisect_left(times, end)
-                if pos == len(times) or times[pos] != end:
-                    times.insert(pos, end)
-                    free.insert(pos, free[pos - 1])
-                for x in range(k, pos):
-                    free[x] -= n
+            end = t + d  # reserve n nodes on [t, t + d)
+            pos = bisect.bisect_left(times, end)
+            if pos == len(times) or times[pos] != end:
+                times.insert(pos, end)
+                free.insert(pos, free[pos - 1])
+            for x in range(k, pos):
+                free[x] -= n
             if t == now:
                 cluster.start(j)
                 started.append(j)
@@ -324,7 +324,6 @@ class ReplayScheduler:
         self._waiting: list[tuple[int, int, int]] = []  # (release time, trace_index, job) sorted
         self._pending: list[tuple[int, int, int]] = []  # submitted, release in the future
         self.stats = {"replay_delayed": 0}
-        self._delayed: set[int] = set()
 
     def submit(self, job: int, now: int):
         rs = self.jobs.recorded_start[job]
@@ -345,10 +344,9 @@ class ReplayScheduler:
             rel, _, j = item
             if rel <= now and nodes[j] <= cluster.free_nodes:
                 cluster.start(j)
-            else:
-                if rel <= now and j not in self._delayed:
-                    self._delayed.add(j)
+                if now > rel:
                     self.stats["replay_delayed"] += 1
+            else:
                 keep.append(item)
         self._waiting = keep
 

@@ -1,0 +1,208 @@
+"""Loader registry, trace reading and format detection.
+
+A loader is a pair of callables registered under a format name:
+
+* ``detect(trace: TraceText) -> float``: a score, 0 (or False) when the file is not in this
+  format; the highest positive score wins, ties go to the loader registered first.
+* ``load(trace: TraceText, lenient: bool) -> Workload``.
+
+The file is read (and gunzipped) once into a :class:`TraceText`; both callables work on it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import hashlib
+import os
+import zlib
+from pathlib import Path
+from typing import Callable
+
+from ..errors import ConfigError, TraceFormatError, UnknownNameError
+from ..workload import Workload, coerce_jobs_frame
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+#: How many job (non-comment) lines :attr:`TraceText.sample_jobs` holds.
+SAMPLE_JOB_LINES = 20
+#: How many bytes of the file detection looks at, at most.
+SAMPLE_BYTES = 1 << 20
+
+
+@dataclasses.dataclass
+class TraceText:
+    """A trace file read into memory.
+
+    Attributes:
+        path: the file's path (str), as opened.
+        data: the uncompressed bytes.
+        checksum: ``"sha256:<hex>"`` of :attr:`data`.
+        compressed: True when the file was gzip-compressed (detected by its magic bytes).
+    """
+
+    path: str
+    data: bytes
+    checksum: str
+    compressed: bool = False
+    _sample: tuple[list[str], list[str]] | None = dataclasses.field(default=None, repr=False)
+
+    def _make_sample(self) -> tuple[list[str], list[str]]:
+        if self._sample is None:
+            comments: list[str] = []
+            jobs: list[str] = []
+            text = self.data[:SAMPLE_BYTES].decode("utf-8", errors="replace")
+            for line in text.splitlines():
+                s = line.strip()
+                if not s:
+                    continue
+                if s.startswith(";"):
+                    if not jobs:
+                        comments.append(line)
+                    continue
+                jobs.append(s)
+                if len(jobs) >= SAMPLE_JOB_LINES:
+                    break
+            self._sample = (comments, jobs)
+        return self._sample
+
+    @property
+    def sample_comments(self) -> list[str]:
+        """The ``;`` comment lines before the first job line (within the first MiB)."""
+        return self._make_sample()[0]
+
+    @property
+    def sample_jobs(self) -> list[str]:
+        """The first :data:`SAMPLE_JOB_LINES` non-blank, non-comment lines, stripped."""
+        return self._make_sample()[1]
+
+    @property
+    def name(self) -> str:
+        """The file's base name."""
+        return Path(self.path).name
+
+
+def read_trace(path: str | os.PathLike) -> TraceText:
+    """Read a trace file (plain or gzip, detected by the magic bytes ``1f 8b``) into memory.
+
+    Raises:
+        TraceFormatError: the file cannot be opened or is a corrupt gzip stream (names the file).
+    """
+    p = str(path)
+    try:
+        with open(p, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise TraceFormatError(p, None, f"cannot read trace file: {exc.strerror or exc}") from exc
+    compressed = raw[:2] == GZIP_MAGIC
+    if compressed:
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise TraceFormatError(p, None, f"corrupt gzip data: {exc}") from exc
+    return TraceText(p, raw, "sha256:" + hashlib.sha256(raw).hexdigest(), compressed)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Loader:
+    name: str
+    detect: Callable[[TraceText], float]
+    load: Callable[[TraceText, bool], Workload]
+
+
+_LOADERS: dict[str, _Loader] = {}
+
+
+def register_loader(name: str, detect: Callable[[TraceText], float], load: Callable[..., Workload],
+                    *, replace: bool = False) -> None:
+    """Register a trace loader under ``name``.
+
+    Args:
+        name: format name (``swf``, ``swf-theta`` …), as passed to ``load_workload(format=...)``.
+        detect: ``detect(trace: TraceText) -> float`` score, 0/False = not this format.
+        load: ``load(trace: TraceText, lenient: bool) -> Workload``.
+        replace: allow overwriting an existing registration.
+
+    Raises:
+        ConfigError: empty name, non-callable detect/load, or a duplicate name without ``replace``.
+    """
+    if not name or not isinstance(name, str):
+        raise ConfigError(f"loader name must be a non-empty str, got {name!r}")
+    if not callable(detect) or not callable(load):
+        raise ConfigError(f"loader {name!r}: detect and load must be callables")
+    if name in _LOADERS and not replace:
+        raise ConfigError(f"loader {name!r} is already registered (pass replace=True to override)")
+    _LOADERS[name] = _Loader(name, detect, load)
+
+
+def available_formats() -> list[str]:
+    """Names of the registered trace formats, sorted."""
+    return sorted(_LOADERS)
+
+
+def detect_format(trace: TraceText) -> str:
+    """The format name whose ``detect`` gives ``trace`` the highest positive score.
+
+    Raises:
+        TraceFormatError: no loader recognises the file (lists the known formats).
+    """
+    best, best_score = None, 0.0
+    for loader in _LOADERS.values():
+        try:
+            score = float(loader.detect(trace) or 0)
+        except Exception:  # a plug-in's detector must not break detection of the others
+            score = 0.0
+        if score > best_score:
+            best, best_score = loader.name, score
+    if best is None:
+        raise TraceFormatError(
+            trace.path, None,
+            f"cannot detect the trace format; known formats: {', '.join(available_formats())} (pass format=NAME)",
+        )
+    return best
+
+
+def load_workload(path: str | os.PathLike, format: str | None = None, lenient: bool = False) -> Workload:
+    """Load a trace file into a :class:`~core.workload.Workload`.
+
+    Args:
+        path: trace file; a relative path that does not exist from the working directory is
+            looked up under the data folder (:func:`core.data.resolve_data_path`). Plain or gzip.
+        format: loader name (see :func:`available_formats`), or None to detect it from the
+            file's first lines (see each loader's ``detect``).
+        lenient: skip malformed job lines instead of failing; they are listed in
+            ``Workload.skipped_lines`` as ``(line_no, reason)``.
+
+    Returns:
+        The Workload (jobs in file order, ``trace_index`` = 0-based row position), with
+        ``checksum`` = sha256 of the uncompressed bytes.
+
+    Raises:
+        UnknownNameError: ``format`` is not a registered loader (lists the valid names).
+        TraceFormatError: the file is missing/unreadable, its format cannot be detected, or (not
+            lenient) a job line is malformed; names the file and the 1-based line number.
+    """
+    if format is not None and format not in _LOADERS:
+        raise UnknownNameError("format", format, _LOADERS)
+    from ..data import data_dir, resolve_data_path
+
+    try:
+        resolved = resolve_data_path(path)
+    except ConfigError:
+        raise TraceFormatError(
+            str(path), None, f"cannot read trace file: not found (also looked under the data folder {data_dir()})"
+        ) from None
+    trace = read_trace(resolved)
+    name = format or detect_format(trace)
+    wl = _LOADERS[name].load(trace, lenient)
+    wl.jobs = coerce_jobs_frame(wl.jobs) if _needs_coerce(wl.jobs) else wl.jobs
+    return wl
+
+
+def _needs_coerce(df) -> bool:
+    from ..workload import WORKLOAD_COLUMNS
+
+    for col, dtype in WORKLOAD_COLUMNS.items():
+        if col not in df.columns or str(df[col].dtype) != dtype:
+            return True
+    return False

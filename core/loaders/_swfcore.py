@@ -1,0 +1,364 @@
+"""Shared machinery of the SWF-family loaders: header parsing, fast table parsing, column mapping.
+
+Parsing strategy (speed + exact error lines): the whole uncompressed file is handed to pandas'
+C tokenizer (``read_csv(sep=r"\\s+", comment=";")``), which parses the 312,826-line CEA-Curie log in
+well under a second. When that fails, or the result does not validate (wrong field count, a
+non-numeric token, a missing field), a line-by-line pass finds the offending line(s): strict mode
+raises :class:`~core.errors.TraceFormatError` with the 1-based line number of the first bad line;
+lenient mode records every bad line and parses the remaining ones.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import TraceFormatError
+from ._registry import TraceText
+
+# --------------------------------------------------------------------------------------------
+# header
+
+#: ``; Key: value`` — a key starts with an upper-case letter right after ``;`` (at most one
+#: space), so indented continuation lines such as ``;\tsee: http://...`` are not taken as keys.
+_KEY_RE = re.compile(r"^; ?([A-Z][A-Za-z0-9_]*)\s*:\s?(.*)$")
+_INT_RE = re.compile(r"^[+-]?\d+$")
+
+#: Header keys whose repeated lines map an id to a name (``; Queue:  1  batch``).
+_ID_MAP_KEYS = ("Queue", "Partition")
+
+
+def leading_comment_lines(data: bytes) -> list[str]:
+    """The ``;`` lines (and blank lines) at the top of the file, before the first job line."""
+    out: list[str] = []
+    pos, n = 0, len(data)
+    while pos < n:
+        nl = data.find(b"\n", pos)
+        end = n if nl < 0 else nl
+        line = data[pos:end].decode("utf-8", errors="replace").rstrip("\r")
+        s = line.strip()
+        if s and not s.startswith(";"):
+            break
+        out.append(s)
+        pos = end + 1
+    return out
+
+
+def parse_swf_header(lines: Iterable[str]) -> dict:
+    """Parse SWF header comments into a dict.
+
+    * ``; Key: value`` -> ``header[Key] = value``; values that are plain integers become ``int``
+      (``UnixStartTime``, ``MaxNodes``, ``MaxProcs``, ``MaxRuntime``, ``MaxJobs`` …); others stay
+      ``str`` (``MaxNodes: 400 (48 interactive, …)`` stays a str; :func:`core.system.system_from_swf_header`
+      reads its leading number).
+    * A key given several times (``Note``, ``Information`` …) has its values joined with ``"\\n"``;
+      indented ``;`` lines without a key continue the previous key's value (the same join).
+    * ``Queue`` / ``Partition`` lines become ``{id: name}`` dicts (``; Partition: 2 batch`` ->
+      ``header["Partition"]["2"] == "batch"``), so the numeric ``queue``/``partition`` columns can be
+      translated for display.
+    * A bare ``;`` line ends a continuation.
+    """
+    header: dict = {}
+    last: str | None = None
+    for raw in lines:
+        body = raw.strip()
+        if not body.startswith(";"):
+            continue
+        m = _KEY_RE.match(body)
+        if m:
+            key, val = m.group(1), m.group(2).strip()
+            if key in _ID_MAP_KEYS:
+                parts = val.split(None, 1)
+                ident = parts[0] if parts else ""
+                header.setdefault(key, {})[ident] = parts[1].strip() if len(parts) > 1 else ""
+                last = None
+                continue
+            if key in header and not isinstance(header[key], dict):
+                header[key] = f"{header[key]}\n{val}" if val else header[key]
+            else:
+                header[key] = val
+            last = key
+        else:
+            txt = body[1:].strip()
+            if not txt:
+                last = None
+            elif last is not None:
+                header[last] = f"{header[last]}\n{txt}" if header[last] else txt
+    for k, v in list(header.items()):
+        if isinstance(v, str) and _INT_RE.match(v):
+            header[k] = int(v)
+    return header
+
+
+def header_int(header: dict, key: str) -> int | None:
+    """``header[key]`` as int (leading number of a str value), or None."""
+    v = header.get(key)
+    if v is None:
+        return None
+    if isinstance(v, int):
+        return v
+    m = re.match(r"^\s*([+-]?\d+)", str(v))
+    return int(m.group(1)) if m else None
+
+
+# --------------------------------------------------------------------------------------------
+# table
+
+_NUM = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+_NUM_RE = re.compile(rf"^{_NUM}$")
+
+
+def _line_regex(nfields: int, text_cols: Sequence[int]) -> re.Pattern:
+    parts = [(r"\S+" if i in text_cols else _NUM) for i in range(nfields)]
+    return re.compile(r"^\s*" + r"\s+".join(parts) + r"\s*$")
+
+
+def _read_fast(data: bytes, nfields: int, text_cols: Sequence[int]) -> pd.DataFrame | None:
+    """pandas C parse; returns None when the result is not a valid ``nfields`` table."""
+    try:
+        df = pd.read_csv(
+            io.BytesIO(data), sep=r"\s+", comment=";", header=None, engine="c", encoding="latin-1",
+            keep_default_na=False, na_values=[], dtype={i: object for i in text_cols} or None,
+        )
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame({i: pd.Series(dtype=object if i in text_cols else np.float64) for i in range(nfields)})
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError):
+        return None
+    if df.shape[1] != nfields or list(df.columns) != list(range(nfields)):
+        return None
+    for i in range(nfields):
+        col = df[i]
+        if i in text_cols:
+            if (col.astype(str) == "").any():
+                return None
+        else:
+            if col.dtype.kind not in "iuf":
+                return None
+            if col.dtype.kind == "f" and not np.isfinite(col.to_numpy()).all():
+                return None
+    return df
+
+
+def _diagnose(tokens: list[str], nfields: int, text_cols: Sequence[int]) -> str:
+    if len(tokens) != nfields:
+        return f"expected {nfields} whitespace-separated fields, found {len(tokens)}"
+    for i, t in enumerate(tokens):
+        if i not in text_cols and not _NUM_RE.match(t):
+            return f"field {i + 1} is not a number: {t[:40]!r}"
+    return "malformed line"
+
+
+def parse_table(trace: TraceText, nfields: int, text_cols: Sequence[int] = (),
+                lenient: bool = False) -> tuple[pd.DataFrame, list[tuple[int, str]]]:
+    """Parse the job lines of an SWF-like file.
+
+    Job lines are the non-blank lines that do not start with ``;`` (a trailing ``; comment`` on a
+    job line is ignored). Every job line must have ``nfields`` whitespace-separated fields;
+    fields not in ``text_cols`` (0-based) must be finite decimal numbers (ints or floats such as
+    ``552.21``).
+
+    Returns:
+        ``(df, skipped)``: ``df`` has integer column labels ``0 … nfields-1``, numeric columns as
+        int64/float64 and text columns as ``str`` objects, one row per valid job line in file
+        order; ``skipped`` is the list of ``(line_no, reason)`` of skipped lines (lenient only).
+
+    Raises:
+        TraceFormatError: (not lenient) the first malformed line: file, 1-based line number and
+            what is wrong.
+    """
+    text_cols = tuple(text_cols)
+    df = _read_fast(trace.data, nfields, text_cols)
+    if df is not None:
+        return df, []
+    # slow path: find the bad lines
+    line_re = _line_regex(nfields, text_cols)
+    text = trace.data.decode("latin-1")
+    good: list[str] = []
+    skipped: list[tuple[int, str]] = []
+    for no, line in enumerate(text.split("\n"), 1):
+        s = line.split(";", 1)[0].strip()
+        if not s:
+            continue
+        if line_re.match(s):
+            good.append(s)
+            continue
+        reason = _diagnose(s.split(), nfields, text_cols)
+        if not lenient:
+            raise TraceFormatError(trace.path, no, f"{reason} (line starts {s[:60]!r})")
+        skipped.append((no, reason))
+    df = _read_fast("\n".join(good).encode("latin-1"), nfields, text_cols)
+    if df is None:  # pragma: no cover - the regex accepts only what pandas parses
+        raise TraceFormatError(trace.path, None, "job lines could not be parsed after validation")
+    return df, skipped
+
+
+# --------------------------------------------------------------------------------------------
+# column helpers
+
+
+def int_col(x: np.ndarray, valid: np.ndarray) -> pd.arrays.IntegerArray:
+    """Nullable Int64 array: ``round(x)`` where ``valid``, <NA> elsewhere."""
+    vals = np.where(valid, np.rint(np.where(valid, x, 0.0)), 0).astype(np.int64)
+    return pd.arrays.IntegerArray(vals, ~np.asarray(valid, dtype=bool))
+
+
+def _fmt_num(v: float) -> str:
+    if math.isfinite(v) and v == int(v):
+        return str(int(v))
+    return repr(float(v))
+
+
+def id_str_col(x: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
+    """Object array of ids as str (``"87"``; non-integral values keep their decimals), None where
+    not ``valid``. Equal ids share one str object (memory)."""
+    x = np.asarray(x, dtype=np.float64)
+    out = np.empty(len(x), dtype=object)
+    if valid is None:
+        valid = np.ones(len(x), dtype=bool)
+    if valid.any():
+        uniq, inv = np.unique(x[valid], return_inverse=True)
+        strs = np.array([_fmt_num(u) for u in uniq], dtype=object)
+        out[valid] = strs[inv]
+    out[~valid] = None
+    return out
+
+
+def obj_series(arr, index=None) -> pd.Series:
+    """A plain ``object`` Series (not pandas' str dtype), so columns keep the Workload dtypes."""
+    return pd.Series(np.asarray(arr, dtype=object), dtype=object, index=index)
+
+
+#: SWF status codes (PWA SWF v2.2 field 11): 1 completed, 0 failed, 5 cancelled; partial-execution
+#: lines 3 (last part, completed) and 4 (last part, failed), 2 (part to be continued) -> unknown.
+SWF_STATUS = {1: "completed", 0: "failed", 5: "cancelled", 3: "completed", 4: "failed"}
+
+
+def status_col(code: np.ndarray) -> np.ndarray:
+    """Object array of ``completed|failed|cancelled|unknown`` from SWF status codes."""
+    out = np.full(len(code), "unknown", dtype=object)
+    for k, v in SWF_STATUS.items():
+        out[code == k] = v
+    return out
+
+
+def swf_jobs_frame(a: np.ndarray, submit_abs_offset: int = 0) -> tuple[dict, np.ndarray]:
+    """Map the 18 SWF fields (columns 0..17 of the float array ``a``) to Workload columns.
+
+    ``submit_time = field2 - submit_abs_offset`` (0 for standard SWF whose field 2 is already
+    relative to ``UnixStartTime``; the epoch for dialects with absolute times). Returns the
+    column dict and the raw status codes (for dialect-specific post-processing).
+
+    Mapping (DESIGN.md §2; -1 = unknown in SWF):
+
+    ============  =================================================================
+    job_id        field 1 as str
+    submit_time   field 2 (rounded to int s) - offset
+    start_time    submit + field 3 (wait) when wait >= 0, else <NA>
+    run_time      field 4 when >= 0, else <NA>
+    end_time      start + run when both known, else <NA>
+    procs         field 5 (allocated) when > 0, else field 8 (requested) when > 0, else <NA>
+    cpu_util      field 6 / field 4 (avg CPU time per processor / run time) clipped to
+                  [0, 1]; NaN when field 6 < 0 or run <= 0
+    time_limit    field 9 when > 0, else <NA>
+    status        field 11: 1 completed, 0 failed, 5 cancelled, else unknown
+                  (partial-execution codes: see :data:`SWF_STATUS`)
+    user/account  field 12 / 13 as str, None when < 0
+    queue         field 15 as str (extra column), None when < 0
+    partition     field 16 as str, None when < 0
+    req_procs     field 8 (extra column, Int64), <NA> when <= 0
+    priority      NaN (SWF has none)
+    ============  =================================================================
+    """
+    n = len(a)
+    f = lambda k: a[:, k - 1]  # noqa: E731  (1-based SWF field)
+    submit = np.rint(f(2)).astype(np.int64) - int(submit_abs_offset)
+    wait, run = f(3), f(4)
+    has_start = wait >= 0
+    has_run = run >= 0
+    start = submit + np.rint(np.where(has_start, wait, 0)).astype(np.int64)
+    run_i = np.rint(np.where(has_run, run, 0)).astype(np.int64)
+    alloc, req = f(5), f(8)
+    procs = np.where(alloc > 0, alloc, np.where(req > 0, req, np.nan))
+    cpu = f(6)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util = np.where((cpu >= 0) & (run > 0), np.clip(cpu / np.where(run > 0, run, 1.0), 0.0, 1.0), np.nan)
+    tl = f(9)
+    code = np.rint(f(11)).astype(np.int64)
+    cols = {
+        "job_id": id_str_col(f(1)),
+        "trace_index": np.arange(n, dtype=np.int64),
+        "user": id_str_col(f(12), f(12) >= 0),
+        "account": id_str_col(f(13), f(13) >= 0),
+        "submit_time": submit,
+        "start_time": int_col(start, has_start),
+        "end_time": int_col(start + run_i, has_start & has_run),
+        "run_time": int_col(run_i, has_run),
+        "time_limit": int_col(tl, tl > 0),
+        "procs": int_col(procs, ~np.isnan(procs)),
+        "nodes": int_col(np.zeros(n), np.zeros(n, dtype=bool)),
+        "cpu_util": util.astype(np.float64),
+        "gpu_util": np.full(n, np.nan),
+        "avg_power_w": np.full(n, np.nan),
+        "energy_j": np.full(n, np.nan),
+        "priority": np.full(n, np.nan),
+        "partition": id_str_col(f(16), f(16) >= 0),
+        "status": status_col(code),
+        "node_ids": np.full(n, None, dtype=object),
+        "queue": id_str_col(f(15), f(15) >= 0),
+        "req_procs": int_col(req, req > 0),
+    }
+    return cols, code
+
+
+def build_frame(cols: dict) -> pd.DataFrame:
+    """DataFrame from a column dict, object arrays kept as ``object`` dtype."""
+    out = {}
+    for k, v in cols.items():
+        if isinstance(v, np.ndarray) and v.dtype == object:
+            out[k] = obj_series(v)
+        else:
+            out[k] = v
+    return pd.DataFrame(out)
+
+
+def drop_partial_lines(df_cols: dict, code: np.ndarray) -> tuple[np.ndarray, int]:
+    """Rows to keep given SWF status codes: a job with a summary line (status 0/1/5/-1 …) and
+    partial-execution lines (status 2/3/4) with the same job number is represented by its
+    summary line only (PWA SWF definition: the summary line describes the whole job; the
+    partial lines detail its checkpointed/swapped parts). Partial lines without a summary line
+    are kept. Returns ``(keep_mask, dropped_count)``."""
+    partial = np.isin(code, (2, 3, 4))
+    if not partial.any():
+        return np.ones(len(code), dtype=bool), 0
+    ids = df_cols["job_id"]
+    summary_ids = set(ids[~partial])
+    drop = partial & np.fromiter((i in summary_ids for i in ids), dtype=bool, count=len(ids))
+    return ~drop, int(drop.sum())
+
+
+def subset_cols(cols: dict, keep: np.ndarray) -> dict:
+    """Apply a row mask to every column and renumber ``trace_index``."""
+    out = {k: v[keep] for k, v in cols.items()}
+    out["trace_index"] = np.arange(int(keep.sum()), dtype=np.int64)
+    return out
+
+
+def provenance_pwa(header: dict, name: str) -> str:
+    """Citation line for a PWA log: archive reference + installation + donor (``Acknowledge``)."""
+    site = header.get("Installation") or header.get("Computer")
+    ack = header.get("Acknowledge")
+    pwa = bool(ack) or any("huji.ac.il" in str(header.get(k, "")) for k in ("Information", "Conversion"))
+    if not pwa:
+        return f"SWF trace {name}" + (f" ({str(site).splitlines()[0]})" if site else "")
+    parts = ["Parallel Workloads Archive (Feitelson, Tsafrir & Krakov, J. Parallel Distrib. Comput. 74(10), 2014)",
+             f"log {name}"]
+    if site:
+        parts.append(str(site).split("\n")[0])
+    if ack:
+        parts.append(f"donated by {str(ack).splitlines()[0]}")
+    return "; ".join(parts)

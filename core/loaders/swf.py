@@ -1,0 +1,88 @@
+"""``swf``: Standard Workload Format of the Parallel Workloads Archive (PWA), version 2.x.
+
+File: plain text or gzip (detected by magic bytes), ``;`` header comments (``; Key: value``), then
+one job per line with 18 whitespace-separated numeric fields (-1 = unknown). Definition:
+https://www.cs.huji.ac.il/labs/parallel/workload/swf.html (Feitelson et al., JPDC 2014).
+
+Mapping to Workload columns: see :func:`core.loaders._swfcore.swf_jobs_frame`. Times are seconds
+since the header's ``UnixStartTime`` (``Workload.epoch``; 0 when the header has none). ``procs``
+counts processors (``procs_unit = "cores"``); ``nodes`` is left <NA> until a system is chosen
+(:meth:`core.workload.Workload.with_nodes`).
+
+Choices:
+
+* Lines are kept in file order (``trace_index`` = 0-based row number); out-of-order submit
+  times are not sorted here (the engine orders events).
+* Status: 1 completed, 0 failed, 5 cancelled, anything else (-1, unknown codes) ``unknown``.
+  Checkpoint/swap partial-execution lines (status 2/3/4, SWF usage note) repeat a job that
+  its summary line already describes, so they are dropped when a summary line with the same
+  job number exists (count in ``header["loader_partial_lines_dropped"]``); orphan partial lines
+  are kept with 3 -> completed, 4 -> failed, 2 -> unknown. None of the shipped logs has any.
+* A run time < -1 (impossible, not the "unknown" code) is treated like -1 (<NA>).
+* ``partition`` / ``queue`` hold the numeric codes of fields 16 / 15 as str; the header's
+  ``Partition`` / ``Queue`` lines give their names (``header["Partition"]["4"] == "large"``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..workload import Workload
+from ._registry import TraceText, register_loader
+from ._swfcore import (
+    _NUM_RE, build_frame, drop_partial_lines, header_int, leading_comment_lines, parse_swf_header,
+    parse_table, provenance_pwa, subset_cols, swf_jobs_frame,
+)
+
+SWF_FIELDS = 18
+_HEADER_KEYS = ("Version", "UnixStartTime", "MaxJobs", "MaxRecords", "MaxProcs", "MaxNodes")
+
+
+def _share_with_fields(lines: list[str], nfields: int, numeric_upto: int | None = None) -> float:
+    if not lines:
+        return 0.0
+    ok = 0
+    for s in lines:
+        toks = s.split(";", 1)[0].split()
+        if len(toks) == nfields and all(_NUM_RE.match(t) for t in toks[: numeric_upto or nfields]):
+            ok += 1
+    return ok / len(lines)
+
+
+def detect_swf(trace: TraceText) -> float:
+    """Score 1.0 when at least 80 % of the first job lines have 18 numeric fields; 0.5 for a
+    file with no job lines but an SWF header (``; Version:``, ``; UnixStartTime:``, ``; MaxProcs:`` …)."""
+    jobs = trace.sample_jobs
+    if jobs:
+        return 1.0 if _share_with_fields(jobs, SWF_FIELDS) >= 0.8 else 0.0
+    hdr = parse_swf_header(trace.sample_comments)
+    return 0.5 if any(k in hdr for k in _HEADER_KEYS) else 0.0
+
+
+def load_swf(trace: TraceText, lenient: bool = False) -> Workload:
+    """Load a standard SWF file (18 fields). See the module docstring for the mapping.
+
+    Raises TraceFormatError(path, line, detail) on a malformed job line unless ``lenient``.
+    """
+    header = parse_swf_header(leading_comment_lines(trace.data))
+    df, skipped = parse_table(trace, SWF_FIELDS, (), lenient)
+    a = df.to_numpy(dtype=np.float64)
+    cols, code = swf_jobs_frame(a, 0)
+    keep, dropped = drop_partial_lines(cols, code)
+    if dropped:
+        cols = subset_cols(cols, keep)
+        header["loader_partial_lines_dropped"] = dropped
+    return Workload(
+        jobs=build_frame(cols),
+        epoch=header_int(header, "UnixStartTime") or 0,
+        checksum=trace.checksum,
+        source=trace.path,
+        format="swf",
+        header=header,
+        procs_unit="cores",
+        skipped_lines=skipped,
+        provenance=provenance_pwa(header, trace.name),
+    )
+
+
+register_loader("swf", detect_swf, load_swf)

@@ -1,0 +1,182 @@
+"""The public API of one twin run: :func:`simulate` returns the tables, :func:`write_run` the files.
+
+A notebook calls these exactly as ``twinsweep run`` does::
+
+    from core import RunConfig, simulate, write_run
+    res = simulate(RunConfig(data="pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz", policy="fcfs", backfill="easy"))
+    res.jobs, res.timeline, res.stats
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import __version__
+from .config import RunConfig
+from .engine import Engine, select_window
+from .perturb import perturb
+from .power import build_timeline, idle_node_power_w, job_node_power_w
+from .stats import compute_stats
+from .system import System, load_system, system_from_swf_header
+from .workload import Workload
+
+#: Output file names of a run directory (DESIGN.md §5).
+RUN_FILES = ("jobs.parquet", "timeline.parquet", "stats.json", "manifest.json")
+
+
+@dataclasses.dataclass
+class RunResult:
+    """Tables of one run: ``jobs`` (one row per job of the window, trace order), ``timeline``
+    (one row per sample period), ``stats`` (dict, see docs/architecture.md), ``manifest`` (dict:
+    config, system, window, hashes, versions) and ``wall_time_s`` (not part of the identity)."""
+
+    jobs: pd.DataFrame
+    timeline: pd.DataFrame
+    stats: dict
+    manifest: dict
+    wall_time_s: float = 0.0
+
+
+def resolve_system(config: RunConfig, workload: Workload) -> System:
+    """The run's system: ``config.system`` by name or path, else a generic one from the trace header.
+
+    Raises UnknownNameError (listing the systems) or ConfigError (no usable header).
+    """
+    if config.system:
+        return load_system(config.system)
+    return system_from_swf_header(workload.header, workload.source, workload.procs_unit)
+
+
+def load_run_workload(config: RunConfig) -> Workload:
+    """Load ``config.data`` (relative paths resolve against the data directory)."""
+    from .data import resolve_data_path
+    from .loaders import load_workload
+
+    return load_workload(resolve_data_path(config.data), format=config.format, lenient=config.lenient)
+
+
+def simulate(config: RunConfig, workload: Workload | None = None, system: System | None = None,
+             progress: Callable[[int, int], None] | None = None) -> RunResult:
+    """Run the twin once.
+
+    Args:
+        config: the run (policy, backfill, window, seed, …).
+        workload: the loaded trace (else loaded from ``config.data``); not modified.
+        system: the machine (else from ``config.system`` / the trace header).
+        progress: optional ``progress(sim_time, t_end_or_-1)`` callback for long runs.
+    Returns: RunResult. Raises TwinError subclasses on bad input.
+    """
+    t_wall = time.perf_counter()
+    if workload is None:
+        workload = load_run_workload(config)
+    if system is None:
+        system = resolve_system(config, workload)
+    wl = workload.with_nodes(system.cores_per_node)
+    wl = perturb(wl, config.perturbation, config.seed)
+    replay = config.policy == "replay"
+    frame, t0, t1 = select_window(wl.jobs, config.start, config.duration, replay, config.kill)
+    frame.attrs["source"] = workload.source
+    npow = job_node_power_w(system, frame)
+    cb = None
+    if progress is not None:
+        cb = lambda t: progress(t, -1 if t1 is None else t1)  # noqa: E731
+    eng = Engine(frame, system, config.policy, config.backfill, config.kill, npow,
+                 idle_node_power_w(system), t0, t1, options=config.option_dict, progress=cb)
+    res = eng.run()
+    timeline = build_timeline(res.steps, system, res.t_start, res.t_end, config.sample_period)
+    counts = dict(res.counts)
+    counts["lenient_skipped_lines"] = len(workload.skipped_lines)
+    stats = compute_stats(res.jobs, res.steps, system, res.t_start, res.t_end, counts)
+    manifest = {
+        "schema_version": 1,
+        "twinsweep_version": __version__,
+        "config": config.to_dict(),
+        "policy": config.policy,
+        "backfill": config.backfill,
+        "seed": config.seed,
+        "kill": bool(config.kill and not replay),
+        "window": {"start": res.t_start, "end": res.t_end, "duration": res.t_end - res.t_start,
+                   "open": t1 is None},
+        "system": {"name": system.name, "title": system.title, "nodes": system.nodes,
+                   "cores_per_node": system.cores_per_node, "power_label": system.power_label,
+                   "path": Path(system.path).name if system.path else None, "sources": list(system.sources)},
+        "workload": {"source": Path(workload.source).name, "format": workload.format,
+                     "checksum": workload.checksum, "epoch": int(workload.epoch), "jobs": len(workload),
+                     "provenance": workload.provenance},
+        "run_key": config.key(workload.checksum),
+        "versions": {"python": platform.python_version(), "pandas": pd.__version__, "pyarrow": pa.__version__},
+    }
+    jobs = res.jobs.drop(columns=[c for c in ("replay_start",) if c in res.jobs.columns])
+    return RunResult(jobs=jobs, timeline=timeline, stats=stats, manifest=manifest,
+                     wall_time_s=time.perf_counter() - t_wall)
+
+
+def _jobs_table(jobs: pd.DataFrame) -> pa.Table:
+    df = jobs.copy()
+    df["node_ids"] = [None if v is None else [int(x) for x in v] for v in df["node_ids"]]
+    for c in df.columns:
+        if df[c].dtype == object and c != "node_ids":
+            df[c] = df[c].astype("string")
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    return table
+
+
+def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def to_json(obj: Any) -> str:
+    """Canonical JSON of run outputs: sorted keys, 2-space indent, no NaN (as null)."""
+    return json.dumps(obj, sort_keys=True, indent=2, allow_nan=False, default=_json_default) + "\n"
+
+
+def _json_default(o):
+    import numpy as np
+
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, (np.bool_,)):
+        return bool(o)
+    raise TypeError(f"not JSON-serialisable: {type(o).__name__}")
+
+
+def write_run(result: RunResult, out_dir: str | Path, timing: bool = True) -> Path:
+    """Write jobs.parquet, timeline.parquet, stats.json, manifest.json (and timing.json with the
+    wall time, kept apart so that the four files are byte-identical for the same config and seed).
+
+    Each file is written to a temporary name in ``out_dir`` and renamed, so a crash never leaves a
+    half-written file. Returns the directory. Raises OSError when it cannot be written.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    jt = _jobs_table(result.jobs)
+    tt = pa.Table.from_pandas(result.timeline, preserve_index=False)
+    _atomic_write(out / "jobs.parquet", lambda p: pq.write_table(jt, p, compression="zstd"))
+    _atomic_write(out / "timeline.parquet", lambda p: pq.write_table(tt, p, compression="zstd"))
+    _atomic_write(out / "stats.json", lambda p: Path(p).write_text(to_json(result.stats)))
+    _atomic_write(out / "manifest.json", lambda p: Path(p).write_text(to_json(result.manifest)))
+    if timing:
+        _atomic_write(out / "timing.json",
+                      lambda p: Path(p).write_text(to_json({"wall_time_s": round(result.wall_time_s, 6)})))
+    return out

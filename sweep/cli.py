@@ -1,0 +1,175 @@
+"""The ``twinsweep`` command: thin shells over the public Python APIs (DESIGN.md §1).
+
+Subcommands: ``run`` (one twin run), ``systems`` (named systems and their sources), ``sweep``,
+``report`` (see :mod:`sweep.api`). Errors from bad input print one clear line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _duration(text):
+    from core.config import parse_duration
+    from core.errors import ConfigError
+
+    try:
+        return parse_duration(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_run_parser(sub):
+    from core.config import BACKFILLS
+
+    p = sub.add_parser("run", help="one twin run of a trace", description=(
+        "Replay or reschedule one trace and write jobs.parquet, timeline.parquet, stats.json and "
+        "manifest.json. Times are seconds from the trace epoch; durations accept 3600, 90m, 6h, 7d."))
+    p.add_argument("--data", required=True, help="trace file (relative paths resolve against $TWINSWEEP_DATA)")
+    p.add_argument("--format", default=None, help="loader name (default: detect)")
+    p.add_argument("--system", default=None, help="system name or TOML path (default: generic system from the trace header)")
+    p.add_argument("--policy", required=True, help="replay, fcfs, sjf, ljf, priority, or a registered plug-in")
+    p.add_argument("--backfill", default="none", help=f"one of {', '.join(BACKFILLS)} (default none)")
+    p.add_argument("--start", type=_duration, default=None, help="window start, s from the trace epoch")
+    p.add_argument("--duration", type=_duration, default=None, help="window length (e.g. 7d)")
+    p.add_argument("--sample-period", type=_duration, default=60, help="timeline bin width (default 60 s)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--runtime-sigma", type=float, default=0.0, help="log-normal run-time noise for seed > 0")
+    p.add_argument("--submit-jitter", type=_duration, default=0, help="submit-time jitter for seed > 0")
+    p.add_argument("--no-kill", action="store_true", help="do not end jobs at their time limit")
+    p.add_argument("--lenient", action="store_true", help="skip malformed trace lines (counted in stats)")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=_cmd_run)
+
+
+def _cmd_run(args) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from core.config import Perturbation, RunConfig
+    from core.run import load_run_workload, resolve_system, simulate, write_run
+
+    console = Console(stderr=True, quiet=args.quiet)
+    cfg = RunConfig(
+        data=args.data, system=args.system, format=args.format, policy=args.policy,
+        backfill=args.backfill, start=args.start, duration=args.duration,
+        sample_period=args.sample_period, seed=args.seed, kill=not args.no_kill, lenient=args.lenient,
+        perturbation=Perturbation(args.runtime_sigma, args.submit_jitter),
+    )
+    with console.status(f"loading {args.data}"):
+        wl = load_run_workload(cfg)
+        system = resolve_system(cfg, wl)
+    with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                  TimeElapsedColumn(), console=console, transient=True, disable=args.quiet) as prog:
+        task = prog.add_task("sim", total=1.0)
+        t_first = int(wl.jobs["submit_time"].min()) if len(wl) else 0
+        t_last = int(wl.jobs["submit_time"].max()) if len(wl) else 1
+        lo = args.start if args.start is not None else t_first
+
+        def progress(t, t_end):
+            hi = t_end if t_end >= 0 else t_last
+            prog.update(task, completed=min(1.0, max(0.0, (t - lo) / max(1, hi - lo))))
+
+        res = simulate(cfg, workload=wl, system=system, progress=progress)
+    out = write_run(res, args.out)
+    if not args.quiet:
+        _print_summary(console, res, out)
+    return 0
+
+
+def _print_summary(console, res, out: Path) -> None:
+    from rich.table import Table
+
+    s, c = res.stats["system"], res.stats["counts"]
+    label = res.stats.get("power_label", "assumed")
+    m = res.manifest
+    t = Table(title=f"{m['workload']['source']} on {m['system']['name']} — {m['policy']} + {m['backfill']}",
+              show_header=False)
+
+    def fmt(v, unit="", scale=1.0, nd=1):
+        return "—" if v is None else f"{v / scale:,.{nd}f}{unit}"
+
+    rows = [
+        ("window", f"[{m['window']['start']}, {m['window']['end']}) s  ({m['window']['duration'] / 86400:.2f} d)"),
+        ("jobs", f"{c['jobs_in_window']:,} in window, {c['completed']:,} completed, {c['timeout']:,} killed, "
+                 f"{c['rejected']:,} rejected, {c['not_run']:,} never ran, {c['still_queued']:,} queued / "
+                 f"{c['still_running']:,} running at end"),
+        ("time limits imputed", f"{c['time_limit_imputed']:,}"),
+        ("wait mean / p95", f"{fmt(s['wait_mean_s'], ' s', 1, 0)} / {fmt(s['wait_p95_s'], ' s', 1, 0)}"),
+        ("bounded slowdown (τ=10 s)", fmt(s["bsld_mean"], "", 1, 2)),
+        ("AWRT", fmt(s["awrt_s"], " s", 1, 0)),
+        ("utilisation", fmt(None if s["utilization"] is None else 100 * s["utilization"], " %", 1, 1)),
+        (f"facility energy ({label})", fmt(s["facility_energy_j"], " MWh", 3.6e9, 3)),
+        (f"peak / mean power ({label})", f"{fmt(s['peak_power_w'], ' kW', 1e3)} / {fmt(s['mean_power_w'], ' kW', 1e3)}"),
+        (f"15-min ramp max ({label})", fmt(s["ramp_15min_max_w"], " kW", 1e3)),
+        ("wall time", f"{res.wall_time_s:.2f} s"),
+        ("output", str(out)),
+    ]
+    for k, v in rows:
+        t.add_row(k, v)
+    console.print(t)
+
+
+def _add_systems_parser(sub):
+    p = sub.add_parser("systems", help="list the named systems and the sources of their parameters")
+    p.add_argument("--sources", action="store_true", help="print every cited source")
+    p.set_defaults(func=_cmd_systems)
+
+
+def _cmd_systems(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from core.system import list_systems
+
+    console = Console()
+    t = Table(title="twinsweep systems (power marked 'assumed' = parameters of comparable hardware)")
+    for col in ("name", "title", "nodes", "cores/node", "power", "traces"):
+        t.add_column(col)
+    systems = list_systems()
+    for s in systems:
+        t.add_row(s.name, s.title, f"{s.nodes:,}", str(s.cores_per_node), s.power_label, ", ".join(s.traces))
+    console.print(t)
+    if args.sources:
+        for s in systems:
+            console.print(f"[bold]{s.name}[/bold]")
+            for src in s.sources:
+                console.print(f"  - {src.get('what', '')}: {src.get('cite', '')}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="twinsweep", description=(
+        "Digital twin of an HPC batch system and a sweep engine over scheduling policies."))
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_run_parser(sub)
+    _add_systems_parser(sub)
+    try:
+        from . import cli_sweep  # sweep / report / tune subcommands
+    except ImportError:
+        cli_sweep = None
+    if cli_sweep is not None:
+        cli_sweep.add_parsers(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    from core.errors import TwinError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except TwinError as exc:
+        print(f"twinsweep {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"twinsweep {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
