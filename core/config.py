@@ -15,6 +15,10 @@ POLICIES = ("replay", "fcfs", "sjf", "ljf", "priority")
 #: Backfill variants (DESIGN.md §3.7).
 BACKFILLS = ("none", "firstfit", "easy", "conservative")
 
+#: Fields added after the first run identities were issued: left out of the canonical JSON (and so
+#: of the run key) while they hold these defaults.
+_IDENTITY_OMIT_DEFAULT = {"cooling": False, "wetbulb": None}
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -64,6 +68,11 @@ class RunConfig:
     start / duration: window in s from the trace epoch (None = whole trace); sample_period: timeline
     bin width (s); seed; kill: end jobs at their time limit (reschedule mode only); lenient: skip
     malformed trace lines; perturbation; options: policy options (e.g. weights), JSON-serialisable.
+    cooling: run the cooling model (core/cooling.py, docs/cooling.md): the timeline gains PUE,
+    coolant temperatures and cooling power, facility energy includes cooling; wetbulb: outdoor
+    wet bulb for it, a constant °C or a CSV path (None = the plant's design wet bulb; ignored and
+    set to None when cooling is off). Both are left out of the run identity at their defaults, so
+    keys of runs without cooling are what they were before these fields existed.
     """
 
     data: str
@@ -79,8 +88,31 @@ class RunConfig:
     lenient: bool = False
     perturbation: Perturbation = Perturbation()
     options: tuple = ()  # sorted (key, value) pairs, so that the config stays hashable
+    cooling: bool = False
+    wetbulb: float | str | None = None
 
     def __post_init__(self):
+        if not isinstance(self.cooling, bool):
+            raise ConfigError(f"cooling must be true or false, got {self.cooling!r}")
+        wb = self.wetbulb
+        if not self.cooling:
+            wb = None
+        elif isinstance(wb, bool):
+            raise ConfigError(f"wetbulb: expected °C or a CSV path, got {wb!r}")
+        elif isinstance(wb, (int, float)):
+            wb = float(wb)
+        elif isinstance(wb, str):
+            try:
+                wb = float(wb)
+            except ValueError:
+                wb = wb.strip()
+                if not wb:
+                    raise ConfigError("wetbulb: empty string; give °C or a CSV path") from None
+        elif wb is not None:
+            raise ConfigError(f"wetbulb: expected °C or a CSV path, got {wb!r}")
+        if isinstance(wb, float) and not (-60.0 <= wb <= 45.0):
+            raise ConfigError(f"wetbulb: {wb} is not a wet-bulb temperature in °C (-60..45)")
+        object.__setattr__(self, "wetbulb", wb)
         if self.policy not in POLICIES and not self.policy.startswith("plugin:"):
             from .scheduler import available_policies
 
@@ -124,7 +156,11 @@ class RunConfig:
         return cls(**d)
 
     def canonical_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        d = self.to_dict()
+        for k, default in _IDENTITY_OMIT_DEFAULT.items():  # fields added later: identity unchanged at default
+            if d.get(k) == default:
+                d.pop(k, None)
+        return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     def key(self, workload_checksum: str = "") -> str:
         """Run identity: sha256 of the canonical config JSON plus the workload checksum (hex, 16 chars)."""

@@ -151,7 +151,7 @@ class Engine:
             submit=submit, nodes=nodes, time_limit=limit, trace_index=trace_index,
             priority=f["priority"].astype("float64").tolist(),
             user=f["user"].tolist(), account=f["account"].tolist(),
-            recorded_start=rstart, frame=f, source=str(self.frame.attrs.get("source", "")),
+            recorded_start=rstart, recorded_zero=[d == 0 for d in dur] if self.replay else None, frame=f, source=str(self.frame.attrs.get("source", "")),
         )
         sched = make_scheduler(self.policy, self.backfill, view, self.options)
 

@@ -8,7 +8,6 @@ power. An external scheduler plugs in by calling :meth:`Cluster.start` from its 
 from __future__ import annotations
 
 import bisect
-import heapq
 from typing import Callable, Iterable, Sequence
 
 
@@ -16,53 +15,55 @@ class NodePool:
     """``n`` nodes numbered ``0..n-1``; placement takes the lowest-numbered free nodes.
 
     ``allocate(k)`` -> list of k node ids (ascending); ``allocate_ids(ids)`` takes given nodes
-    (returns False and takes nothing when any is busy or out of range); ``release(ids)``.
-    Raises RuntimeError on over-allocation (a bug in the caller: the scheduler must check fit).
-    Cost: O(k log n) per allocation (a heap of free ids with lazy deletion).
+    (returns False and takes nothing when any is busy, repeated or out of range); ``release(ids)``.
+    Raises RuntimeError on over-allocation or on releasing a free node (a bug in the caller).
+    The free set is a Python integer used as a bit set (bit i set = node i free): taking the
+    lowest free node is ``mask & -mask``, so an allocation costs O(k) big-integer operations.
     """
 
-    __slots__ = ("n", "free", "_is_free", "_heap")
+    __slots__ = ("n", "free", "_mask")
 
     def __init__(self, n: int):
         self.n = int(n)
         self.free = self.n
-        self._is_free = [True] * self.n
-        self._heap = list(range(self.n))  # already a heap
+        self._mask = (1 << self.n) - 1
 
     def allocate(self, k: int) -> list[int]:
         if k > self.free:
             raise RuntimeError(f"allocate({k}) with only {self.free} free nodes")
+        mask = self._mask
         out = []
-        heap, is_free = self._heap, self._is_free
-        while len(out) < k:
-            i = heapq.heappop(heap)
-            if is_free[i]:
-                is_free[i] = False
-                out.append(i)
+        append = out.append
+        for _ in range(k):
+            low = mask & -mask
+            append(low.bit_length() - 1)
+            mask ^= low
+        self._mask = mask
         self.free -= k
         return out
 
     def allocate_ids(self, ids: Sequence[int]) -> bool:
-        is_free = self._is_free
-        if len(set(ids)) != len(ids) or any(not (0 <= i < self.n) or not is_free[i] for i in ids):
-            return False
+        m = 0
         for i in ids:
-            is_free[i] = False
+            if not (0 <= i < self.n):
+                return False
+            m |= 1 << i
+        if bin(m).count("1") != len(ids) or (self._mask & m) != m:
+            return False
+        self._mask ^= m
         self.free -= len(ids)
         return True
 
     def release(self, ids: Iterable[int]) -> None:
-        heap, is_free = self._heap, self._is_free
+        m = 0
         k = 0
         for i in ids:
-            if is_free[i]:
-                raise RuntimeError(f"release of free node {i}")
-            is_free[i] = True
-            heapq.heappush(heap, i)
+            m |= 1 << i
             k += 1
+        if self._mask & m or bin(m).count("1") != k:
+            raise RuntimeError(f"release of a free or repeated node among {list(ids)[:8]}")
+        self._mask |= m
         self.free += k
-        if len(heap) > 4 * self.n + 64:  # compact stale entries
-            self._heap = [i for i in range(self.n) if is_free[i]]
 
 
 class Cluster:

@@ -91,13 +91,29 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     cb = None
     if progress is not None:
         cb = lambda t: progress(t, -1 if t1 is None else t1)  # noqa: E731
+    options = config.option_dict
+    accounts_manifest = None
+    if options.get("accounts_in") and not replay:
+        # account-incentive / weighted policies: the accounts are loaded (or collected) once here
+        from .accounts import run_accounts_input
+
+        acc, accounts_manifest = run_accounts_input(config, workload, system, frame)
+        options["_accounts"] = acc
+    options.setdefault("_system_nodes", system.nodes)
     eng = Engine(frame, system, config.policy, config.backfill, config.kill, npow,
-                 idle_node_power_w(system), t0, t1, options=config.option_dict, progress=cb)
+                 idle_node_power_w(system), t0, t1, options=options, progress=cb)
     res = eng.run()
     timeline = build_timeline(res.steps, system, res.t_start, res.t_end, config.sample_period)
+    cooling_manifest = None
+    if config.cooling:  # cooling plant (core/cooling.py): PUE, coolant temperatures, cooling power
+        from .cooling import apply_cooling
+
+        timeline, cooling_manifest, cooling_pieces = apply_cooling(
+            timeline, system, res.steps, res.t_end, config.wetbulb, epoch=int(workload.epoch))
     counts = dict(res.counts)
     counts["lenient_skipped_lines"] = len(workload.skipped_lines)
-    stats = compute_stats(res.jobs, res.steps, system, res.t_start, res.t_end, counts)
+    stats = compute_stats(res.jobs, res.steps, system, res.t_start, res.t_end, counts,
+                          cooling=cooling_pieces if config.cooling else None)
     manifest = {
         "schema_version": 1,
         "twinsweep_version": __version__,
@@ -115,6 +131,8 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
                      "checksum": workload.checksum, "epoch": int(workload.epoch), "jobs": len(workload),
                      "provenance": workload.provenance},
         "run_key": config.key(workload.checksum),
+        **({"accounts": accounts_manifest} if accounts_manifest is not None else {}),
+        **({"cooling": cooling_manifest} if cooling_manifest is not None else {}),
         "versions": {"python": platform.python_version(), "pandas": pd.__version__, "pyarrow": pa.__version__},
     }
     jobs = res.jobs.drop(columns=[c for c in ("replay_start",) if c in res.jobs.columns])

@@ -11,7 +11,14 @@ A scheduler sees only submitted jobs and their time limits (no clairvoyance). In
 Ordering policies are plug-ins registered by name (:func:`register_policy`); each maps a job to
 a sort key, lower first, ties broken by ``(submit_time, trace_index)``. A policy whose key depends
 on time or on state (fair share, accounts updated during the run) sets ``dynamic = True`` and the
-queue is re-sorted at each pass with ``key_at(job, now)``.
+queue is re-sorted at each pass with ``key_at(job, now)``. Such a policy may also define
+``observe(now, cluster)`` (called at the start of every pass, even with an empty queue; every job
+end is an event followed by a pass) and ``on_start(jobs, now)`` (called with the jobs a pass
+started) to follow usage during the run (the fair-share factor of ``weighted`` does).
+
+Plug-ins shipped with the twin (:mod:`core.policies`: ``acct_avg_power``, ``acct_low_avg_power``,
+``acct_edp``, ``acct_ed2p``, ``acct_fugaku_pts``, ``weighted``) are registered when this module is
+imported.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ class JobView:
     account: list
     recorded_start: list
     frame: Any = None
+    recorded_zero: list | None = None  # replay only: recorded run time is 0
     source: str = ""
 
 
@@ -143,10 +151,13 @@ class QueueScheduler:
         self.backfill = backfill
         self._pass = _BACKFILL[backfill]
         self.jobs = policy.jobs
-        self._keys: list[tuple] = []
+        self._k: dict[int, tuple] = {}  # job -> sort key (policy key, submit, trace_index, job)
         self._q: list[int] = []
         self._reservations: dict[int, int] = {}
         self.stats = {"reservation_delays": 0}
+        # optional usage hooks of dynamic policies (see the module docstring)
+        self._observe = getattr(policy, "observe", None)
+        self._on_start = getattr(policy, "on_start", None)
 
     # -- queue --------------------------------------------------------------------------------
     def _key(self, job, now=None):
@@ -155,10 +166,8 @@ class QueueScheduler:
         return (k, j.submit[job], j.trace_index[job], job)
 
     def submit(self, job: int, now: int):
-        k = self._key(job, now if self.policy.dynamic else None)
-        i = bisect.bisect(self._keys, k)
-        self._keys.insert(i, k)
-        self._q.insert(i, job)
+        self._k[job] = self._key(job, now if self.policy.dynamic else None)
+        bisect.insort(self._q, job, key=self._k.__getitem__)
         return None
 
     def queued(self) -> int:
@@ -171,14 +180,16 @@ class QueueScheduler:
         if not self._q:
             return
         if self.policy.dynamic:
-            keys = sorted(self._key(j, now) for j in self._q)
-            self._keys, self._q = keys, [k[3] for k in keys]
+            for j in self._q:
+                self._k[j] = self._key(j, now)
+            self._q.sort(key=self._k.__getitem__)
         started = self._pass(self, now, cluster)
         if started:
-            s = set(started)
-            keep = [i for i, j in enumerate(self._q) if j not in s]
-            self._q = [self._q[i] for i in keep]
-            self._keys = [self._keys[i] for i in keep]
+            if len(started) == 1:
+                self._q.remove(started[0])
+            else:
+                s = set(started)
+                self._q = [j for j in self._q if j not in s]
 
     # -- backfill variants (DESIGN.md §3.7) -----------------------------------------------------
     def _none(self, now, cluster):
@@ -321,27 +332,28 @@ class ReplayScheduler:
 
     def __init__(self, jobs: JobView):
         self.jobs = jobs
-        self._waiting: list[tuple[int, int, int]] = []  # (release time, trace_index, job) sorted
-        self._pending: list[tuple[int, int, int]] = []  # submitted, release in the future
+        self._waiting: list[tuple[int, int, int, int]] = []  # (release, nonzero, trace_index, job)
         self.stats = {"replay_delayed": 0}
 
     def submit(self, job: int, now: int):
         rs = self.jobs.recorded_start[job]
         rel = max(rs if rs is not None else now, now)
-        bisect.insort(self._waiting, (rel, self.jobs.trace_index[job], job))
+        # at one second, zero-length jobs first: they hold their nodes only for the pass
+        zero = 0 if (self.jobs.recorded_zero and self.jobs.recorded_zero[job]) else 1
+        bisect.insort(self._waiting, (rel, zero, self.jobs.trace_index[job], job))
         return rel if rel > now else None
 
     def queued(self) -> int:
         return len(self._waiting)
 
     def queue(self) -> list[int]:
-        return [w[2] for w in self._waiting]
+        return [w[3] for w in self._waiting]
 
     def schedule(self, now: int, cluster: Cluster) -> None:
         nodes = self.jobs.nodes
         keep = []
         for item in self._waiting:
-            rel, _, j = item
+            rel, _, _, j = item
             if rel <= now and nodes[j] <= cluster.free_nodes:
                 cluster.start(j)
                 if now > rel:
@@ -358,3 +370,8 @@ def make_scheduler(policy: str, backfill: str, jobs: JobView, options: dict | No
     if policy == "replay":
         return ReplayScheduler(jobs)
     return QueueScheduler(make_policy(policy, jobs, options or {}), backfill)
+
+
+# Plug-in policies shipped with the twin (incentive + weighted): registered on import. At the end of
+# the module so that core.policies finds Policy and register_policy defined (no import cycle).
+from . import policies as _builtin_policies  # noqa: E402,F401

@@ -38,6 +38,24 @@ jobs that end in the window are included). For each:
   and 900 s windows (largest and p95 absolute change of consecutive exact window averages; full
   windows only; 0.0 when the window holds fewer than two).
 
+Cooling (only with a ``cooling`` timeline, i.e. a run with cooling on; otherwise these keys are
+None). The cooling power is constant over each timeline sample (core/cooling.py), so the facility
+power ``it + loss + cooling`` is again a step function (change points: the engine's and the sample
+starts); ``facility_energy_j``, ``mean_power_w``, ``peak_power_w``, the ramps and the EDPs then use
+it, exactly:
+
+* ``cooling_energy_j`` = Σ cooling_power_w · sample length; added into ``facility_energy_j``.
+* ``pue_avg`` = facility_energy_j / (it_energy_j + loss_energy_j): the energy-weighted PUE of the
+  window (The Green Grid's PUE over a period), with IT = input power of the IT equipment incl.
+  its converters.
+* ``supply_temp_*``, ``return_temp_*`` (secondary loop) and ``tower_return_temp_*`` (water back to
+  the cooling towers): ``_mean_c`` the exact time-average over the window, ``_max_c`` and
+  ``_swing_c`` (= max − min) of the instantaneous temperature at the edges of the model's
+  integration pieces (every change point of the IT power and every sample start). The secondary
+  return responds monotonically within a piece, so its extremes are exact; for the tower return
+  (a third-order response) they are the extremes at those instants. None of these depend on the
+  sample period beyond the extra sample-start instants (°C / K).
+
 Per-user and per-account (``users`` / ``accounts``), over finished jobs only (a user none of
 whose jobs finished does not appear): ``jobs`` (count), ``wait_mean_s``, ``bsld_mean``,
 ``node_seconds`` (Σ nodes·run), ``energy_j`` (Σ job energy_j), ``edp_js`` (Σ energy_j·run).
@@ -58,7 +76,7 @@ import pandas as pd
 from . import power as _power
 from .system import System
 
-__all__ = ["compute_stats", "SCHEMA_VERSION", "COUNT_KEYS", "SYSTEM_KEYS", "GROUP_KEYS", "BSLD_TAU_S"]
+__all__ = ["compute_stats", "SCHEMA_VERSION", "COUNT_KEYS", "SYSTEM_KEYS", "GROUP_KEYS", "BSLD_TAU_S", "COOLING_KEYS"]
 
 SCHEMA_VERSION = 1
 #: Bounded-slowdown threshold τ (s).
@@ -83,7 +101,14 @@ SYSTEM_KEYS = (
     "mean_power_w", "peak_power_w", "edp_js", "ed2p_js2", "job_edp_sum_js",
     "job_ed2p_sum_js2", "ramp_1min_max_w", "ramp_1min_p95_w", "ramp_15min_max_w",
     "ramp_15min_p95_w",
+) + (
+    # cooling (None unless the run has cooling on)
+    "cooling_energy_j", "pue_avg", "supply_temp_mean_c", "supply_temp_max_c", "supply_temp_swing_c",
+    "return_temp_mean_c", "return_temp_max_c", "return_temp_swing_c", "tower_return_temp_mean_c",
+    "tower_return_temp_max_c", "tower_return_temp_swing_c",
 )
+#: The keys above that only a run with cooling fills.
+COOLING_KEYS = SYSTEM_KEYS[SYSTEM_KEYS.index("cooling_energy_j"):]
 GROUP_KEYS = ("jobs", "wait_mean_s", "bsld_mean", "node_seconds", "energy_j", "edp_js")
 
 FINISHED = ("completed", "timeout")
@@ -123,8 +148,38 @@ def _bsld(wait: np.ndarray, run: np.ndarray) -> np.ndarray:
     return np.maximum(1.0, (wait + run) / np.maximum(run, float(BSLD_TAU_S)))
 
 
+def _with_cooling(times, fac_steps, cooling: pd.DataFrame, t0: int, t1: int):
+    """Facility step function with the piecewise-constant cooling power added, and the cooling stats."""
+    ct = cooling["time"].to_numpy(dtype="int64")
+    if len(ct) == 0 or ct[0] != t0 or not np.all(np.diff(ct) > 0) or ct[-1] >= t1:
+        raise ValueError("compute_stats: cooling pieces must start at t0 with ascending starts before t1")
+    cp = cooling["cooling_power_w"].to_numpy(dtype="float64")
+    seg_t, seg_v = _power.step_segments(times, fac_steps, t0, t1)
+    tt = np.union1d(seg_t, ct)
+    vals = seg_v[np.searchsorted(seg_t, tt, side="right") - 1] + cp[np.searchsorted(ct, tt, side="right") - 1]
+    lengths = (np.append(ct[1:], t1) - ct).astype("float64")
+    out: dict[str, Any] = {"cooling_energy_j": _f((cp * lengths).sum()), "pue_avg": None}
+    for name in ("supply_temp", "return_temp", "tower_return_temp"):
+        col = f"{name}_c"
+        v = cooling[col].to_numpy(dtype="float64") if col in cooling.columns else np.full(len(ct), np.nan)
+        # extremes: instantaneous values at the piece edges when given (else the piece means)
+        ext = [cooling[c].to_numpy(dtype="float64") for c in (f"{name}_start_c", f"{name}_end_c")
+               if c in cooling.columns] or [v]
+        ext = np.concatenate(ext)
+        ext = ext[np.isfinite(ext)]
+        ok = np.isfinite(v)
+        if ok.any() and len(ext):
+            out[f"{name}_mean_c"] = _f((v[ok] * lengths[ok]).sum() / lengths[ok].sum())
+            out[f"{name}_max_c"] = _f(ext.max())
+            out[f"{name}_swing_c"] = _f(ext.max() - ext.min())
+        else:
+            out[f"{name}_mean_c"] = out[f"{name}_max_c"] = out[f"{name}_swing_c"] = None
+    return tt, vals, out
+
+
 def compute_stats(
-    jobs: pd.DataFrame, steps: pd.DataFrame, system: System, t0: int, t1: int, counts: dict | None = None
+    jobs: pd.DataFrame, steps: pd.DataFrame, system: System, t0: int, t1: int, counts: dict | None = None,
+    cooling: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """stats.json of one run (structure in docs/architecture.md; definitions in the module doc).
 
@@ -138,6 +193,10 @@ def compute_stats(
         counts: engine/loader counters (``lenient_skipped_lines``, ``replay_delayed``,
             ``replay_start_imputed``, ``placement_fallbacks``, ``reservation_delays``, …);
             missing keys of :data:`COUNT_KEYS` are 0; keys computed from ``jobs`` override them.
+        cooling: the cooling model's pieces (:func:`core.cooling.apply_cooling`: ``time`` = piece
+            starts from t0, the last ending at t1; ``cooling_power_w`` constant per piece,
+            ``supply_temp_c``, ``return_temp_c``, ``tower_return_temp_c`` piece means, optional
+            ``*_start_c`` / ``*_end_c`` edge values), or None for a run without cooling.
 
     Returns:
         ``{"schema_version", "power_label", "counts", "system", "users", "accounts"}`` with
@@ -223,6 +282,11 @@ def compute_stats(
     loss_energy = loss_mean * span
     fac_energy = it_energy + loss_energy
     fac_steps, _ = _power.convert(system, it)
+    cool = {k: None for k in COOLING_KEYS}
+    if cooling is not None and len(cooling):
+        times, fac_steps, cool = _with_cooling(times, fac_steps, cooling, t0, t1)
+        fac_energy += cool["cooling_energy_j"]
+        cool["pue_avg"] = _f(fac_energy / (it_energy + loss_energy)) if it_energy + loss_energy > 0 else None
     _, seg_fac = _power.step_segments(times, fac_steps, t0, t1)
     r1 = _power.ramps(times, fac_steps, t0, t1, 60)
     r15 = _power.ramps(times, fac_steps, t0, t1, 900)
@@ -240,6 +304,7 @@ def compute_stats(
             "ramp_1min_p95_w": _f(r1[1]),
             "ramp_15min_max_w": _f(r15[0]),
             "ramp_15min_p95_w": _f(r15[1]),
+            **cool,
         }
     )
     system_out = {k: sysm[k] for k in sorted(sysm)}

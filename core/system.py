@@ -28,6 +28,11 @@ File layout (units: W, s; every number may carry a source in ``[[sources]]``)::
     node_converter = { c_w = 0.0, eta = 0.93 }            # per node: P_in = (P + c) / eta
     rectifier = { nodes_per_group = 32, c_w = 0.0, eta = 0.96 }   # per group of nodes
 
+    [cooling]                         # optional: cooling plant (docs/cooling.md, core/cooling.py);
+    status = "assumed"                # any key not given comes from the generic warm-water plant
+    design_heat_w = 2.0e5             # sized for the system's peak IT input power
+    # [cooling.fmu_variables] heat_w = "Q_IT" ...   (with fmu = "plant.fmu": an FMU replaces the model)
+
     [[sources]]
     what = "cpu_idle_w, cpu_max_w"
     cite = "…paper / vendor sheet / dataset documentation…"
@@ -117,6 +122,7 @@ class System:
     sources: tuple[dict, ...] = ()
     path: str | None = None
     generic: bool = False
+    cooling: Any = None  # core.cooling.CoolingModel from the [cooling] table, or None (generic plant)
 
     def __post_init__(self):
         if self.nodes < 1:
@@ -143,7 +149,7 @@ def _converter(d: dict | None, where: str) -> Converter:
     return Converter(float(d.get("c_w", 0.0)), float(d.get("eta", 1.0)), int(d.get("nodes_per_group", 1)))
 
 
-_SYSTEM_KEYS = {f.name for f in dataclasses.fields(System)} - {"power", "sources", "path", "generic", "partitions"}
+_SYSTEM_KEYS = {f.name for f in dataclasses.fields(System)} - {"power", "sources", "path", "generic", "partitions", "cooling"}
 _POWER_KEYS = {f.name for f in dataclasses.fields(PowerModel)}
 
 
@@ -169,6 +175,17 @@ def system_from_dict(doc: dict, path: str | None = None) -> System:
     p["node_converter"] = _converter(p.get("node_converter"), f"{where} [power.node_converter]")
     p["rectifier"] = _converter(p.get("rectifier"), f"{where} [power.rectifier]")
     power = PowerModel(**p)
+    cooling = None
+    if "cooling" in doc:  # a [cooling] table: parameters of the cooling plant (core/cooling.py)
+        from .cooling import cooling_from_table, peak_heat_w
+
+        if not isinstance(doc["cooling"], dict):
+            raise ConfigError(f"{where}: [cooling] must be a table")
+        probe = System(name=str(s["name"]), title="", nodes=int(s["nodes"]),
+                       cpus_per_node=int(s.get("cpus_per_node", 1)), gpus_per_node=int(s.get("gpus_per_node", 0)),
+                       power=power)
+        cooling = cooling_from_table(doc["cooling"], peak_heat_w(probe) or None, f"{where} [cooling]",
+                                     Path(path).parent if path else None)
     return System(
         title=s.pop("title", s["name"]),
         partitions=tuple(Partition(str(x["name"]), int(x["nodes"])) for x in parts),
@@ -176,6 +193,7 @@ def system_from_dict(doc: dict, path: str | None = None) -> System:
         power=power,
         sources=tuple(doc.get("sources", ())),
         path=path,
+        cooling=cooling,
         **s,
     )
 

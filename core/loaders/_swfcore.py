@@ -11,7 +11,6 @@ lenient mode records every bad line and parses the remaining ones.
 from __future__ import annotations
 
 import io
-import math
 import re
 from typing import Iterable, Sequence
 
@@ -207,24 +206,37 @@ def int_col(x: np.ndarray, valid: np.ndarray) -> pd.arrays.IntegerArray:
     return pd.arrays.IntegerArray(vals, ~np.asarray(valid, dtype=bool))
 
 
-def _fmt_num(v: float) -> str:
-    if math.isfinite(v) and v == int(v):
-        return str(int(v))
-    return repr(float(v))
+def _fmt_nums(u: np.ndarray) -> np.ndarray:
+    """Object array of str for the float array ``u``: integral values as ints (``"87"``), others
+    with their decimals (``"12.5"``)."""
+    integral = np.isfinite(u) & (u == np.rint(u)) & (np.abs(u) < 2**62)
+    out = np.empty(len(u), dtype=object)
+    if integral.any():
+        out[integral] = u[integral].astype(np.int64).astype(str).astype(object)
+    for i in np.flatnonzero(~integral):
+        out[i] = repr(float(u[i]))
+    return out
 
 
 def id_str_col(x: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
     """Object array of ids as str (``"87"``; non-integral values keep their decimals), None where
     not ``valid``. Equal ids share one str object (memory)."""
     x = np.asarray(x, dtype=np.float64)
-    out = np.empty(len(x), dtype=object)
+    out = np.empty(len(x), dtype=object)  # None-filled
     if valid is None:
         valid = np.ones(len(x), dtype=bool)
     if valid.any():
         uniq, inv = np.unique(x[valid], return_inverse=True)
-        strs = np.array([_fmt_num(u) for u in uniq], dtype=object)
-        out[valid] = strs[inv]
-    out[~valid] = None
+        out[valid] = _fmt_nums(uniq)[inv]
+    return out
+
+
+def obj_array(items) -> np.ndarray:
+    """1-D object array holding ``items`` as they are (lists stay list elements, never a 2-D array)."""
+    items = list(items)
+    out = np.empty(len(items), dtype=object)
+    for i, v in enumerate(items):
+        out[i] = v
     return out
 
 
@@ -240,10 +252,11 @@ SWF_STATUS = {1: "completed", 0: "failed", 5: "cancelled", 3: "completed", 4: "f
 
 def status_col(code: np.ndarray) -> np.ndarray:
     """Object array of ``completed|failed|cancelled|unknown`` from SWF status codes."""
-    out = np.full(len(code), "unknown", dtype=object)
-    for k, v in SWF_STATUS.items():
-        out[code == k] = v
-    return out
+    names = np.array(["unknown", *SWF_STATUS.values()], dtype=object)
+    idx = np.zeros(len(code), dtype=np.int64)
+    for i, k in enumerate(SWF_STATUS, 1):
+        idx[code == k] = i
+    return names[idx]
 
 
 def swf_jobs_frame(a: np.ndarray, submit_abs_offset: int = 0) -> tuple[dict, np.ndarray]:
@@ -308,7 +321,7 @@ def swf_jobs_frame(a: np.ndarray, submit_abs_offset: int = 0) -> tuple[dict, np.
         "priority": np.full(n, np.nan),
         "partition": id_str_col(f(16), f(16) >= 0),
         "status": status_col(code),
-        "node_ids": np.full(n, None, dtype=object),
+        "node_ids": np.empty(n, dtype=object),  # None-filled
         "queue": id_str_col(f(15), f(15) >= 0),
         "req_procs": int_col(req, req > 0),
     }
