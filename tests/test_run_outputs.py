@@ -1,0 +1,117 @@
+"""simulate / write_run / `twinsweep run`: outputs, names, determinism, errors."""
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from core.config import Perturbation, RunConfig
+from core.errors import ConfigError, TraceFormatError, UnknownNameError
+from core.run import RUN_FILES, simulate, write_run
+
+SWF = """; Version: 2.2
+; Computer: test
+; UnixStartTime: 1000000000
+; MaxNodes: 4
+; MaxProcs: 8
+; MaxRuntime: 7200
+    1     0   -1   100  4  -1 -1  4   200  -1 1 1 1 -1 1 -1 -1 -1
+    2    10   -1   300  8  50 -1  8   250  -1 1 2 1 -1 1 -1 -1 -1
+    3    20   -1    50  2  -1 -1  2    -1  -1 0 1 2 -1 1 -1 -1 -1
+    4    30   -1    -1 -1  -1 -1 -1   100  -1 5 3 2 -1 1 -1 -1 -1
+    5    40   -1    10 20  -1 -1 20   100  -1 1 3 2 -1 1 -1 -1 -1
+"""
+
+
+@pytest.fixture()
+def trace(tmp_path):
+    p = tmp_path / "tiny.swf"
+    p.write_text(SWF)
+    return p
+
+
+def digest(d: Path):
+    return {f: hashlib.sha256((d / f).read_bytes()).hexdigest() for f in RUN_FILES}
+
+
+def test_outputs_and_names(trace, tmp_path):
+    res = simulate(RunConfig(data=str(trace), policy="fcfs", backfill="easy", sample_period=30))
+    out = write_run(res, tmp_path / "run")
+    for f in RUN_FILES + ("timing.json",):
+        assert (out / f).exists()
+    jobs = pd.read_parquet(out / "jobs.parquet")
+    for col in ("job_id", "trace_index", "time_limit_imputed", "sim_start_time", "sim_end_time", "wait_time",
+                "status", "reason", "energy_j", "avg_power_w", "node_ids", "submit_time", "nodes"):
+        assert col in jobs.columns, col
+    # generic system from the header: 4 nodes x 2 cores. Job 1 (4 procs -> 2 nodes) runs [0,100),
+    # job 2 (8 procs -> 4 nodes, limit 250) waits for job 1 and job 3 (2 procs -> 1 node, no limit ->
+    # MaxRuntime 7200 imputed); job 4 never ran; job 5 asks 20 procs = 10 nodes > 4: rejected.
+    assert list(jobs.status) == ["completed", "timeout", "completed", "not_run", "rejected"]
+    assert list(jobs.time_limit_imputed) == [False, False, True, False, False]
+    assert jobs.time_limit[2] == 7200
+    assert jobs.sim_start_time[0] == 0 and jobs.sim_end_time[0] == 100
+    # job 3 (1 node) is submitted at 20 behind job 2 (4 nodes, head, shadow 100): 20 + 7200 > 100 and
+    # extra = 2 + 2 - 4 = 0, so it may not backfill; job 2 runs [100, 350) killed at its limit 250.
+    assert jobs.sim_start_time[1] == 100 and jobs.sim_end_time[1] == 350
+    assert jobs.sim_start_time[2] == 350 and jobs.sim_end_time[2] == 400
+    assert list(jobs.node_ids[1]) == [0, 1, 2, 3]
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["counts"]["rejected"] == 1 and stats["counts"]["timeout"] == 1
+    assert stats["counts"]["time_limit_imputed"] == 1 and stats["power_label"] == "assumed"
+    man = json.loads((out / "manifest.json").read_text())
+    for k in ("policy", "backfill", "system", "window", "kill", "seed"):
+        assert k in man
+    assert man["system"]["nodes"] == 4
+    tl = pd.read_parquet(out / "timeline.parquet")
+    assert list(tl.columns[:8]) == ["time", "it_power_w", "loss_w", "facility_power_w", "busy_nodes",
+                                    "utilization", "queued_jobs", "running_jobs"]
+    assert tl.time.iloc[0] == 0 and (tl.time.diff().dropna() == 30).all()
+    # bins hold exact averages: busy nodes on [0, 30): job 1 (2 nodes) all along
+    assert tl.busy_nodes.iloc[0] == 2.0
+
+
+def test_same_seed_same_bytes(trace, tmp_path):
+    cfg = RunConfig(data=str(trace), policy="sjf", backfill="conservative", seed=3,
+                    perturbation=Perturbation(runtime_sigma=0.3, submit_jitter_s=5))
+    a = write_run(simulate(cfg), tmp_path / "a")
+    b = write_run(simulate(cfg), tmp_path / "b")
+    assert digest(a) == digest(b)
+    c = write_run(simulate(RunConfig(data=str(trace), policy="sjf", backfill="conservative", seed=4,
+                                     perturbation=Perturbation(0.3, 5))), tmp_path / "c")
+    assert digest(c)["jobs.parquet"] != digest(a)["jobs.parquet"]
+
+
+def test_bad_names_and_inputs(trace, tmp_path):
+    with pytest.raises(UnknownNameError, match="valid policy names: .*fcfs"):
+        RunConfig(data=str(trace), policy="fifo")
+    with pytest.raises(UnknownNameError, match="easy"):
+        RunConfig(data=str(trace), backfill="aggressive")
+    with pytest.raises(UnknownNameError, match="system"):
+        simulate(RunConfig(data=str(trace), system="no-such-machine"))
+    with pytest.raises(ConfigError, match="priority"):
+        simulate(RunConfig(data=str(trace), policy="priority"))
+    bad = tmp_path / "bad.swf"
+    bad.write_text(SWF + "    6    50   -1   x  2  -1 -1  2   100  -1 1 1 1 -1 1 -1 -1 -1\n")
+    with pytest.raises(TraceFormatError, match=r"bad\.swf:12"):
+        simulate(RunConfig(data=str(bad)))
+    res = simulate(RunConfig(data=str(bad), lenient=True))
+    assert res.stats["counts"]["lenient_skipped_lines"] == 1
+
+
+def test_cli_run_and_errors(trace, tmp_path):
+    out = tmp_path / "cli"
+    r = subprocess.run([sys.executable, "-m", "sweep.cli", "run", "--data", str(trace), "--policy", "fcfs",
+                        "--backfill", "easy", "--duration", "1h", "--out", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (out / "stats.json").exists()
+    r = subprocess.run([sys.executable, "-m", "sweep.cli", "run", "--data", str(trace), "--policy", "lifo",
+                        "--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 2 and "valid policy names" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "sweep.cli", "run", "--data", str(trace), "--policy", "fcfs",
+                        "--duration", "7 parsecs", "--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 2 and "duration" in r.stderr
