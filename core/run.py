@@ -28,7 +28,7 @@ from .engine import Engine, select_window
 from .perturb import perturb
 from .power import build_timeline, idle_node_power_w, job_node_power_w
 from .stats import compute_stats
-from .system import System, load_system, system_from_swf_header
+from .system import System, load_system, system_for_trace, system_from_swf_header
 from .workload import Workload
 
 #: Output file names of a run directory (DESIGN.md §5).
@@ -49,12 +49,16 @@ class RunResult:
 
 
 def resolve_system(config: RunConfig, workload: Workload) -> System:
-    """The run's system: ``config.system`` by name or path, else a generic one from the trace header.
+    """The run's system: ``config.system`` by name or path; else the named system whose ``traces``
+    list holds the trace's file name; else a generic system built from the trace header.
 
     Raises UnknownNameError (listing the systems) or ConfigError (no usable header).
     """
     if config.system:
         return load_system(config.system)
+    named = system_for_trace(workload.source)
+    if named is not None:
+        return named
     return system_from_swf_header(workload.header, workload.source, workload.procs_unit)
 
 

@@ -2,13 +2,14 @@
 
 Built-in formats (detected from the first lines when ``format`` is None; highest score wins):
 
-=================  ==========================================================================
-``swf``            Parallel Workloads Archive SWF, 18 numeric fields (score 1; a header-only
-                   SWF file scores 0.5)
-``swf-theta``      ALCF Theta DRAS job sets: 19 fields, absolute submit times, node counts;
-                   header mentions Theta/DRAS (score 2)
-``swf-metacentrum`` MetaCentrum/Alea dialect: 21 fields, field 19 a ``{id,…}`` node list (score 3)
-=================  ==========================================================================
+===================  ========================================================================
+``swf``              Parallel Workloads Archive SWF: >= 80 % of the first 20 job lines have 18
+                     numeric fields (score 1); a header-only SWF file scores 0.5
+``swf-theta``        ALCF Theta DRAS job sets: 19 fields (first 18 numeric) and the header
+                     mentions Theta or DRAS (score 2)
+``swf-metacentrum``  MetaCentrum/Alea dialect: 21 fields, field 19 a ``{id,...}`` node list
+                     (score 3)
+===================  ========================================================================
 
 Add a format with :func:`register_loader`.
 """

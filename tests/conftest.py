@@ -1,0 +1,67 @@
+"""Shared pytest helpers.
+
+``data_path(rel)`` finds a real trace under the data folder (``$TWINSWEEP_DATA`` or
+``../shared/data``): when it is missing the test is skipped locally, and fails in CI (``CI`` set
+to a true value) so that a CI run never passes silently without its data.
+
+``load_cached(rel)`` loads a trace once per test session (the big PWA logs take ~1 s each), for
+every test module that needs the same workload. Treat the result as read-only.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from core.data import DATA_ENV, data_dir
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def data_path(rel: str) -> Path:
+    """Path of a data file relative to the data folder; skip (locally) or fail (CI) when missing."""
+    p = data_dir() / rel
+    if p.exists():
+        return p
+    msg = f"test data {rel!r} not found under {data_dir()}; set {DATA_ENV} to the folder holding the traces"
+    if _in_ci():
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+#: Seconds each cached load took (rel -> s), for speed checks without loading twice.
+LOAD_SECONDS: dict[str, float] = {}
+
+
+@functools.lru_cache(maxsize=None)
+def _load(rel: str, fmt: str | None):
+    from core.loaders import load_workload
+
+    t0 = time.perf_counter()
+    wl = load_workload(data_path(rel), format=fmt)
+    LOAD_SECONDS[rel] = time.perf_counter() - t0
+    return wl
+
+
+def load_cached(rel: str, fmt: str | None = None):
+    """The Workload of ``rel`` (relative to the data folder), loaded once per session."""
+    data_path(rel)  # skip/fail before touching the cache
+    return _load(rel, fmt)
+
+
+@pytest.fixture(name="data_path")
+def data_path_fixture():
+    """Fixture form of :func:`data_path`: ``def test_x(data_path): p = data_path("pwa-swf/…")``."""
+    return data_path
+
+
+@pytest.fixture(name="load_cached")
+def load_cached_fixture():
+    """Fixture form of :func:`load_cached`."""
+    return load_cached

@@ -1,0 +1,154 @@
+"""Named systems (core/systems/*.toml): they load, cite their sources, match every shipped trace, and
+the rejected-job counts written in their header comments hold."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from conftest import data_path, load_cached
+from core.data import data_dir
+from core.errors import ConfigError, UnknownNameError
+from core.system import SYSTEMS_DIR, list_systems, load_system, system_for_trace, system_from_swf_header
+
+TOMLS = sorted(SYSTEMS_DIR.glob("*.toml"))
+
+#: trace (relative to the data folder) -> (system, jobs too large, jobs without a size), as written in
+#: each system file's header comment ("Rejected at submit with this choice: ...").
+EXPECTED = {
+    "pwa-swf/CEA-Curie-2011-2.1-cln.swf.gz": ("cea-curie", 0, 19),
+    "pwa-swf/HPC2N-2002-2.2-cln.swf.gz": ("hpc2n-seth", 0, 0),
+    "pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz": ("kth-sp2", 0, 1),
+    "pwa-swf/LANL-CM5-1994-4.1-cln.swf.gz": ("lanl-cm5", 0, 3),
+    "pwa-swf/LCG-2005-1.swf.gz": ("lcg-grid", 0, 0),
+    "pwa-swf/LLNL-Atlas-2006-2.1-cln.swf.gz": ("llnl-atlas", 0, 4571),
+    "pwa-swf/NASA-iPSC-1993-3.1-cln.swf.gz": ("nasa-ipsc", 0, 0),
+    "pwa-swf/OSC-Clust-2000-3.1-cln.swf.gz": ("osc-cluster", 0, 0),
+    "pwa-swf/RICC-2010-2.swf.gz": ("ricc", 0, 0),
+    "pwa-swf/SDSC-BLUE-2000-4.2-cln.swf.gz": ("sdsc-blue", 0, 0),
+    "pwa-swf/SDSC-Par-1996-3.1-cln.swf.gz": ("sdsc-paragon", 0, 0),
+    "pwa-swf/SDSC-SP2-1998-4.2-cln.swf.gz": ("sdsc-sp2", 0, 0),
+    "metacentrum-wagap-2013/wagap-2013.swf.gz": ("metacentrum-wagap", 0, 0),
+    **{f"alcf-theta-dras-jobsets/real_week_{i}.swf.gz": ("alcf-theta", 0, 0) for i in range(1, 10)},
+    "alcf-theta-dras-jobsets/validation_2023_jan.swf.gz": ("alcf-theta", 0, 0),
+    "alcf-theta-dras-jobsets/test_2023_feb_dec.swf.gz": ("alcf-theta", 0, 0),
+}
+DATA_FOLDERS = ("pwa-swf", "alcf-theta-dras-jobsets", "metacentrum-wagap-2013")
+
+
+def test_every_toml_loads_with_unique_names():
+    assert len(TOMLS) >= 14
+    systems = [load_system(p) for p in TOMLS]
+    names = [s.name for s in systems]
+    assert len(set(names)) == len(names)
+    for p, s in zip(TOMLS, systems):
+        assert p.stem == s.name  # load_system(name) finds it
+        assert s.name == s.name.lower() and s.title and s.nodes >= 1 and s.cores_per_node >= 1
+        assert s.traces, s.name
+        assert load_system(s.name) == s
+    assert [s.name for s in list_systems()] == sorted(names)
+
+
+@pytest.mark.parametrize("path", TOMLS, ids=[p.stem for p in TOMLS])
+def test_power_has_status_and_sources(path):
+    text = path.read_text()
+    doc = tomllib.loads(text)
+    assert doc["power"]["status"] in ("assumed", "published")
+    for key in ("cpu_idle_w", "cpu_max_w", "node_converter", "rectifier"):
+        assert key in doc["power"], key
+    sources = doc.get("sources", [])
+    assert sources and all(src.get("what") and src.get("cite") for src in sources)
+    cited = " ".join(src["what"] for src in sources)
+    assert "cpu_max_w" in cited and "node_converter" in cited and "nodes" in cited
+    if doc["power"]["status"] == "assumed":
+        assert any("assumed" in src["cite"] for src in sources)
+    s = load_system(path)
+    assert 0 <= s.power.cpu_idle_w <= s.power.cpu_max_w
+    assert s.power_label == doc["power"]["status"]
+    # the header comment states the node choice and the rejected-job count
+    assert "Node choice" in text and "Rejected at submit" in text
+
+
+def test_system_for_trace_covers_every_trace_file():
+    found = 0
+    for folder in DATA_FOLDERS:
+        d = data_dir() / folder
+        if not d.is_dir():
+            data_path(folder)  # skip locally / fail in CI
+        for f in sorted(d.iterdir()):
+            if f.name.endswith((".md", ".machines")):
+                continue
+            s = system_for_trace(str(f))
+            assert s is not None, f.name
+            assert EXPECTED[f"{folder}/{f.name}"][0] == s.name
+            found += 1
+    assert found == len(EXPECTED)
+    assert system_for_trace("KTH-SP2-1996-2.1-cln.swf").name == "kth-sp2"  # uncompressed name too
+    assert system_for_trace("/elsewhere/unknown.swf") is None
+
+
+@pytest.mark.parametrize("rel", sorted(EXPECTED), ids=[r.split("/")[-1] for r in sorted(EXPECTED)])
+def test_rejected_job_counts_match_the_system_files(rel):
+    name, too_big, no_size = EXPECTED[rel]
+    wl = load_cached(rel)
+    system = system_for_trace(rel)
+    assert system.name == name
+    nodes = wl.with_nodes(system.cores_per_node).jobs["nodes"]
+    assert int((nodes > system.nodes).sum()) == too_big
+    assert int((nodes.isna() | (nodes <= 0)).sum()) == no_size
+
+
+def test_metacentrum_slots_match_the_system():
+    wl = load_cached("metacentrum-wagap-2013/wagap-2013.swf.gz")
+    s = load_system("metacentrum-wagap")
+    assert wl.header["loader_placement"]["slots"] == s.nodes and s.cores_per_node == 1
+    assert (wl.with_nodes(s.cores_per_node).jobs["nodes"] == wl.jobs["procs"]).all()
+
+
+def _write(tmp_path, body: str):
+    p = tmp_path / "bad.toml"
+    p.write_text(body)
+    return p
+
+
+GOOD = '[system]\nname = "x"\nnodes = 4\n\n[power]\nstatus = "assumed"\ncpu_max_w = 10.0\n'
+
+
+def test_bad_toml_names_the_key(tmp_path):
+    assert load_system(_write(tmp_path, GOOD)).nodes == 4
+    with pytest.raises(ConfigError, match="nodez"):
+        load_system(_write(tmp_path, GOOD.replace("nodes = 4", "nodes = 4\nnodez = 5")))
+    with pytest.raises(ConfigError, match="cpu_maxx_w"):
+        load_system(_write(tmp_path, GOOD + "cpu_maxx_w = 1.0\n"))
+    with pytest.raises(ConfigError, match="etta"):
+        load_system(_write(tmp_path, GOOD + "node_converter = { etta = 0.9 }\n"))
+    with pytest.raises(ConfigError, match="status"):
+        load_system(_write(tmp_path, GOOD.replace('"assumed"', '"guessed"')))
+    with pytest.raises(ConfigError, match="nodes"):
+        load_system(_write(tmp_path, '[system]\nname = "x"\n'))
+    with pytest.raises(ConfigError):
+        load_system(_write(tmp_path, "[system\nname="))
+    with pytest.raises(UnknownNameError, match="kth-sp2"):
+        load_system("no-such-system")
+
+
+def test_system_from_swf_header_values():
+    s = system_from_swf_header(load_cached("pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz").header, "KTH-SP2-1996-2.1-cln.swf.gz")
+    assert (s.nodes, s.cores_per_node, s.default_time_limit, s.generic) == (100, 1, None, True)
+    assert s.name == "generic:kth-sp2-1996-2" and s.power_label == "assumed"
+    s = system_from_swf_header(load_cached("pwa-swf/RICC-2010-2.swf.gz").header, "RICC-2010-2.swf.gz")
+    assert (s.nodes, s.cores_per_node) == (1024, 8)
+    s = system_from_swf_header(load_cached("pwa-swf/LCG-2005-1.swf.gz").header, "LCG-2005-1.swf.gz")
+    assert (s.nodes, s.cores_per_node) == (24515, 1)  # MaxProcs only
+    s = system_from_swf_header(load_cached("pwa-swf/SDSC-Par-1996-3.1-cln.swf.gz").header)
+    assert (s.nodes, s.cores_per_node) == (400, 1)  # "400 (48 interactive, ...)"
+    s = system_from_swf_header(load_cached("pwa-swf/SDSC-BLUE-2000-4.2-cln.swf.gz").header)
+    assert (s.nodes, s.cores_per_node) == (144, 8)
+    theta = load_cached("alcf-theta-dras-jobsets/validation_2023_jan.swf.gz")
+    s = system_from_swf_header(theta.header, theta.source, procs_unit=theta.procs_unit)
+    assert (s.nodes, s.cores_per_node) == (4360, 1)
+    s = system_from_swf_header({"MaxNodes": 8, "MaxProcs": 32, "MaxRuntime": 3600})
+    assert (s.nodes, s.cores_per_node, s.default_time_limit) == (8, 4, 3600)
+    with pytest.raises(ConfigError, match="MaxNodes"):
+        system_from_swf_header({"Computer": "x"}, "x.swf")
