@@ -169,14 +169,16 @@ class Engine:
         running_count = 0
         t_now = self.t0
 
-        def place(j: int) -> list[int]:
+        masks: dict[int, int] = {}  # running job -> bit mask of its nodes
+
+        def place(j: int):
             ids = rec_nodes[j]
-            if (self.replay or prepop[j]) and ids is not None and len(ids) == nodes[j]:
-                ids = [int(i) for i in ids]
-                if pool.allocate_ids(ids):
-                    return ids
-                counts["placement_fallbacks"] += 1
-            elif (self.replay or prepop[j]) and ids is not None:
+            if (self.replay or prepop[j]) and ids is not None:
+                if len(ids) == nodes[j]:
+                    ids = [int(i) for i in ids]
+                    m = pool.allocate_ids(ids)
+                    if m is not None:
+                        return ids, m
                 counts["placement_fallbacks"] += 1
             return pool.allocate(nodes[j])
 
@@ -187,7 +189,8 @@ class Engine:
             s = t_now if when is None else when
             if nodes[j] > pool.free:
                 raise RuntimeError(f"scheduler started job {j} ({nodes[j]} nodes) with {pool.free} free")
-            placed[j] = place(j)
+            ids, masks[j] = place(j)
+            placed[j] = np.asarray(ids, dtype=np.int32)
             sim_start[j] = s
             e = s + dur[j]
             sim_end[j] = e
@@ -204,7 +207,7 @@ class Engine:
 
         def finish(j: int) -> None:
             nonlocal busy_power, running_count
-            pool.release(placed[j])
+            pool.release(masks.pop(j))
             cluster.remove_running(sim_start[j] + limit[j], j)
             busy_power -= nodes[j] * (npow[j] - idle_w)
             running_count -= 1

@@ -14,8 +14,8 @@ from typing import Callable, Iterable, Sequence
 class NodePool:
     """``n`` nodes numbered ``0..n-1``; placement takes the lowest-numbered free nodes.
 
-    ``allocate(k)`` -> list of k node ids (ascending); ``allocate_ids(ids)`` takes given nodes
-    (returns False and takes nothing when any is busy, repeated or out of range); ``release(ids)``.
+    ``allocate(k)`` -> (k node ids ascending, their bit mask); ``allocate_ids(ids)`` takes given
+    nodes (mask, or None when any is busy, repeated or out of range); ``release(mask)``.
     Raises RuntimeError on over-allocation or on releasing a free node (a bug in the caller).
     The free set is a Python integer used as a bit set (bit i set = node i free): taking the
     lowest free node is ``mask & -mask``, so an allocation costs O(k) big-integer operations.
@@ -28,42 +28,43 @@ class NodePool:
         self.free = self.n
         self._mask = (1 << self.n) - 1
 
-    def allocate(self, k: int) -> list[int]:
+    def allocate(self, k: int) -> tuple[list[int], int]:
+        """Take the k lowest-numbered free nodes: returns (ids ascending, bit mask of the ids)."""
         if k > self.free:
             raise RuntimeError(f"allocate({k}) with only {self.free} free nodes")
         mask = self._mask
         out = []
         append = out.append
+        taken = 0
         for _ in range(k):
             low = mask & -mask
             append(low.bit_length() - 1)
             mask ^= low
+            taken |= low
         self._mask = mask
         self.free -= k
-        return out
+        return out, taken
 
-    def allocate_ids(self, ids: Sequence[int]) -> bool:
+    def allocate_ids(self, ids: Sequence[int]) -> int | None:
+        """Take exactly these nodes: returns their bit mask, or None (nothing taken) when any is
+        busy, repeated or out of range."""
         m = 0
         for i in ids:
             if not (0 <= i < self.n):
-                return False
+                return None
             m |= 1 << i
-        if bin(m).count("1") != len(ids) or (self._mask & m) != m:
-            return False
+        if m.bit_count() != len(ids) or (self._mask & m) != m:
+            return None
         self._mask ^= m
         self.free -= len(ids)
-        return True
+        return m
 
-    def release(self, ids: Iterable[int]) -> None:
-        m = 0
-        k = 0
-        for i in ids:
-            m |= 1 << i
-            k += 1
-        if self._mask & m or bin(m).count("1") != k:
-            raise RuntimeError(f"release of a free or repeated node among {list(ids)[:8]}")
-        self._mask |= m
-        self.free += k
+    def release(self, mask: int) -> None:
+        """Free the nodes of an allocation, given its bit mask."""
+        if self._mask & mask:
+            raise RuntimeError("release of a node that is already free")
+        self._mask |= mask
+        self.free += mask.bit_count()
 
 
 class Cluster:

@@ -145,13 +145,24 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
 
 
 def _jobs_table(jobs: pd.DataFrame) -> pa.Table:
-    df = jobs.copy()
-    df["node_ids"] = [None if v is None else [int(x) for x in v] for v in df["node_ids"]]
+    import numpy as np
+
+    df = jobs.drop(columns=["node_ids"])
     for c in df.columns:
-        if df[c].dtype == object and c != "node_ids":
+        if df[c].dtype == object:
             df[c] = df[c].astype("string")
     table = pa.Table.from_pandas(df, preserve_index=False)
-    return table
+    # node_ids as list<int32>, built from one flat array (jobs can hold thousands of nodes each)
+    vals = [np.asarray(v, dtype=np.int32) if v is not None else None for v in jobs["node_ids"]]
+    lens = np.array([0 if v is None else len(v) for v in vals], dtype=np.int32)
+    offsets = np.zeros(len(vals) + 1, dtype=np.int32)
+    np.cumsum(lens, out=offsets[1:])
+    flat = np.concatenate([v for v in vals if v is not None]) if any(v is not None for v in vals) \
+        else np.zeros(0, dtype=np.int32)
+    mask = pa.array([v is None for v in vals], type=pa.bool_())
+    ids = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=pa.int32()), mask=mask)
+    pos = list(jobs.columns).index("node_ids")
+    return table.add_column(pos, "node_ids", ids)
 
 
 def _atomic_write(path: Path, write: Callable[[str], None]) -> None:

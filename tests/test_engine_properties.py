@@ -62,7 +62,12 @@ def test_replay_reproduces_recorded_starts(jobs, policy, backfill):
     recorded = [dict(j, start=int(r.sim_start_time), node_ids=list(r.node_ids)) for j, r in zip(jobs, out.itertuples())]
     rep, res = simulate_tiny(recorded, nodes=N, policy="replay", backfill="none")
     assert schedule_of(rep) == schedule_of(out)
-    assert res.counts["replay_delayed"] == 0 and res.counts["placement_fallbacks"] == 0
+    assert res.counts["replay_delayed"] == 0
+    # recorded placement is reproduced too, except when zero-length jobs share a second with others
+    # (the passes inside one second cannot be recovered from start times alone)
+    if all(j["run"] > 0 for j in jobs):
+        assert res.counts["placement_fallbacks"] == 0
+        assert [list(x) for x in rep.node_ids] == [list(x) for x in out.node_ids]
 
 
 @SETTINGS
