@@ -426,7 +426,8 @@ def run_accounts_input(config, workload, system, frame=None) -> tuple[Accounts, 
     Values: a path (accounts.json, a run directory or its jobs.parquet; relative to the working
     directory); ``collect:replay`` — accounts of a replay of the same trace, window, seed and
     perturbation; ``collect:replay:prev`` — of a replay of the window of the same length that ends
-    where this one starts (needs a window start and duration): no job of the run itself is seen.
+    where this one starts (clipped at the trace epoch; needs a window start and duration): no job
+    of the run itself is seen in advance.
 
     Returns ``(accounts, manifest entry)``. Raises ConfigError for a bad value or file, and when a
     file shares no account (or user, with ``acct_level = "user"``) with the run's window.
@@ -444,7 +445,11 @@ def run_accounts_input(config, workload, system, frame=None) -> tuple[Accounts, 
         if mode == "replay:prev":
             if start is None or duration is None:
                 raise ConfigError("option accounts_in='collect:replay:prev' needs a window start and duration")
-            start = start - duration
+            prev = max(0, start - duration)  # clipped at the trace epoch
+            if prev >= start:
+                raise ConfigError("option accounts_in='collect:replay:prev': the window starts at the trace epoch, "
+                                  "there is no preceding window to collect on")
+            start, duration = prev, start - prev
         sub = _dc.replace(config, policy="replay", backfill="none", options=(), start=start, duration=duration)
         key = sub.key(workload.checksum)
         acc = _COLLECT_CACHE.get(key)

@@ -169,16 +169,13 @@ class Engine:
         running_count = 0
         t_now = self.t0
 
-        masks: dict[int, int] = {}  # running job -> bit mask of its nodes
-
         def place(j: int):
             ids = rec_nodes[j]
             if (self.replay or prepop[j]) and ids is not None:
                 if len(ids) == nodes[j]:
-                    ids = [int(i) for i in ids]
-                    m = pool.allocate_ids(ids)
-                    if m is not None:
-                        return ids, m
+                    got = pool.allocate_ids(ids)
+                    if got is not None:
+                        return got
                 counts["placement_fallbacks"] += 1
             return pool.allocate(nodes[j])
 
@@ -189,8 +186,7 @@ class Engine:
             s = t_now if when is None else when
             if nodes[j] > pool.free:
                 raise RuntimeError(f"scheduler started job {j} ({nodes[j]} nodes) with {pool.free} free")
-            ids, masks[j] = place(j)
-            placed[j] = np.asarray(ids, dtype=np.int32)
+            placed[j] = place(j)
             sim_start[j] = s
             e = s + dur[j]
             sim_end[j] = e
@@ -207,7 +203,7 @@ class Engine:
 
         def finish(j: int) -> None:
             nonlocal busy_power, running_count
-            pool.release(masks.pop(j))
+            pool.release(placed[j])
             cluster.remove_running(sim_start[j] + limit[j], j)
             busy_power -= nodes[j] * (npow[j] - idle_w)
             running_count -= 1

@@ -37,6 +37,8 @@ __all__ = [
     "ramps",
     "build_timeline",
     "TIMELINE_COLUMNS",
+    "power_breakdown",
+    "apply_power_traces",
 ]
 
 #: Column order of timeline.parquet (docs/architecture.md "timeline.parquet").
@@ -159,6 +161,13 @@ def convert(system: System, it_power_w):
     2. rectifiers, one per group of ``rectifier.nodes_per_group`` nodes,
        ``G_r = ceil(N / rectifier.nodes_per_group)``: ``P_in = (P_n + G_r·c_r) / η_r``.
 
+    A converter that gives ``units`` uses that count instead of ``ceil(N / nodes_per_group)``.
+    When the system has network switches (``power.switches × power.switch_w``), their constant
+    power enters the rectifier stage with the node converters' output (they sit behind the
+    rectifiers, as in ExaDigiT/RAPS); CDU power (``power.cdus × power.cdu_w``) is added after
+    the rectifiers. Both are constant facility power, so they appear in ``loss_w``
+    (= input − IT) and keep ``facility = it + loss``; :func:`power_breakdown` separates them.
+
     Every unit of a stage has the same (c, η), so summing the per-unit affine map over the units
     gives exactly the map of the total: the result does not depend on how the load is spread
     over nodes or groups, and it commutes with time-averaging (bin means of ``P_in`` are
@@ -173,16 +182,168 @@ def convert(system: System, it_power_w):
         else float64 arrays of the input's shape.
     """
     p = np.asarray(it_power_w, dtype="float64")
-    n_nodes = int(system.nodes)
-    nc, rc = system.power.node_converter, system.power.rectifier
-    g_n = -(-n_nodes // int(nc.nodes_per_group))  # ceil
-    g_r = -(-n_nodes // int(rc.nodes_per_group))
-    p_n = (p + g_n * float(nc.c_w)) / float(nc.eta)
-    p_in = (p_n + g_r * float(rc.c_w)) / float(rc.eta)
+    parts = power_breakdown(system, p)
+    p_in = parts["input_w"]
     loss = p_in - p
     if np.ndim(p_in) == 0:
         return float(p_in), float(loss)
     return p_in, loss
+
+
+def power_breakdown(system: System, it_power_w) -> dict:
+    """The pieces of :func:`convert` for a total IT (DC) power (W), scalar or array.
+
+    Returns a dict of floats/arrays: ``it_w`` (the input), ``node_converter_loss_w``,
+    ``switch_w`` (constant), ``rectifier_loss_w``, ``cdu_w`` (constant) and ``input_w`` (their
+    sum: the facility's electrical input without cooling plant). With ``N = system.nodes``,
+    ``G_n``/``G_r`` the converter unit counts (:meth:`core.system.Converter.count`)::
+
+        P_n  = (P + G_n·c_n) / η_n                    # per-node converters (e.g. SIVOCs)
+        P_r  = (P_n + switches·switch_w + G_r·c_r) / η_r   # rectifiers, switches behind them
+        P_in = P_r + cdus·cdu_w
+    """
+    p = np.asarray(it_power_w, dtype="float64")
+    pw = system.power
+    n_nodes = int(system.nodes)
+    nc, rc = pw.node_converter, pw.rectifier
+    g_n = nc.count(n_nodes) if hasattr(nc, "count") else -(-n_nodes // int(nc.nodes_per_group))
+    g_r = rc.count(n_nodes) if hasattr(rc, "count") else -(-n_nodes // int(rc.nodes_per_group))
+    sw = float(getattr(pw, "switches", 0)) * float(getattr(pw, "switch_w", 0.0))
+    cdu = float(getattr(pw, "cdus", 0)) * float(getattr(pw, "cdu_w", 0.0))
+    p_n = (p + g_n * float(nc.c_w)) / float(nc.eta)
+    p_r = (p_n + sw + g_r * float(rc.c_w)) / float(rc.eta)
+    p_in = p_r + cdu
+    out = {
+        "it_w": p,
+        "node_converter_loss_w": p_n - p,
+        "switch_w": sw,
+        "rectifier_loss_w": p_r - p_n - sw,
+        "cdu_w": cdu,
+        "input_w": p_in,
+    }
+    if np.ndim(p) == 0:
+        return {k: float(v) for k, v in out.items()}
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# recorded per-job power traces (DESIGN.md §4: jobs with recorded power use it)
+# --------------------------------------------------------------------------------------------
+
+
+def apply_power_traces(jobs: pd.DataFrame, steps: pd.DataFrame, traces: dict, idle_power_w: float,
+                       t_end: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """Replace the constant per-job power of traced jobs by their recorded power samples.
+
+    The engine gives every job one DC power per node (``node_power_w``, from the recorded average
+    when there is one) for its whole simulated run. This pass rebuilds the IT power step function
+    for jobs that carry a sample trace: sample ``k`` of a job that (re)starts at ``s`` holds on
+    ``[s + k·period, s + (k+1)·period)``, clipped to the simulated run ``[s, e)`` (``e`` = its
+    simulated end, or ``t_end`` while still running). When the trace is shorter than the run
+    (a rescheduled job that runs longer than recorded, or a trace with missing samples at its
+    end) the last known value is held; the samples so filled are counted.
+
+    Args:
+        jobs: ``EngineResult.jobs`` (``job_id``, ``nodes``, ``sim_start_time``, ``sim_end_time``,
+            ``status``, ``node_power_w``, ``energy_j``, ``avg_power_w``).
+        steps: ``EngineResult.steps`` (``time``, ``it_power_w`` …).
+        traces: ``Workload.traces``: ``job_id -> {"period": s, "node_power_w": array}`` (W per node,
+            DC, sample-wise mean over the job's nodes). Entries without ``node_power_w`` or with
+            no samples are ignored.
+        idle_power_w: DC power of an idle node (not used for the rebuild, kept for symmetry of the
+            interface: the engine's idle base is unchanged).
+        t_end: end of the simulated window (s).
+
+    Returns:
+        ``(jobs, steps, counts)``: copies with ``it_power_w`` rebuilt (new change points at sample
+        boundaries; the other step columns carried forward), the traced jobs' ``energy_j`` /
+        ``avg_power_w`` recomputed from the samples actually used, a bool column
+        ``power_traced``, and ``counts`` = ``{"power_traced_jobs", "power_trace_filled_samples",
+        "power_trace_samples_used"}``.
+    """
+    counts = {"power_traced_jobs": 0, "power_trace_filled_samples": 0, "power_trace_samples_used": 0}
+    jobs = jobs.copy()
+    jobs["power_traced"] = False
+    if not traces or len(jobs) == 0:
+        return jobs, steps, counts
+    t_end = int(t_end)
+    ev_t: list[np.ndarray] = []
+    ev_d: list[np.ndarray] = []
+    energy = jobs["energy_j"].to_numpy(dtype="float64", copy=True)
+    avgp = jobs["avg_power_w"].to_numpy(dtype="float64", copy=True)
+    traced = np.zeros(len(jobs), dtype=bool)
+    ids = jobs["job_id"].astype(str).tolist()
+    starts = jobs["sim_start_time"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
+    ends = jobs["sim_end_time"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
+    status = jobs["status"].tolist()
+    nodes = pd.to_numeric(jobs["nodes"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    npow = jobs["node_power_w"].to_numpy(dtype="float64")
+    for j, jid in enumerate(ids):
+        tr = traces.get(jid)
+        if tr is None or not np.isfinite(starts[j]) or not (nodes[j] > 0):
+            continue
+        vals = tr.get("node_power_w")
+        if vals is None:
+            continue
+        v = np.asarray(vals, dtype="float64")
+        v = v[np.isfinite(v)] if np.isnan(v).any() else v
+        if len(v) == 0:
+            continue
+        period = int(tr.get("period", 0) or 0)
+        if period < 1:
+            raise ConfigError(f"power trace of job {jid}: period must be a whole number of seconds >= 1")
+        s = int(starts[j])
+        e = int(ends[j]) if np.isfinite(ends[j]) else (t_end if status[j] == "running" else s)
+        e = max(e, s)
+        if e <= s:
+            continue
+        need = -(-(e - s) // period)
+        used = v[:need]
+        filled = max(0, need - len(v))
+        if filled:
+            used = np.concatenate([used, np.full(filled, v[-1])])
+        counts["power_traced_jobs"] += 1
+        counts["power_trace_filled_samples"] += int(filled)
+        counts["power_trace_samples_used"] += int(need)
+        traced[j] = True
+        t = s + period * np.arange(need, dtype="int64")
+        lengths = np.minimum(t + period, e) - t
+        # delta against the engine's constant per-node power over [s, e)
+        diff = nodes[j] * (used - npow[j])
+        d = np.diff(np.concatenate(([0.0], diff, [0.0])))
+        ev_t.append(np.concatenate((t, [e])))
+        ev_d.append(d)
+        energy[j] = float(nodes[j] * (used * lengths).sum())
+        avgp[j] = energy[j] / float(e - s)
+    counts["power_traced_jobs"] = int(counts["power_traced_jobs"])
+    if not ev_t:
+        return jobs, steps, counts
+    et = np.concatenate(ev_t)
+    ed = np.concatenate(ev_d)
+    order = np.argsort(et, kind="stable")
+    et, ed = et[order], ed[order]
+    ut, first = np.unique(et, return_index=True)
+    dsum = np.add.reduceat(ed, first)
+    dval = np.cumsum(dsum)  # delta holding on [ut[i], ut[i+1])
+    st = steps["time"].to_numpy(dtype="int64")
+    t0 = int(st[0])
+    keep = (ut >= t0) & (ut < max(t_end, t0 + 1))
+    all_t = np.union1d(st, ut[keep])
+    si = np.searchsorted(st, all_t, side="right") - 1
+    di = np.searchsorted(ut, all_t, side="right") - 1
+    delta = np.where(di >= 0, dval[np.clip(di, 0, None)], 0.0)
+    out = {"time": all_t}
+    for c in steps.columns:
+        if c == "time":
+            continue
+        col = steps[c].to_numpy()
+        out[c] = col[si]
+    out["it_power_w"] = steps["it_power_w"].to_numpy(dtype="float64")[si] + delta
+    new_steps = pd.DataFrame(out, columns=list(steps.columns))
+    jobs["energy_j"] = energy
+    jobs["avg_power_w"] = avgp
+    jobs["power_traced"] = traced
+    return jobs, new_steps, counts
 
 
 # --------------------------------------------------------------------------------------------

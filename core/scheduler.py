@@ -177,6 +177,8 @@ class QueueScheduler:
         return list(self._q)
 
     def schedule(self, now: int, cluster: Cluster) -> None:
+        if self._observe is not None:  # usage hook: every pass, even with an empty queue
+            self._observe(now, cluster)
         if not self._q:
             return
         if self.policy.dynamic:
@@ -185,6 +187,8 @@ class QueueScheduler:
             self._q.sort(key=self._k.__getitem__)
         started = self._pass(self, now, cluster)
         if started:
+            if self._on_start is not None:
+                self._on_start(started, now)
             if len(started) == 1:
                 self._q.remove(started[0])
             else:

@@ -11,6 +11,12 @@ File layout (units: W, s; every number may carry a source in ``[[sources]]``)::
     gpus_per_node = 0
     default_time_limit = 64800        # s, optional: for jobs without a usable limit
     traces = ["SDSC-SP2-1998-4.2-cln.swf.gz"]   # trace file names this system is for
+    # optional (facility systems):
+    # installed_nodes = 9600          # node positions of the layout (>= nodes)
+    # unavailable_nodes = [[5248, 5375]]  # 0-based positions known to be unavailable (missing
+    #                                 # racks, down nodes): ints or [first, last] ranges; then
+    #                                 # installed_nodes - len(unavailable_nodes) must equal nodes
+    # timezone = "Europe/Rome"        # IANA zone of the site's local timestamps (loaders)
     # [[system.partitions]] name = "batch"  nodes = 352   (optional)
 
     [power]
@@ -27,6 +33,12 @@ File layout (units: W, s; every number may carry a source in ``[[sources]]``)::
     default_gpu_util = 0.0
     node_converter = { c_w = 0.0, eta = 0.93 }            # per node: P_in = (P + c) / eta
     rectifier = { nodes_per_group = 32, c_w = 0.0, eta = 0.96 }   # per group of nodes
+    # a converter may give ``units`` (how many converter units there are) instead of deriving
+    # them as ceil(nodes / nodes_per_group), e.g. rectifier = { units = 2368, c_w = 17, eta = 0.96 }
+    # switches = 2368                 # network switches behind the rectifiers (optional)
+    # switch_w = 250.0                # W per switch, constant
+    # cdus = 25                       # coolant distribution units (optional)
+    # cdu_w = 8473.47                 # W per CDU, constant, added after the rectifiers
 
     [cooling]                         # optional: cooling plant (docs/cooling.md, core/cooling.py);
     status = "assumed"                # any key not given comes from the generic warm-water plant
@@ -39,6 +51,11 @@ File layout (units: W, s; every number may carry a source in ``[[sources]]``)::
 
 Node power (DESIGN.md §4) = other + mem + nic + storage + cpus·(cpu_idle + u_cpu·(cpu_max − cpu_idle))
 + gpus·(gpu_idle + u_gpu·(gpu_max − gpu_idle)); losses are applied by :mod:`core.power`.
+
+Facility chain (:func:`core.power.convert`): node DC power → per-node converters
+``(P + G_n·c_n)/η_n`` → plus the switches' power (they sit behind the rectifiers, as in
+ExaDigiT/RAPS) → rectifiers ``(· + G_r·c_r)/η_r`` → plus the CDUs' power. Unavailable nodes
+are not powered (RAPS sets their power to zero), so every per-node quantity counts ``nodes``.
 """
 
 from __future__ import annotations
@@ -59,17 +76,28 @@ class Converter:
     """An affine power converter: ``P_in = (P_out + c_w) / eta`` (DESIGN.md §4).
 
     ``nodes_per_group``: how many nodes share one converter (1 = per node).
+    ``units``: the number of converter units when it is not ``ceil(nodes / nodes_per_group)``
+    (e.g. RAPS's 4 rectifiers per chassis on Fugaku, 11.5 nodes per rectifier); None = derived.
     """
 
     c_w: float = 0.0
     eta: float = 1.0
     nodes_per_group: int = 1
+    units: int | None = None
 
     def __post_init__(self):
         if not (0.0 < self.eta <= 1.0):
             raise ConfigError(f"converter eta must be in (0, 1], got {self.eta}")
         if self.c_w < 0 or self.nodes_per_group < 1:
             raise ConfigError(f"converter c_w must be >= 0 and nodes_per_group >= 1, got {self}")
+        if self.units is not None and int(self.units) < 1:
+            raise ConfigError(f"converter units must be >= 1 when given, got {self.units}")
+
+    def count(self, nodes: int) -> int:
+        """Number of converter units serving ``nodes`` nodes (``units`` when given)."""
+        if self.units is not None:
+            return int(self.units)
+        return -(-int(nodes) // int(self.nodes_per_group))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +117,10 @@ class PowerModel:
     default_gpu_util: float = 0.0
     node_converter: Converter = Converter()
     rectifier: Converter = Converter()
+    switches: int = 0  # network switches behind the rectifiers (whole system)
+    switch_w: float = 0.0  # W per switch, constant
+    cdus: int = 0  # coolant distribution units (whole system)
+    cdu_w: float = 0.0  # W per CDU, constant, added after the rectifiers
 
     @property
     def assumed(self) -> bool:
@@ -123,12 +155,25 @@ class System:
     path: str | None = None
     generic: bool = False
     cooling: Any = None  # core.cooling.CoolingModel from the [cooling] table, or None (generic plant)
+    installed_nodes: int | None = None  # node positions of the layout, None = nodes
+    unavailable_nodes: tuple[int, ...] = ()  # positions known to be unavailable (not schedulable, unpowered)
+    timezone: str | None = None  # IANA zone of the site's local timestamps
 
     def __post_init__(self):
         if self.nodes < 1:
             raise ConfigError(f"system {self.name!r}: nodes must be >= 1, got {self.nodes}")
         if self.cores_per_node < 1:
             raise ConfigError(f"system {self.name!r}: cores_per_node must be >= 1, got {self.cores_per_node}")
+        if self.installed_nodes is not None or self.unavailable_nodes:
+            inst = self.installed_nodes if self.installed_nodes is not None else self.nodes + len(self.unavailable_nodes)
+            bad = [i for i in self.unavailable_nodes if not 0 <= int(i) < inst]
+            if bad or len(set(self.unavailable_nodes)) != len(self.unavailable_nodes):
+                raise ConfigError(f"system {self.name!r}: unavailable_nodes must be distinct positions in "
+                                  f"[0, {inst}), got {bad[:5] or 'duplicates'}")
+            if inst - len(self.unavailable_nodes) != self.nodes:
+                raise ConfigError(
+                    f"system {self.name!r}: installed_nodes ({inst}) - unavailable_nodes ({len(self.unavailable_nodes)}) "
+                    f"must equal nodes ({self.nodes})")
 
     @property
     def power_label(self) -> str:
@@ -143,10 +188,29 @@ class System:
 def _converter(d: dict | None, where: str) -> Converter:
     if d is None:
         return Converter()
-    unknown = set(d) - {"c_w", "eta", "nodes_per_group"}
+    unknown = set(d) - {"c_w", "eta", "nodes_per_group", "units"}
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: c_w, eta, nodes_per_group")
-    return Converter(float(d.get("c_w", 0.0)), float(d.get("eta", 1.0)), int(d.get("nodes_per_group", 1)))
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: c_w, eta, nodes_per_group, units")
+    units = d.get("units")
+    return Converter(float(d.get("c_w", 0.0)), float(d.get("eta", 1.0)), int(d.get("nodes_per_group", 1)),
+                     None if units is None else int(units))
+
+
+def _node_positions(v, where: str) -> tuple[int, ...]:
+    """``unavailable_nodes`` from TOML: ints and ``[first, last]`` inclusive ranges, sorted."""
+    out: list[int] = []
+    if not isinstance(v, (list, tuple)):
+        raise ConfigError(f"{where}: unavailable_nodes must be a list of ints or [first, last] ranges")
+    for x in v:
+        if isinstance(x, bool):
+            raise ConfigError(f"{where}: unavailable_nodes entry {x!r} is not a node position")
+        if isinstance(x, int):
+            out.append(int(x))
+        elif isinstance(x, (list, tuple)) and len(x) == 2 and all(isinstance(y, int) for y in x) and x[0] <= x[1]:
+            out.extend(range(int(x[0]), int(x[1]) + 1))
+        else:
+            raise ConfigError(f"{where}: unavailable_nodes entry {x!r} is neither an int nor a [first, last] range")
+    return tuple(sorted(out))
 
 
 _SYSTEM_KEYS = {f.name for f in dataclasses.fields(System)} - {"power", "sources", "path", "generic", "partitions", "cooling"}
@@ -186,6 +250,8 @@ def system_from_dict(doc: dict, path: str | None = None) -> System:
                        power=power)
         cooling = cooling_from_table(doc["cooling"], peak_heat_w(probe) or None, f"{where} [cooling]",
                                      Path(path).parent if path else None)
+    if "unavailable_nodes" in s:
+        s["unavailable_nodes"] = _node_positions(s["unavailable_nodes"], f"{where} [system]")
     return System(
         title=s.pop("title", s["name"]),
         partitions=tuple(Partition(str(x["name"]), int(x["nodes"])) for x in parts),

@@ -1,7 +1,8 @@
 """The ``twinsweep`` command: thin shells over the public Python APIs (DESIGN.md §1).
 
 Subcommands: ``run`` (one twin run), ``systems`` (named systems and their sources), ``sweep``,
-``report`` (see :mod:`sweep.api`). Errors from bad input print one clear line and exit 2.
+``report`` (see :mod:`sweep.api`), ``incentives`` (:mod:`sweep.incentives`), ``tune``
+(:mod:`sweep.tune`). Errors from bad input print one clear line and exit 2.
 """
 
 from __future__ import annotations
@@ -40,9 +41,76 @@ def _add_run_parser(sub):
     p.add_argument("--submit-jitter", type=_duration, default=0, help="submit-time jitter for seed > 0")
     p.add_argument("--no-kill", action="store_true", help="do not end jobs at their time limit")
     p.add_argument("--lenient", action="store_true", help="skip malformed trace lines (counted in stats)")
+    p.add_argument("--cooling", action="store_true",
+                   help="run the cooling model (docs/cooling.md): PUE, coolant temperatures, cooling power")
+    p.add_argument("--wetbulb", default=None, metavar="C|CSV",
+                   help="outdoor wet bulb for --cooling: constant °C, or a CSV with time and wetbulb_c "
+                        "columns (default: the plant's design wet bulb)")
     p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--accounts-in", default=None, metavar="PATH",
+                   help="accounts collected by an earlier run (accounts.json or a run directory) for the "
+                        "account-incentive policies (acct_*) and the account factors of 'weighted'; "
+                        "'collect:replay' collects them from a replay of the same window first")
+    p.add_argument("--accounts-out", default=None, metavar="PATH",
+                   help="write this run's per-account/per-user accounts (accounts.json) to PATH")
+    p.add_argument("--accounts-merge", action="store_true",
+                   help="with --accounts-out: write the accounts of --accounts-in plus this run's")
+    p.add_argument("--acct-level", default=None, choices=("account", "user"),
+                   help="prioritise by the account table (default) or the user table")
+    p.add_argument("--weights", default=None, metavar="F=W,...",
+                   help="weights of the 'weighted' policy, e.g. age=1,size=0.5 (factors: age, size, tlimit, "
+                        "acct_points, acct_power, acct_edp, fairshare)")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="any other policy option (repeatable; numbers and true/false are parsed)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_run)
+
+
+def _run_options(args) -> tuple:
+    """RunConfig.options from --accounts-in/--acct-level/--weights/--option (sorted pairs)."""
+    from core.errors import ConfigError
+    from core.policies import parse_weights
+
+    opts: dict = {}
+    for item in args.option:
+        if "=" not in item:
+            raise ConfigError(f"--option: expected KEY=VALUE, got {item!r}")
+        k, v = (x.strip() for x in item.split("=", 1))
+        low = v.lower()
+        if low in ("true", "false"):
+            val = low == "true"
+        else:
+            try:
+                val = int(v)
+            except ValueError:
+                try:
+                    val = float(v)
+                except ValueError:
+                    val = v
+        opts[k] = val
+    if args.weights:
+        opts.update(parse_weights(args.weights))
+    if args.accounts_in:
+        opts["accounts_in"] = args.accounts_in
+    if args.acct_level:
+        opts["acct_level"] = args.acct_level
+    if args.accounts_merge and not (args.accounts_out and args.accounts_in):
+        raise ConfigError("--accounts-merge needs --accounts-in and --accounts-out")
+    return tuple(sorted(opts.items()))
+
+
+def _write_accounts(args, res, console) -> None:
+    from core.accounts import accounts_of_run, load_accounts, merge, save_accounts
+
+    acc = accounts_of_run(res)
+    if args.accounts_merge:
+        if str(args.accounts_in).startswith("collect:"):
+            from core.errors import ConfigError
+
+            raise ConfigError("--accounts-merge needs a file in --accounts-in, not a collect: value")
+        acc = merge(load_accounts(args.accounts_in), acc)
+    path = save_accounts(acc, args.accounts_out)
+    console.print(f"accounts: {path} ({len(acc.accounts)} accounts, {len(acc.users)} users, {len(acc.runs)} run(s))")
 
 
 def _cmd_run(args) -> int:
@@ -57,8 +125,16 @@ def _cmd_run(args) -> int:
         data=args.data, system=args.system, format=args.format, policy=args.policy,
         backfill=args.backfill, start=args.start, duration=args.duration,
         sample_period=args.sample_period, seed=args.seed, kill=not args.no_kill, lenient=args.lenient,
-        perturbation=Perturbation(args.runtime_sigma, args.submit_jitter),
+        perturbation=Perturbation(args.runtime_sigma, args.submit_jitter), options=_run_options(args),
     )
+    if args.wetbulb is not None and not args.cooling:
+        from core.errors import ConfigError
+
+        raise ConfigError("--wetbulb needs --cooling")
+    if args.cooling:
+        import dataclasses
+
+        cfg = dataclasses.replace(cfg, cooling=True, wetbulb=args.wetbulb)
     with console.status(f"loading {args.data}"):
         wl = load_run_workload(cfg)
         system = resolve_system(cfg, wl)
@@ -75,6 +151,8 @@ def _cmd_run(args) -> int:
 
         res = simulate(cfg, workload=wl, system=system, progress=progress)
     out = write_run(res, args.out)
+    if args.accounts_out:
+        _write_accounts(args, res, console)
     if not args.quiet:
         _print_summary(console, res, out)
     return 0
@@ -105,6 +183,14 @@ def _print_summary(console, res, out: Path) -> None:
         (f"facility energy ({label})", fmt(s["facility_energy_j"], " MWh", 3.6e9, 3)),
         (f"peak / mean power ({label})", f"{fmt(s['peak_power_w'], ' kW', 1e3)} / {fmt(s['mean_power_w'], ' kW', 1e3)}"),
         (f"15-min ramp max ({label})", fmt(s["ramp_15min_max_w"], " kW", 1e3)),
+        *([("PUE (energy-weighted)", fmt(s["pue_avg"], "", 1, 3)),
+           ("cooling energy", fmt(s["cooling_energy_j"], " MWh", 3.6e9, 3)),
+           ("return temp mean / max / swing",
+            f"{fmt(s['return_temp_mean_c'], ' °C')} / {fmt(s['return_temp_max_c'], ' °C')} / "
+            f"{fmt(s['return_temp_swing_c'], ' K')}"),
+           ("tower return temp mean / max",
+            f"{fmt(s['tower_return_temp_mean_c'], ' °C')} / {fmt(s['tower_return_temp_max_c'], ' °C')}")]
+          if s.get("pue_avg") is not None else []),
         ("wall time", f"{res.wall_time_s:.2f} s"),
         ("output", str(out)),
     ]
@@ -153,7 +239,36 @@ def build_parser() -> argparse.ArgumentParser:
         cli_sweep = None
     if cli_sweep is not None:
         cli_sweep.add_parsers(sub)
+    _add_incentives_parser(sub)
+    if "tune" not in sub.choices:
+        from . import tune as _tune
+
+        _tune.add_parser(sub)
     return parser
+
+
+def _add_incentives_parser(sub):
+    p = sub.add_parser("incentives", help="incentive-study report: power timelines side by side, per-account gains and costs",
+                       description=("Write report/incentives.html for a sweep's results folder (e.g. of "
+                                    "studies/incentives.toml): every policy's facility power timeline side by side, "
+                                    "and each account's (or user's) mean wait and energy, with its change against "
+                                    "the baseline policy, so that one sees who gains and who pays."))
+    p.add_argument("results", help="results folder of a sweep")
+    p.add_argument("--baseline", default="fcfs", help="policy the others are compared with (default fcfs)")
+    p.add_argument("--out", default=None, help="output folder (default RESULTS/report)")
+    p.set_defaults(func=_cmd_incentives)
+
+
+def _cmd_incentives(args) -> int:
+    from .incentives import incentive_report
+
+    try:
+        path = incentive_report(args.results, out=args.out, baseline=args.baseline)
+    except FileNotFoundError as exc:
+        print(f"twinsweep incentives: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"report: {path}")
+    return 0
 
 
 def main(argv=None) -> int:
