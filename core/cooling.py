@@ -8,15 +8,18 @@ Plant (three water loops in series, heat flowing downstream)::
     racks ──Q──▶ secondary loop (CDU pumps) ──CDU HX──▶ primary / facility loop (facility pumps)
           ──plant HX──▶ tower loop (tower pumps) ──cooling towers (fans)──▶ outdoor air (wet bulb)
 
-Inputs per timeline sample k (length h_k): the heat ``Q`` = IT input power including conversion
-losses (``it_power_w + loss_w``: all electrical power ends up as heat in the coolant) and the
-outdoor wet-bulb temperature ``T_wb``. ``q = Q / Q_d`` is the load fraction of the design heat.
+Inputs, constant over each *piece* of the run (the window cut at every change point of the IT
+power and every sample start): the heat ``Q`` = IT input power including conversion losses
+(``it_power_w + loss_w``: all electrical power ends up as heat in the coolant) and the outdoor
+wet-bulb temperature ``T_wb``. ``q = Q / Q_d`` is the load fraction of the design heat.
 
-Controls (feed-forward on the sample's load; at steady state they equal what a feedback
+Controls (feed-forward on the piece's load; at steady state they equal what a feedback
 controller settles to):
 
-* flow of loop i: ``ṁ_i = ṁ_i,d · f_i``, ``f_i = clip(q, f_i,min, 1)`` (variable-speed pumps
-  keeping the design ΔT; ``f_min = 1`` is a constant-speed pump);
+* secondary flow ``ṁ_s = ṁ_s,d · clip(q, f_s,min, 1)`` (``f_min = 1``: constant-speed pumps);
+  primary and tower flows follow the heat exchanger feeding them: the flow that keeps the loop's
+  return ``δ·q`` below the upstream loop's return (δ = design hot-end approach), within
+  ``[f_min, 1]`` of design — the design flow at design, and never against the second law;
 * tower fans: speed ``s = clip(A·q / (T_ps,set − a_hx·q − T_wb), s_min, 1)`` — the slowest that
   brings the tower water to the temperature the primary setpoint needs, with the tower approach
   law ``T_ts − T_wb = A·q / s`` (A = approach at design load and full fan speed);
@@ -32,11 +35,12 @@ Dynamics: each loop is a well-mixed thermal mass ``C_i`` (J/K) at its return tem
     C_t dT_tr/dt = ṁ_p c_p (T_pr − T_ps)  − ṁ_t c_p (T_tr − T_ts)
 
 with ``C_i = τ_i · ṁ_i,d · c_p`` (``τ_i`` = the loop's time constant at design flow; at flow
-fraction f it is ``τ_i / f``). At steady state every loop obeys ``Q = ṁ c_p ΔT``. Within a sample
+fraction f it is ``τ_i / f``). At steady state every loop obeys ``Q = ṁ c_p ΔT``. Within a piece
 all inputs are constant, so the system is linear time-invariant there; it is integrated *exactly*
 with the matrix exponential (closed form for this lower-bidiagonal matrix through divided
-differences of exp), which is unconditionally stable for any sample period. Reported temperatures
-are exact time-averages over each sample, like every other timeline column.
+differences of exp), which is unconditionally stable for any piece length. Reported temperatures
+are exact time-averages over each sample (of its pieces), like every other timeline column, so
+results do not depend on the sample period.
 
 Power: pumps and fans follow the affinity law, ``P = P_d · (speed)³`` (flow ∝ speed);
 ``cooling_power_w = cdu_pump_w + facility_pump_w + tower_fan_w`` (facility pumps = primary +

@@ -285,10 +285,15 @@ def apply_power_traces(jobs: pd.DataFrame, steps: pd.DataFrame, traces: dict, id
         vals = tr.get("node_power_w")
         if vals is None:
             continue
-        v = np.asarray(vals, dtype="float64")
-        v = v[np.isfinite(v)] if np.isnan(v).any() else v
-        if len(v) == 0:
+        v = np.asarray(vals, dtype="float64").ravel()
+        gaps = ~np.isfinite(v)
+        if gaps.all():
             continue
+        if gaps.any():  # missing samples inside the trace: last known value (first known at the head)
+            idx = np.where(~gaps, np.arange(len(v)), -1)
+            idx = np.maximum.accumulate(idx)
+            idx[idx < 0] = int(np.flatnonzero(~gaps)[0])
+            v = v[idx]
         period = int(tr.get("period", 0) or 0)
         if period < 1:
             raise ConfigError(f"power trace of job {jid}: period must be a whole number of seconds >= 1")
@@ -299,7 +304,7 @@ def apply_power_traces(jobs: pd.DataFrame, steps: pd.DataFrame, traces: dict, id
             continue
         need = -(-(e - s) // period)
         used = v[:need]
-        filled = max(0, need - len(v))
+        filled = max(0, need - len(v)) + int(gaps[:need].sum())
         if filled:
             used = np.concatenate([used, np.full(filled, v[-1])])
         counts["power_traced_jobs"] += 1

@@ -16,21 +16,69 @@ from typing import Callable, Iterable, Sequence
 class NodePool:
     """``n`` nodes numbered ``0..n-1``; placement takes the lowest-numbered free nodes.
 
-    ``allocate(k)`` -> int32 array of k node ids (ascending); ``allocate_ids(ids)`` takes the given
-    nodes (returns the int32 array, or None and takes nothing when any is busy, repeated or out of
-    range); ``release(ids)``. Raises RuntimeError on over-allocation or on releasing a free node
-    (a bug in the caller). The free set is a numpy boolean array, so an allocation costs one
-    vectorised scan (O(n) in C, a few µs for thousands of nodes) whatever the job size.
+    ``allocate(k)`` -> the k lowest free node ids (ascending; a list, or an int32 array on large
+    machines); ``allocate_ids(ids)`` takes the given nodes (returns them, or None and takes nothing
+    when any is busy, repeated or out of range); ``release(ids)`` frees what an allocation returned.
+    Raises RuntimeError on over-allocation or on releasing a free node (a bug in the caller).
+
+    Two representations of the free set, chosen by size (same results): up to
+    :data:`BITSET_MAX_NODES` nodes a Python integer used as a bit set (the lowest free node is
+    ``mask & -mask``: O(k) small big-integer operations); above it a numpy boolean array (one
+    vectorised O(n) scan per allocation, whatever the job size, and compact int32 placements).
     """
 
-    __slots__ = ("n", "free", "_is_free")
+    BITSET_MAX_NODES = 1024
+    __slots__ = ("n", "free", "_mask", "_is_free", "allocate", "allocate_ids", "release")
 
     def __init__(self, n: int):
         self.n = int(n)
         self.free = self.n
-        self._is_free = np.ones(self.n, dtype=bool)
+        if self.n <= self.BITSET_MAX_NODES:
+            self._mask = (1 << self.n) - 1
+            self.allocate, self.allocate_ids, self.release = self._b_alloc, self._b_alloc_ids, self._b_release
+        else:
+            self._is_free = np.ones(self.n, dtype=bool)
+            self.allocate, self.allocate_ids, self.release = self._a_alloc, self._a_alloc_ids, self._a_release
 
-    def allocate(self, k: int) -> np.ndarray:
+    # -- bit set ------------------------------------------------------------------------------------
+    def _b_alloc(self, k: int) -> list[int]:
+        if k > self.free:
+            raise RuntimeError(f"allocate({k}) with only {self.free} free nodes")
+        mask = self._mask
+        out = []
+        append = out.append
+        for _ in range(k):
+            low = mask & -mask
+            append(low.bit_length() - 1)
+            mask ^= low
+        self._mask = mask
+        self.free -= k
+        return out
+
+    def _b_alloc_ids(self, ids: Sequence[int]) -> list[int] | None:
+        ids = [int(i) for i in ids]
+        m = 0
+        for i in ids:
+            if not (0 <= i < self.n):
+                return None
+            m |= 1 << i
+        if m.bit_count() != len(ids) or (self._mask & m) != m:
+            return None
+        self._mask ^= m
+        self.free -= len(ids)
+        return ids
+
+    def _b_release(self, ids) -> None:
+        m = 0
+        for i in ids:
+            m |= 1 << i
+        if self._mask & m or m.bit_count() != len(ids):
+            raise RuntimeError("release of a node that is already free")
+        self._mask |= m
+        self.free += len(ids)
+
+    # -- numpy array --------------------------------------------------------------------------------
+    def _a_alloc(self, k: int) -> np.ndarray:
         if k > self.free:
             raise RuntimeError(f"allocate({k}) with only {self.free} free nodes")
         ids = np.flatnonzero(self._is_free)[:k].astype(np.int32)
@@ -38,7 +86,7 @@ class NodePool:
         self.free -= k
         return ids
 
-    def allocate_ids(self, ids: Sequence[int]) -> np.ndarray | None:
+    def _a_alloc_ids(self, ids: Sequence[int]) -> np.ndarray | None:
         a = np.asarray(ids, dtype=np.int64)
         if a.size and (a.min() < 0 or a.max() >= self.n):
             return None
@@ -48,7 +96,7 @@ class NodePool:
         self.free -= int(a.size)
         return a.astype(np.int32)
 
-    def release(self, ids: np.ndarray) -> None:
+    def _a_release(self, ids) -> None:
         if self._is_free[ids].any():
             raise RuntimeError("release of a node that is already free")
         self._is_free[ids] = True

@@ -80,3 +80,24 @@ def test_easy_and_conservative_never_start_later_than_none_for_the_first_job(job
     s_none = outs["none"].sim_start_time[first]
     assert outs["easy"].sim_start_time[first] <= s_none
     assert outs["conservative"].sim_start_time[first] <= s_none
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 3000), st.lists(st.tuples(st.booleans(), st.integers(1, 50)), max_size=40))
+def test_node_pool_lowest_free_both_representations(n, ops):
+    # the bit-set pool (n <= 1024) and the numpy pool (n > 1024) must both hand out the lowest free
+    # node ids; checked against a plain sorted-set model
+    from core.resources import NodePool
+
+    pool, free, held = NodePool(n), set(range(n)), []
+    for alloc, k in ops:
+        if alloc and k <= pool.free:
+            got = [int(i) for i in pool.allocate(k)]
+            assert got == sorted(free)[:k]
+            free -= set(got)
+            held.append(got)
+        elif held:
+            ids = held.pop(0)
+            pool.release(ids if n <= NodePool.BITSET_MAX_NODES else __import__("numpy").asarray(ids))
+            free |= set(ids)
+        assert pool.free == len(free)
