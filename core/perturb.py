@@ -38,7 +38,8 @@ def perturb(workload: Workload, perturbation: Perturbation, seed: int) -> Worklo
     end = start + run
 
     def to_int(a):
-        return pd.array([None if np.isnan(v) else int(v) for v in a], dtype="Int64")
+        nan = np.isnan(a)
+        return pd.arrays.IntegerArray(np.where(nan, 0, a).astype("int64"), nan)
 
     jobs["submit_time"] = new_submit.astype("int64")
     jobs["run_time"] = to_int(run)

@@ -39,6 +39,7 @@ __all__ = [
     "TIMELINE_COLUMNS",
     "power_breakdown",
     "apply_power_traces",
+    "traces_node_power",
 ]
 
 #: Column order of timeline.parquet (docs/architecture.md "timeline.parquet").
@@ -231,6 +232,37 @@ def power_breakdown(system: System, it_power_w) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
+def traces_node_power(system: System, traces: dict) -> dict:
+    """Per-job DC node power samples from ``Workload.traces`` (see :func:`apply_power_traces`).
+
+    An entry with ``node_power_w`` is used as is. An entry with utilisation samples
+    (``cpu_util`` and/or ``gpu_util``, 0..1) gets ``node_power_w`` from the system's node model
+    (:func:`node_power_w`; a missing one of the two takes the system default), so GPU
+    utilisation enters the node model exactly like CPU utilisation. Other entries are dropped.
+    """
+    out = {}
+    pw = system.power
+    for jid, tr in traces.items():
+        if not isinstance(tr, dict):
+            continue
+        if tr.get("node_power_w") is not None:
+            out[jid] = tr
+            continue
+        cu, gu = tr.get("cpu_util"), tr.get("gpu_util")
+        if cu is None and gu is None:
+            continue
+        n = len(cu) if cu is not None else len(gu)
+        c = np.asarray(cu, dtype="float64")[:n] if cu is not None else np.full(n, float(pw.default_cpu_util))
+        g = np.asarray(gu, dtype="float64")[:n] if gu is not None else np.full(n, float(pw.default_gpu_util))
+        m = min(len(c), len(g))
+        c, g = c[:m], g[:m]
+        c = np.where(np.isnan(c), float(pw.default_cpu_util), c)
+        g = np.where(np.isnan(g), float(pw.default_gpu_util), g)
+        p = np.broadcast_to(node_power_w(pw, system.cpus_per_node, system.gpus_per_node, c, g), (m,))
+        out[jid] = {"period": tr.get("period"), "node_power_w": np.asarray(p, dtype="float64")}
+    return out
+
+
 def apply_power_traces(jobs: pd.DataFrame, steps: pd.DataFrame, traces: dict, idle_power_w: float,
                        t_end: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Replace the constant per-job power of traced jobs by their recorded power samples.
@@ -304,9 +336,10 @@ def apply_power_traces(jobs: pd.DataFrame, steps: pd.DataFrame, traces: dict, id
             continue
         need = -(-(e - s) // period)
         used = v[:need]
-        filled = max(0, need - len(v)) + int(gaps[:need].sum())
-        if filled:
-            used = np.concatenate([used, np.full(filled, v[-1])])
+        extend = max(0, need - len(v))
+        if extend:
+            used = np.concatenate([used, np.full(extend, v[-1])])
+        filled = extend + int(gaps[:need].sum())
         counts["power_traced_jobs"] += 1
         counts["power_trace_filled_samples"] += int(filled)
         counts["power_trace_samples_used"] += int(need)

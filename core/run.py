@@ -107,6 +107,13 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     eng = Engine(frame, system, config.policy, config.backfill, config.kill, npow,
                  idle_node_power_w(system), t0, t1, options=options, progress=cb)
     res = eng.run()
+    if workload.traces:  # recorded per-job power/utilisation samples replace the constant job power
+        from .power import apply_power_traces, traces_node_power
+
+        tj, ts, tcounts = apply_power_traces(res.jobs, res.steps, traces_node_power(system, workload.traces),
+                                             idle_node_power_w(system), res.t_end)
+        res.jobs, res.steps = tj, ts
+        res.counts.update(tcounts)
     timeline = build_timeline(res.steps, system, res.t_start, res.t_end, config.sample_period)
     cooling_manifest = None
     if config.cooling:  # cooling plant (core/cooling.py): PUE, coolant temperatures, cooling power

@@ -227,12 +227,52 @@ def _cmd_systems(args) -> int:
     return 0
 
 
+def _add_data_parser(sub):
+    p = sub.add_parser("data", help="public facility datasets: list them, download them (core/fetch.py)")
+    dsub = p.add_subparsers(dest="data_command", required=True)
+    f = dsub.add_parser("fetch", help="download a dataset (resumable, checksum/size verified)",
+                        description="Download the public files of a dataset into the data folder "
+                                    "(<data>/<folder>, or --dest). An interrupted download resumes.")
+    f.add_argument("name", help="dataset name (see `twinsweep data list`)")
+    f.add_argument("--dest", default=None, help="target folder (default: the data folder's subfolder)")
+    f.add_argument("--file", action="append", default=[], metavar="NAME", help="only this file (repeatable)")
+    f.add_argument("--quiet", action="store_true", help="no progress bar")
+    f.set_defaults(func=_cmd_data_fetch)
+    ls = dsub.add_parser("list", help="the datasets the fetch registry knows")
+    ls.set_defaults(func=_cmd_data_list)
+
+
+def _cmd_data_fetch(args) -> int:
+    from core.fetch import fetch
+
+    paths = fetch(args.name, dest=args.dest, files=args.file or None, progress=not args.quiet)
+    for p in paths:
+        print(p)
+    return 0
+
+
+def _cmd_data_list(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from core.fetch import list_datasets
+
+    t = Table(title="datasets `twinsweep data fetch NAME` knows")
+    for col in ("name", "title", "files", "loader", "system", "licence"):
+        t.add_column(col)
+    for d in list_datasets():
+        t.add_row(d.name, d.title, "manual" if d.manual else str(len(d.files)), d.loader, d.system, d.licence)
+    Console().print(t)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="twinsweep", description=(
         "Digital twin of an HPC batch system and a sweep engine over scheduling policies."))
     sub = parser.add_subparsers(dest="command", required=True)
     _add_run_parser(sub)
     _add_systems_parser(sub)
+    _add_data_parser(sub)
     try:
         from . import cli_sweep  # sweep / report / tune subcommands
     except ImportError:

@@ -1,0 +1,173 @@
+"""``ray`` backend: one twin actor per worker CPU, datasets shared through the object store.
+
+- No ``address``: an embedded local Ray is started with ``ray.init(num_cpus=workers,
+  include_dashboard=False)`` and shut down by :meth:`RayBackend.close`. With ``address``
+  (``"auto"``, ``"host:6379"``, ``"ray://host:10001"``) a running cluster is joined (and left
+  running). If Ray is already initialised in this process it is used as is.
+- Each shared object (e.g. a dataset's (Workload, System)) is ``ray.put`` once per :meth:`run`;
+  an actor fetches and deserialises it the first time a task needs it and keeps it for the next
+  tasks. Actors live until :meth:`close` (or until ``run`` is called with another function).
+- Results stream back as they finish (``ray.wait``); every actor holds one task at a time, so
+  the driver holds only ``workers`` small results at once and its memory stays flat. The run
+  function writes its outputs itself and should return a small summary.
+- An actor that dies (segfault, OOM kill) turns its task into a failed Outcome and is replaced.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import warnings
+from typing import Any, Iterable, Iterator, Mapping
+
+from .base import Backend, Outcome, RunFn, Task, call_safely
+
+
+class _TwinActor:
+    """Actor body: holds the run function and a cache of deserialised shared objects."""
+
+    def __init__(self, fn: RunFn):
+        self._fn = fn
+        self._cache: dict[str, Any] = {}
+
+    def ping(self) -> int:
+        return os.getpid()
+
+    def run(self, task: Task, ref_box: list) -> Outcome:
+        import ray
+
+        value = None
+        if task.shared is not None:
+            ref = ref_box[0]
+            cid = ref.hex()
+            if cid not in self._cache:
+                if len(self._cache) >= 4:  # keep a few datasets; drop the oldest
+                    self._cache.pop(next(iter(self._cache)))
+                self._cache[cid] = ray.get(ref)
+            value = self._cache[cid]
+        return call_safely(self._fn, task, value)
+
+
+_REMOTE_ACTOR = None
+
+
+class RayBackend(Backend):
+    """Ray actors (see module docstring).
+
+    ``workers``: actors (default: the cluster's CPUs); ``address``: cluster to join (None = embedded);
+    ``init_kwargs``: extra ``ray.init`` arguments; ``log_to_driver``: forward worker output.
+    """
+
+    name = "ray"
+
+    def __init__(self, workers: int | None = None, address: str | None = None,
+                 init_kwargs: Mapping[str, Any] | None = None, log_to_driver: bool = False):
+        super().__init__(workers)
+        self.address = address or None
+        self.init_kwargs = dict(init_kwargs or {})
+        self.log_to_driver = log_to_driver
+        self._owns_ray = False
+        self._actors: list = []
+        self._fn: RunFn | None = None
+
+    def _start(self) -> None:
+        import ray
+
+        if not ray.is_initialized():
+            kw = dict(include_dashboard=False, log_to_driver=self.log_to_driver,
+                      logging_level="warning", configure_logging=True)
+            kw.update(self.init_kwargs)
+            if self.address:
+                ray.init(address=self.address, **kw)
+            else:
+                ray.init(num_cpus=self.workers or os.cpu_count() or 1, **kw)
+                self._owns_ray = True
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        if self.workers is None:
+            self.workers = cpus
+        elif self.workers > cpus:  # an actor needs a CPU: more actors than CPUs would never start
+            warnings.warn(f"ray backend: {self.workers} workers requested but the cluster has {cpus} CPUs; "
+                          f"using {cpus}", RuntimeWarning, stacklevel=2)
+            self.workers = cpus
+
+    def _new_actor(self, fn):
+        global _REMOTE_ACTOR
+        if _REMOTE_ACTOR is None:
+            import ray
+
+            _REMOTE_ACTOR = ray.remote(num_cpus=1, max_restarts=0)(_TwinActor)
+        return _REMOTE_ACTOR.remote(fn)
+
+    def run(self, tasks: Iterable[Task], fn: RunFn, shared: Mapping[str, Any] | None = None) -> Iterator[Outcome]:
+        import ray
+        from ray.exceptions import RayActorError, RayError
+
+        self._start()
+        refs = {name: ray.put(obj) for name, obj in (shared or {}).items()}
+        if self._fn is not fn:  # actors live across run() calls (retry rounds) while fn is the same
+            self._kill_actors()
+            self._fn = fn
+        while len(self._actors) < self.workers:
+            self._actors.append(self._new_actor(fn))
+        idle = collections.deque(self._actors)
+        pending: dict[Any, tuple[Any, Task]] = {}
+        it = iter(tasks)
+        exhausted = False
+        try:
+            while True:
+                while idle and not exhausted:
+                    try:
+                        task = next(it)
+                    except StopIteration:
+                        exhausted = True
+                        break
+                    actor = idle.popleft()
+                    box = [refs[task.shared]] if task.shared is not None else []
+                    pending[actor.run.remote(task, box)] = (actor, task)
+                self.in_flight = len(pending)
+                if not pending:
+                    break
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    actor, task = pending.pop(ref)
+                    try:
+                        out = ray.get(ref)
+                        idle.append(actor)
+                    except RayActorError as exc:  # the actor process died: record, replace it
+                        out = Outcome(task.key, False, error=f"WorkerDied: {type(exc).__name__}",
+                                      traceback=str(exc))
+                        self._actors.remove(actor)
+                        new = self._new_actor(fn)
+                        self._actors.append(new)
+                        idle.append(new)
+                    except RayError as exc:
+                        out = Outcome(task.key, False, error=f"{type(exc).__name__}: {exc}", traceback=str(exc))
+                        idle.append(actor)
+                    del ref
+                    self.in_flight = len(pending)
+                    yield out
+        finally:
+            self.in_flight = 0
+            if pending:  # stopped early (Ctrl-C, generator closed): kill the actors, which stops their tasks
+                pending.clear()
+                self._kill_actors()
+            refs.clear()
+
+    def _kill_actors(self) -> None:
+        import ray
+
+        for a in self._actors:
+            try:
+                ray.kill(a, no_restart=True)
+            except Exception:  # noqa: BLE001
+                pass
+        self._actors = []
+        self._fn = None
+
+    def close(self) -> None:
+        import ray
+
+        self._kill_actors()
+        if self._owns_ray and ray.is_initialized():
+            ray.shutdown()
+        self._owns_ray = False

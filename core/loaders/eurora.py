@@ -1,0 +1,198 @@
+"""``eurora``: CINECA Eurora (2014) job traces of PA-HPC-SIM, with per-job predicted power.
+
+Source: A. Borghesi (Univ. Bologna), ``AndreaBorghesi/PA-HPC-SIM`` (Apache-2.0), historical job
+instances of the 64-node CINECA/Eurotech Eurora prototype, Mar-Apr 2014; power predictions from
+Borghesi et al., "Predictive Modeling for Job Power Consumption in HPC Systems", ISC 2016 (model
+outputs, **not** measurements). See ``eurora-cineca-2014/PROVENANCE.md``.
+
+Line format (``;``-separated; the node block between ``__`` markers)::
+
+    job_id;exe;user;queue;SUBMIT__NODE;CORES;GPUS;MICS;MEM#NODE;…#__START;END;req_nodes;req_cores;req_mem;HH:MM;NA;NA;STATE;apptype
+
+* SUBMIT/START/END: ``YYYY-MM-DD HH:MM:SS`` local time of Bologna (Europe/Rome; converted with
+  zoneinfo, so DST is honoured; ``$TWINSWEEP_TZ`` overrides).
+* The node block lists every node used: node number (1..64), cores, GPUs, MICs and memory (KB);
+  a node can appear more than once in a block (its cores then add up).
+* HH:MM is the requested walltime (→ ``time_limit``); STATE is always COMPLETED in this data (its
+  README says so; kept as ``completed``); exe/user are anonymised (``xxx``/``yyy``), apptype is
+  synthetic.
+
+**Core-slot model.** Eurora jobs share nodes (2,852 of the 5,930 jobs use one core), so the twin
+models it with one slot per core, like MetaCentrum: ``core/systems/eurora.toml`` has
+64 × 16 = 1,024 slots and ``cores_per_node = 1``; ``procs`` = ``nodes`` = the job's cores (sum of the
+node block; ``procs_unit = "nodes"``). ``node_ids`` are core slots: node ``k`` (1-based) owns slots
+``[16(k−1), 16k)``; the recorded placement is replayed (jobs by recorded start, the ``c`` cores on
+node ``k`` take the lowest free slots of its block, freed at the recorded end;
+:func:`core.loaders.nodelist.assign_core_slots`), so concurrent jobs never share a slot; collisions
+are counted in ``header["loader_slot_collisions"]``: 1 in the shipped data (job 508073
+lists node 8 twice, 16 cores, while job 508018 holds 8 of its cores), which the replay places on free
+slots (1 ``placement_fallbacks``). Extra columns:
+``hosts`` (node numbers), ``gpus``, ``mics``, ``queue``, ``req_nodes``, ``req_cores``.
+
+**Power.** The sibling ``eurora_job_power_predictions.csv.gz`` (``<jobid>.node129;<W>``) gives each
+job's predicted average power; it is taken as the job's total (it grows with the job's cores:
+median ~15 W for 1 core, ~60 W for 5-16 cores) → ``avg_power_w``; predictions ≤ 0 W (for 25 % of the
+17-64-core jobs) are treated as missing (then the node model applies). ``energy_j`` = that × run
+time. Jobs without a prediction keep NaN.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import TraceFormatError
+from ..workload import Workload
+from ._facility import env_timezone, int_or_na, jobs_frame, to_epoch_seconds
+from ._registry import TraceText, register_loader
+from ._swfcore import obj_array
+from .nodelist import assign_core_slots
+
+EURORA_NODES = 64
+EURORA_CORES = 16
+DEFAULT_TZ = "Europe/Rome"
+PREDICTIONS = "eurora_job_power_predictions.csv.gz"
+PROVENANCE = ("CINECA Eurora 2014 job traces from PA-HPC-SIM (A. Borghesi, Apache-2.0); predicted job power: "
+              "Borghesi et al., ISC 2016 (model outputs, not measurements)")
+
+
+def _split(line: str):
+    parts = line.strip().split("__")
+    if len(parts) != 3:
+        raise ValueError("expected two '__' markers around the node block")
+    head = parts[0].split(";")
+    if len(head) != 5:
+        raise ValueError("expected 'id;exe;user;queue;submit' before the node block")
+    blocks = []
+    for b in parts[1].split("#"):
+        if not b.strip():
+            continue
+        f = b.split(";")
+        if len(f) != 5:
+            raise ValueError(f"node entry {b!r} is not 'node;cores;gpus;mics;mem'")
+        blocks.append(tuple(int(x) for x in f[:4]) + (float(f[4]),))
+    tail = parts[2].split(";")
+    if len(tail) < 8:
+        raise ValueError("expected 'start;end;req_nodes;req_cores;req_mem;HH:MM;…;state' after the node block")
+    return head, blocks, tail
+
+
+def detect_eurora(trace: TraceText) -> float:
+    """Score 3 when >= 80 % of the first lines split into Eurora's ``…__nodes#__…`` layout."""
+    lines = [s for s in trace.data[:65536].decode("utf-8", "replace").splitlines()[:20] if s.strip()]
+    if not lines:
+        return 0.0
+    ok = 0
+    for s in lines:
+        try:
+            _split(s)
+            ok += 1
+        except ValueError:
+            pass
+    return 3.0 if ok >= 0.8 * len(lines) else 0.0
+
+
+def _hhmm(s: str) -> float:
+    s = s.strip()
+    try:
+        if ":" in s:
+            h, m = s.split(":")[:2]
+            return float(int(h) * 3600 + int(m) * 60)
+        return float(int(s) * 60)
+    except ValueError:
+        return np.nan
+
+
+def load_predictions(path: Path) -> dict[str, float]:
+    """``{job id: predicted W}`` from ``<id>.<host>;<W>`` lines (plain or gzip)."""
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    df = pd.read_csv(io.BytesIO(raw), sep=";", header=None, names=["id", "w"], dtype={"id": str})
+    ids = df["id"].astype(str).str.split(".").str[0]
+    return dict(zip(ids, pd.to_numeric(df["w"], errors="coerce")))
+
+
+def load_eurora(trace: TraceText, lenient: bool = False) -> Workload:
+    """Load a Eurora historical job file (see the module docstring)."""
+    tz = env_timezone(DEFAULT_TZ)
+    rows = []
+    skipped: list[tuple[int, str]] = []
+    for no, line in enumerate(trace.data.decode("utf-8", "replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            head, blocks, tail = _split(line)
+            if any(not (1 <= b[0] <= EURORA_NODES) for b in blocks):
+                raise ValueError(f"node number outside 1..{EURORA_NODES}")
+        except ValueError as exc:
+            if not lenient:
+                raise TraceFormatError(trace.path, no, str(exc)) from None
+            skipped.append((no, str(exc)))
+            continue
+        rows.append((head, blocks, tail))
+    n = len(rows)
+    sub_abs = to_epoch_seconds([r[0][4] for r in rows], tz)
+    st_abs = to_epoch_seconds([r[2][0] for r in rows], tz)
+    en_abs = to_epoch_seconds([r[2][1] for r in rows], tz)
+    epoch = int(np.floor(np.nanmin(sub_abs))) if n else 0
+    submit = np.rint(sub_abs - epoch)
+    start = np.rint(st_abs - epoch)
+    end = np.rint(en_abs - epoch)
+    run = np.where(np.isfinite(start) & np.isfinite(end) & (end >= start), end - start, np.nan)
+    cores = np.array([sum(b[1] for b in r[1]) for r in rows], dtype="float64")
+    host_cores = []
+    for r in rows:  # a node may appear more than once in a block: its cores add up
+        hc: dict[int, int] = {}
+        for b in r[1]:
+            hc[b[0] - 1] = hc.get(b[0] - 1, 0) + b[1]
+        host_cores.append(hc)
+    st_list = [None if not np.isfinite(s) else int(s) for s in start]
+    rel = [None if s is None else (s + int(r) if np.isfinite(r) and r > 0 else s + 1) for s, r in zip(st_list, run)]
+    slots, collisions = assign_core_slots(st_list, rel, host_cores, EURORA_CORES, EURORA_NODES)
+    pred_path = Path(trace.path).with_name(PREDICTIONS)
+    preds = load_predictions(pred_path) if pred_path.exists() else {}
+    ids = [r[0][0].strip() for r in rows]
+    avg = np.array([preds.get(i, np.nan) for i in ids], dtype="float64")
+    avg = np.where(avg > 0, avg, np.nan)
+    energy = np.where(np.isfinite(run), avg * run, np.nan)
+
+    def state(s):
+        s = s.strip().upper()
+        return "completed" if s == "COMPLETED" else ("failed" if s == "FAILED" else "unknown")
+
+    cols = {
+        "job_id": obj_array(ids),
+        "user": obj_array([r[0][2] or None for r in rows]),
+        "account": obj_array([r[0][2] or None for r in rows]),
+        "submit_time": submit.astype(np.int64) if n else np.zeros(0, dtype=np.int64),
+        "start_time": int_or_na(start),
+        "end_time": int_or_na(end),
+        "run_time": int_or_na(run),
+        "time_limit": int_or_na(np.array([_hhmm(r[2][5]) for r in rows], dtype="float64")),
+        "procs": int_or_na(cores),
+        "nodes": int_or_na(cores),
+        "avg_power_w": avg,
+        "energy_j": energy,
+        "partition": obj_array([r[0][3] for r in rows]),
+        "status": obj_array([state(r[2][8]) if len(r[2]) > 8 else "unknown" for r in rows]),
+        "node_ids": obj_array(slots),
+        "hosts": obj_array([sorted({b[0] for b in r[1]}) or None for r in rows]),
+        "gpus": np.array([sum(b[2] for b in r[1]) for r in rows], dtype=np.int64),
+        "mics": np.array([sum(b[3] for b in r[1]) for r in rows], dtype=np.int64),
+        "queue": obj_array([r[0][3] for r in rows]),
+        "req_nodes": int_or_na(np.array([float(r[2][2]) if r[2][2].isdigit() else np.nan for r in rows])),
+        "req_cores": int_or_na(np.array([float(r[2][3]) if r[2][3].isdigit() else np.nan for r in rows])),
+    }
+    header = {"timezone": tz, "loader_slot_collisions": collisions, "power_predictions": str(pred_path)
+              if preds else None, "slots": EURORA_NODES * EURORA_CORES}
+    return Workload(jobs=jobs_frame(cols), epoch=epoch, checksum=trace.checksum, source=trace.path,
+                    format="eurora", header=header, procs_unit="nodes", skipped_lines=skipped,
+                    provenance=PROVENANCE)
+
+
+register_loader("eurora", detect_eurora, load_eurora)

@@ -1,0 +1,215 @@
+"""Grid expansion and run identity (DESIGN.md §6).
+
+:func:`load_datasets` loads every dataset of a study once (Workload + System); :func:`expand`
+turns a study into the ordered list of :class:`RunItem` — datasets (spec order) x windows (spec
+order) x grid axes (spec order, values in the order given; the last axis varies fastest) x seeds
+(in the order given). A run's key is ``RunConfig.key(workload.checksum)``: the sha256 of the
+canonical config JSON plus the trace checksum, so it is stable across processes and machines.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from core.config import RunConfig
+from core.errors import ConfigError
+
+from .spec import Dataset, StudySpec
+
+
+@dataclasses.dataclass
+class LoadedDataset:
+    """A dataset of the study with its trace loaded once.
+
+    ``workload``: :class:`core.workload.Workload`; ``system``: :class:`core.system.System`;
+    ``path``: the resolved trace path; ``system_ref``: what goes into ``RunConfig.system``
+    (name or TOML path; None = generic system from the trace header).
+    """
+
+    spec: Dataset
+    workload: Any
+    system: Any
+    path: str
+    system_ref: str | None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def checksum(self) -> str:
+        return self.workload.checksum
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready provenance of the trace and the system (stored as ``datasets.json``)."""
+        w, s = self.workload, self.system
+        header = {k: str(v) for k, v in sorted((w.header or {}).items())}
+        return {
+            "name": self.name,
+            "trace": self.spec.trace,
+            "path": self.path,
+            "format": w.format,
+            "checksum": w.checksum,
+            "epoch": int(w.epoch),
+            "jobs": int(len(w.jobs)),
+            "provenance": w.provenance or "",
+            "header": header,
+            "windows": [{"name": x.name,
+                         "start": x.start_seconds(int(w.epoch)),
+                         "duration": x.duration} for x in self.spec.windows],
+            "system": {
+                "ref": self.system_ref,
+                "name": s.name,
+                "title": s.title,
+                "nodes": int(s.nodes),
+                "cores_per_node": int(s.cores_per_node),
+                "generic": bool(getattr(s, "generic", False)),
+                "power_status": s.power.status,
+                "power_label": s.power_label,
+                "power": _jsonable(dataclasses.asdict(s.power)),
+                "sources": _jsonable(list(s.sources)),
+                "path": s.path,
+            },
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class RunItem:
+    """One run of the sweep: its key, where it sits in the grid and its :class:`RunConfig`.
+
+    ``axes``: ``(axis, value)`` pairs in the spec's grid order (``options.<name>`` included).
+    """
+
+    key: str
+    dataset: str
+    window: str
+    seed: int
+    axes: tuple[tuple[str, Any], ...]
+    config: RunConfig
+    checksum: str
+
+    def label(self) -> dict[str, Any]:
+        """Flat dict of the run's coordinates (for tables and ``sweep.json``)."""
+        d = {"key": self.key, "dataset": self.dataset, "window": self.window}
+        d.update(dict(self.axes))
+        d["seed"] = self.seed
+        return d
+
+
+def _jsonable(o):
+    return json.loads(json.dumps(o, default=str))
+
+
+def resolve_trace(trace: str, spec_dir: Path | None) -> Path:
+    """Absolute path of a dataset trace: absolute paths as given; relative ones next to the spec
+    file when such a file exists there, else under the data dir (``core.data.resolve_data_path``:
+    env ``TWINSWEEP_DATA``, default ``../shared/data``). Raises ConfigError when missing."""
+    p = Path(trace)
+    if p.is_absolute():
+        cand = p
+    elif spec_dir is not None and (spec_dir / p).exists():
+        cand = spec_dir / p
+    else:
+        from core.data import resolve_data_path
+
+        cand = Path(resolve_data_path(trace))
+    if not cand.exists():
+        raise ConfigError(f"dataset trace {trace!r} not found (looked at {cand})")
+    return cand
+
+
+def _resolve_system(ds: Dataset, spec_dir: Path | None, workload):
+    from core.system import load_system, system_for_trace, system_from_swf_header
+
+    if ds.system is not None:
+        ref = ds.system
+        p = Path(ref)
+        if p.suffix == ".toml" and not p.is_absolute() and spec_dir is not None and (spec_dir / p).exists():
+            ref = str(spec_dir / p)
+        return load_system(ref), ds.system
+    named = system_for_trace(workload.source)
+    if named is not None:
+        return named, named.name
+    return system_from_swf_header(workload.header, workload.source, workload.procs_unit), None
+
+
+def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
+    """Load one dataset's trace and resolve its system. Raises ConfigError / TraceFormatError."""
+    from core.loaders import load_workload
+
+    path = resolve_trace(ds.trace, spec_dir)
+    workload = load_workload(str(path), format=ds.format, lenient=ds.lenient)
+    system, ref = _resolve_system(ds, spec_dir, workload)
+    return LoadedDataset(ds, workload, system, str(path), ref)
+
+
+def load_datasets(spec: StudySpec) -> dict[str, LoadedDataset]:
+    """Every dataset of ``spec`` loaded once, keyed by dataset name (spec order)."""
+    spec_dir = Path(spec.source).resolve().parent if spec.source else None
+    return {ds.name: load_dataset(ds, spec_dir) for ds in spec.datasets}
+
+
+def _config(ds: LoadedDataset, window, axes: dict, seed: int, spec: StudySpec) -> RunConfig:
+    options = tuple(sorted((k[len("options."):], v) for k, v in axes.items() if k.startswith("options.")))
+    kw = {k: v for k, v in axes.items() if not k.startswith("options.")}
+    return RunConfig(
+        data=ds.spec.trace, system=ds.system_ref, format=ds.spec.format,
+        start=window.start_seconds(int(ds.workload.epoch)), duration=window.duration,
+        seed=seed, lenient=ds.spec.lenient, perturbation=spec.perturbation, options=options, **kw,
+    )
+
+
+def expand(spec: StudySpec, datasets: dict[str, LoadedDataset]) -> list[RunItem]:
+    """The study's runs in deterministic order (see module docstring).
+
+    Raises ConfigError when two grid points give the same run (same key), e.g. two windows with
+    the same start and duration.
+    """
+    items: list[RunItem] = []
+    seen: dict[str, RunItem] = {}
+    axis_names = [a for a, _ in spec.grid]
+    for ds_spec in spec.datasets:
+        ds = datasets[ds_spec.name]
+        for window in ds_spec.windows:
+            for values in itertools.product(*(v for _, v in spec.grid)):
+                axes = dict(zip(axis_names, values))
+                for seed in spec.seeds:
+                    cfg = _config(ds, window, axes, seed, spec)
+                    item = RunItem(cfg.key(ds.checksum), ds.name, window.name, seed,
+                                   tuple(zip(axis_names, values)), cfg, ds.checksum)
+                    if item.key in seen:
+                        o = seen[item.key]
+                        raise ConfigError(
+                            f"datasets: {o.dataset}/{o.window} and {item.dataset}/{item.window} give identical "
+                            f"runs (same trace, window and options; key {item.key}); remove one")
+                    seen[item.key] = item
+                    items.append(item)
+    return items
+
+
+def grid_size(spec: StudySpec) -> dict[str, int]:
+    """Counts without loading any trace: ``datasets``, ``windows``, ``grid_points``, ``seeds``, ``runs``."""
+    windows = sum(len(d.windows) for d in spec.datasets)
+    points = 1
+    for _, v in spec.grid:
+        points *= len(v)
+    return {"datasets": len(spec.datasets), "windows": windows, "grid_points": points,
+            "seeds": len(spec.seeds), "runs": windows * points * len(spec.seeds)}
+
+
+def plan_frame(items: Iterable[RunItem]):
+    """A DataFrame with one row per run (``key``, dataset, window, axes..., seed), in plan order."""
+    import pandas as pd
+
+    rows = []
+    for it in items:
+        row = it.label()
+        for k, v in row.items():
+            if isinstance(v, (list, dict, tuple)):
+                row[k] = json.dumps(v, sort_keys=True)
+        rows.append(row)
+    return pd.DataFrame(rows)

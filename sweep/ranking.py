@@ -1,0 +1,108 @@
+"""Rank statistics over seeds: block ranks, bootstrap intervals of mean ranks, win matrices and
+Kendall's coefficient of concordance W.
+
+Terminology: a *variant* is one grid point without the seed (e.g. ``sjf+easy``); a *block* is
+one (window, seed) of a dataset, in which all variants ran on the same (perturbed) workload, so
+their metric values are comparable and can be ranked (rank 1 = best; ties get the average rank).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.stats import chi2, rankdata
+
+
+def block_ranks(values: np.ndarray, direction: str) -> np.ndarray:
+    """Ranks within each block (row) of ``values`` (blocks x variants): 1 = best under
+    ``direction`` (``"min"``: smaller is better, ``"max"``: larger), ties -> average rank, NaN
+    (metric undefined) ranks worst (tied among NaNs)."""
+    v = np.asarray(values, dtype="float64")
+    if direction == "max":
+        v = -v
+    elif direction != "min":
+        raise ValueError(f"direction must be 'min' or 'max', got {direction!r}")
+    v = np.where(np.isnan(v), np.inf, v)
+    return np.vstack([rankdata(row, method="average") for row in v]) if len(v) else v
+
+
+def bootstrap_mean_rank(ranks: np.ndarray, n_boot: int = 1000, seed: int = 0,
+                        level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean rank per variant and its percentile bootstrap interval over blocks.
+
+    ``ranks``: blocks x variants. Blocks are resampled with replacement ``n_boot`` times with
+    ``numpy.random.default_rng(seed)`` (so reports are reproducible). Returns ``(mean, low, high)``
+    arrays of length n_variants; with a single block the interval collapses to the mean.
+    """
+    r = np.asarray(ranks, dtype="float64")
+    mean = r.mean(axis=0)
+    m = r.shape[0]
+    if m < 2:
+        return mean, mean.copy(), mean.copy()
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, m, size=(n_boot, m))
+    boot = r[idx].mean(axis=1)  # n_boot x variants
+    a = (1 - level) / 2
+    return mean, np.quantile(boot, a, axis=0), np.quantile(boot, 1 - a, axis=0)
+
+
+def win_matrix(values: np.ndarray, direction: str) -> np.ndarray:
+    """``W[i, j]`` = share of blocks in which variant i is strictly better than variant j
+    (``values``: blocks x variants; NaN never wins). The diagonal is NaN. ``W[i,j] + W[j,i]``
+    is below 1 by the share of ties."""
+    v = np.asarray(values, dtype="float64")
+    if direction == "max":
+        v = -v
+    v = np.where(np.isnan(v), np.inf, v)
+    m, n = v.shape
+    better = (v[:, :, None] < v[:, None, :]).sum(axis=0) / max(m, 1)
+    out = better.astype("float64")
+    np.fill_diagonal(out, np.nan)
+    return out
+
+
+def kendall_w(ranks: np.ndarray) -> dict[str, float]:
+    """Kendall's coefficient of concordance W with the correction for ties.
+
+    ``ranks``: m raters (rows, here seeds) x n objects (columns, variants), each row the ranks
+    1..n with tied objects given their average rank. Following Kendall & Babington Smith (1939),
+    "The problem of m rankings", Ann. Math. Statist. 10(3):275-287, with the tie correction of
+    Kendall (1948, "Rank correlation methods"):
+
+        W = 12 S / (m^2 (n^3 - n) - m sum_j T_j),  S = sum_i (R_i - mean R)^2,
+        T_j = sum over tie groups in row j of (t^3 - t),
+
+    where R_i is the rank sum of object i. W = 1: all raters agree; 0: no agreement.
+    Returns ``{"W", "chi2", "df", "p", "m", "n"}``; chi2 = m (n - 1) W is referred to a
+    chi-square with n - 1 degrees of freedom (Friedman). W (and chi2, p) is NaN when undefined:
+    fewer than 2 raters or objects, or every rater ties every object.
+    """
+    r = np.asarray(ranks, dtype="float64")
+    m, n = r.shape if r.ndim == 2 else (0, 0)
+    out = {"W": float("nan"), "chi2": float("nan"), "df": float(max(n - 1, 0)), "p": float("nan"),
+           "m": float(m), "n": float(n)}
+    if m < 2 or n < 2:
+        return out
+    R = r.sum(axis=0)
+    S = float(((R - R.mean()) ** 2).sum())
+    T = 0.0
+    for row in r:
+        _, counts = np.unique(row, return_counts=True)
+        T += float((counts ** 3 - counts).sum())
+    denom = m ** 2 * (n ** 3 - n) - m * T
+    if denom <= 0:
+        return out
+    W = 12.0 * S / denom
+    W = min(max(W, 0.0), 1.0)
+    c2 = m * (n - 1) * W
+    out.update(W=W, chi2=c2, p=float(chi2.sf(c2, n - 1)))
+    return out
+
+
+def pivot_blocks(df: pd.DataFrame, metric: str, variants: list[str],
+                 block_cols=("window", "seed")) -> tuple[np.ndarray, list[tuple]]:
+    """``df`` (one row per run, with a ``variant`` column) -> (blocks x variants array of
+    ``metric``, block labels). Blocks missing a variant hold NaN there (ranked worst)."""
+    p = df.pivot_table(index=list(block_cols), columns="variant", values=metric, aggfunc="first", dropna=False)
+    p = p.reindex(columns=variants)
+    return p.to_numpy(dtype="float64"), list(p.index)

@@ -1,0 +1,592 @@
+"""The sweep report: one self-contained HTML page (PNG plots embedded as base64) plus the PNGs and
+CSVs beside it, in ``<results>/report/``.
+
+Sections (HTML ids): ``summary``, ``distributions`` (box plots per metric and variant across
+seeds), ``ranks`` (per dataset: mean rank with seeded bootstrap 95 % intervals), ``wins`` (win
+matrices), ``agreement`` (Kendall's W across seeds), ``timelines`` (power and utilisation of all
+variants overlaid for one window and seed, as in Fig. 4 of the S-RAPS paper), ``aggregate``
+(exact statistics), ``provenance`` (every trace, its archive and donors), ``power-models`` (the
+power parameters and their sources) and ``failures``. Every power or energy axis is labelled
+"(assumed)" when the system's power model is assumed rather than published.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import os
+import re
+from pathlib import Path
+import numpy as np
+import pandas as pd
+
+from .aggregate import AGG_METRICS
+from .ranking import block_ranks, bootstrap_mean_rank, kendall_w, pivot_blocks, win_matrix
+from .spec import SYSTEM_METRICS, study_axes, study_rank
+
+#: Display of metrics: name -> (label, divisor, unit, is_power_or_energy).
+METRIC_DISPLAY: dict[str, tuple[str, float, str, bool]] = {
+    "wait_mean_s": ("mean wait", 3600.0, "h", False),
+    "wait_median_s": ("median wait", 3600.0, "h", False),
+    "wait_p95_s": ("p95 wait", 3600.0, "h", False),
+    "wait_max_s": ("max wait", 3600.0, "h", False),
+    "turnaround_mean_s": ("mean turnaround", 3600.0, "h", False),
+    "slowdown_mean": ("mean slowdown", 1.0, "", False),
+    "bsld_mean": ("mean bounded slowdown (τ=10 s)", 1.0, "", False),
+    "awrt_s": ("AWRT", 3600.0, "h", False),
+    "awwt_s": ("AWWT", 3600.0, "h", False),
+    "utilization": ("utilisation", 0.01, "%", False),
+    "makespan_s": ("makespan", 3600.0, "h", False),
+    "throughput_jobs_per_h": ("throughput", 1.0, "jobs/h", False),
+    "it_energy_j": ("IT energy", 3.6e9, "MWh", True),
+    "loss_energy_j": ("conversion-loss energy", 3.6e9, "MWh", True),
+    "facility_energy_j": ("facility energy", 3.6e9, "MWh", True),
+    "mean_power_w": ("mean power", 1e3, "kW", True),
+    "peak_power_w": ("peak power", 1e3, "kW", True),
+    "edp_js": ("EDP (energy × makespan)", 3.6e9 * 3600.0, "MWh·h", True),
+    "ed2p_js2": ("ED²P", 3.6e9 * 3600.0 ** 2, "MWh·h²", True),
+    "job_edp_sum_js": ("Σ job EDP", 3.6e6 * 3600.0, "kWh·h", True),
+    "job_ed2p_sum_js2": ("Σ job ED²P", 3.6e6 * 3600.0 ** 2, "kWh·h²", True),
+    "ramp_1min_max_w": ("max 1-min power ramp", 1e3, "kW", True),
+    "ramp_1min_p95_w": ("p95 1-min power ramp", 1e3, "kW", True),
+    "ramp_15min_max_w": ("max 15-min power ramp", 1e3, "kW", True),
+    "ramp_15min_p95_w": ("p95 15-min power ramp", 1e3, "kW", True),
+}
+
+KENDALL_CITE = ("M. G. Kendall and B. Babington Smith, \"The problem of m rankings\", "
+                "The Annals of Mathematical Statistics 10(3):275–287, 1939; tie correction as in "
+                "M. G. Kendall, \"Rank correlation methods\", Griffin, 1948.")
+SRAPS_CITE = ("M. Maiterth et al., \"HPC Digital Twins for Evaluating Scheduling Policies, Incentive Structures "
+              "and their Impact on Power and Cooling\" (S-RAPS), arXiv:2508.20016, 2025, Fig. 4")
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def axis_label(metric: str, assumed: bool) -> str:
+    """Axis label with unit, and " (assumed)" for power/energy metrics of assumed power models."""
+    label, _, unit, power = METRIC_DISPLAY.get(metric, (metric, 1.0, "", False))
+    s = f"{label} [{unit}]" if unit else label
+    if power and assumed:
+        s += " (assumed)"
+    return s
+
+
+def _scale(metric: str) -> float:
+    return METRIC_DISPLAY.get(metric, (metric, 1.0, "", False))[1]
+
+
+def _is_assumed(labels) -> bool:
+    """True unless every label is "published" (a missing label counts as assumed)."""
+    vals = list(labels)
+    return not vals or any(v != "published" for v in vals)
+
+
+def variant_columns(runs: pd.DataFrame, axes: list[str]) -> list[str]:
+    """Grid axes that name a variant: policy and backfill always, other axes when they vary."""
+    return [a for a in axes if a in runs.columns and (a in ("policy", "backfill") or runs[a].nunique(dropna=False) > 1)]
+
+
+def add_variant(runs: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """Add a ``variant`` label column (e.g. ``sjf+easy``, ``sjf+easy+kill=False``); returns the
+    frame and the variants in grid order."""
+    cols = variant_columns(runs, axes)
+    df = runs.copy()
+
+    def label(row) -> str:
+        parts = []
+        for c in cols:
+            parts.append(str(row[c]) if c in ("policy", "backfill") else f"{c}={row[c]}")
+        return "+".join(parts)
+
+    df["variant"] = df.apply(label, axis=1) if len(df) else pd.Series(dtype="object")
+    # grid order: order of first appearance when sorted by the axes in spec value order
+    order: list[str] = []
+    for v in df["variant"]:
+        if v not in order:
+            order.append(v)
+    return df, order
+
+
+class _Page:
+    """Collects HTML fragments and writes figures (PNG on disk + base64 in the page)."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.parts: list[str] = []
+        self.files: list[str] = []
+
+    def h(self, level: int, text: str, id: str | None = None) -> None:
+        a = f' id="{id}"' if id else ""
+        self.parts.append(f"<h{level}{a}>{html.escape(text)}</h{level}>")
+
+    def p(self, text: str, raw: bool = False) -> None:
+        self.parts.append(f"<p>{text if raw else html.escape(text)}</p>")
+
+    def raw(self, text: str) -> None:
+        self.parts.append(text)
+
+    def table(self, df: pd.DataFrame, floatfmt: str = "{:,.3g}", index: bool = False) -> None:
+        self.parts.append(df.to_html(index=index, escape=True, na_rep="—", classes="t",
+                                     float_format=lambda x: floatfmt.format(x), border=0))
+
+    def figure(self, fig, name: str, caption: str = "", bbox: str | None = None) -> None:
+        plt = _plt()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=90, bbox_inches=bbox, metadata={"Software": None})
+        plt.close(fig)
+        data = buf.getvalue()
+        (self.out / name).write_bytes(data)
+        self.files.append(name)
+        b64 = base64.b64encode(data).decode("ascii")
+        cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
+        self.parts.append(f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{b64}"/>{cap}</figure>')
+
+    def csv(self, df: pd.DataFrame, name: str) -> None:
+        df.to_csv(self.out / name, index=False)
+        self.files.append(name)
+
+    def html(self, title: str) -> str:
+        css = ("body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}"
+               "table.t{border-collapse:collapse;font-size:0.85em;margin:0.5em 0 1.5em}"
+               "table.t td,table.t th{border-bottom:1px solid #ddd;padding:2px 8px;text-align:right}"
+               "table.t th{background:#f4f4f4}figure{margin:1em 0}img{max-width:100%}"
+               "figcaption{font-size:0.85em;color:#555}nav a{margin-right:1em}"
+               "pre{white-space:pre-wrap;font-size:0.8em;background:#f8f8f8;padding:0.5em}"
+               ".assumed{color:#a40}")
+        nav = "".join(f'<a href="#{i}">{t}</a>' for i, t in (
+            ("summary", "summary"), ("distributions", "distributions"), ("ranks", "ranks"), ("wins", "wins"),
+            ("agreement", "agreement"), ("timelines", "timelines"), ("aggregate", "aggregate"),
+            ("provenance", "provenance"), ("power-models", "power models"), ("failures", "failures")))
+        return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+                f"<style>{css}</style></head><body><nav>{nav}</nav>" + "\n".join(self.parts) + "</body></html>\n")
+
+
+def _fname(*parts) -> str:
+    """A safe file name from parts (anything but letters, digits, ``.``, ``_``, ``-`` becomes ``-``)."""
+    return "_".join(re.sub(r"[^A-Za-z0-9._-]+", "-", str(p)) for p in parts)
+
+
+def _fmt_duration(s) -> str:
+    if s is None or (isinstance(s, float) and np.isnan(s)):
+        return "—"
+    s = int(s)
+    return f"{s / 86400:g} d" if s % 3600 == 0 and s >= 86400 else f"{s / 3600:g} h" if s % 60 == 0 else f"{s} s"
+
+
+def _utc(epoch: int, offset) -> str:
+    import datetime as dt
+
+    if offset is None:
+        return "trace start"
+    return dt.datetime.fromtimestamp(int(epoch) + int(offset), dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+# ---------------------------------------------------------------------------------------- sections
+def _section_summary(pg: _Page, study: dict, runs: pd.DataFrame, root: Path, failed: list[dict], plan_n: int) -> None:
+    pg.h(1, f"twinsweep report — {study.get('name', '')}")
+    if study.get("description"):
+        pg.p(study["description"])
+    pg.h(2, "Summary", "summary")
+    grid = {g["axis"]: g["values"] for g in study.get("grid", [])}
+    pert = study.get("perturbation", {})
+    rank = study_rank(study)
+    rows = [
+        ("results folder", str(root)),
+        ("runs complete / planned", f"{len(runs):,} / {plan_n:,}"),
+        ("runs failed", f"{len(failed):,}"),
+        ("datasets", ", ".join(d["name"] for d in study.get("datasets", []))),
+        ("grid", "; ".join(f"{k} = {', '.join(map(str, v))}" for k, v in grid.items())),
+        ("seeds", ", ".join(map(str, study.get("seeds", [])))),
+        ("perturbation (seed > 0)", f"run times × exp(σ·N(0,1)) with σ = {pert.get('runtime_sigma', 0)}; "
+                                    f"submit times ± U{{0..{pert.get('submit_jitter_s', 0)}}} s; seed 0 = the trace as recorded"),
+        ("rank metrics (first = primary)", ", ".join(f"{m} ({d})" for m, d in rank.items())),
+        ("statistics", "exact (full sort); std is the sample standard deviation (ddof = 1)"),
+    ]
+    pg.table(pd.DataFrame(rows, columns=["", "value"]))
+
+
+def _section_distributions(pg: _Page, runs: pd.DataFrame, variants: list[str], metrics: list[str]) -> None:
+    plt = _plt()
+    pg.h(2, "Distributions across seeds", "distributions")
+    pg.p("One box per variant (policy + backfill) over the seeds of each window; dots are the single runs. "
+         "Boxes: quartiles, whiskers 1.5 IQR.")
+    groups = list(runs.groupby(["dataset", "window"], sort=False))
+    pos = np.arange(1, len(variants) + 1)
+    label_in = 0.06 * max((len(v) for v in variants), default=4) + 0.3  # room for the rotated labels
+    for metric in metrics:
+        if metric not in runs.columns or runs[metric].isna().all():
+            continue
+        width = max(6.0, 0.55 * len(variants) + 2)
+        height = 0.5 + 2.2 * len(groups) + label_in
+        fig, axes = plt.subplots(len(groups), 1, figsize=(width, height), squeeze=False, sharex=True)
+        for ax, ((ds, win), g) in zip(axes[:, 0], groups):
+            data = [g.loc[g["variant"] == v, metric].dropna().to_numpy() / _scale(metric) for v in variants]
+            _boxes(ax, pos, data)
+            ax.set_ylabel(axis_label(metric, _is_assumed(g["power_label"])), fontsize=8)
+            ax.set_title(f"{ds} / {win}", fontsize=9)
+            ax.grid(axis="y", alpha=0.3)
+        axes[-1, 0].set_xticks(pos)
+        axes[-1, 0].set_xticklabels(variants, rotation=45, ha="right", fontsize=8)
+        axes[-1, 0].set_xlim(0.4, len(variants) + 0.6)
+        fig.subplots_adjust(left=0.9 / width, right=1 - 0.2 / width, top=1 - 0.35 / height,
+                            bottom=label_in / height, hspace=0.35 * len(groups) / max(len(groups), 1))
+        pg.figure(fig, f"box_{metric}.png", f"{METRIC_DISPLAY.get(metric, (metric,))[0]} per variant across seeds")
+
+
+def _boxes(ax, pos: np.ndarray, data: list[np.ndarray]) -> None:
+    """Box plot drawn with a few collections (fast): box = quartiles, line = median, whiskers to the
+    furthest value within 1.5 IQR, dots = every run."""
+    q1, med, q3, lo, hi, xs, ys = [], [], [], [], [], [], []
+    for x, d in zip(pos, data):
+        if len(d) == 0:
+            q1.append(np.nan), med.append(np.nan), q3.append(np.nan), lo.append(np.nan), hi.append(np.nan)
+            continue
+        a, m, b = np.quantile(d, [0.25, 0.5, 0.75])
+        iqr = b - a
+        q1.append(a), med.append(m), q3.append(b)
+        lo.append(d[d >= a - 1.5 * iqr].min()), hi.append(d[d <= b + 1.5 * iqr].max())
+        xs.append(x + (np.linspace(-0.12, 0.12, len(d)) if len(d) > 1 else np.zeros(1)))
+        ys.append(d)
+    q1, med, q3, lo, hi = map(np.asarray, (q1, med, q3, lo, hi))
+    ax.bar(pos, q3 - q1, bottom=q1, width=0.6, fill=False, edgecolor="black", linewidth=0.8)
+    ax.hlines(med, pos - 0.3, pos + 0.3, colors="tab:orange", linewidth=1.5)
+    ax.vlines(pos, lo, q1, colors="black", linewidth=0.8)
+    ax.vlines(pos, q3, hi, colors="black", linewidth=0.8)
+    ax.hlines(np.concatenate([lo, hi]), np.tile(pos - 0.15, 2), np.tile(pos + 0.15, 2), colors="black", linewidth=0.8)
+    if xs:
+        ax.plot(np.concatenate(xs), np.concatenate(ys), "o", ms=3, alpha=0.6, color="tab:blue")
+
+
+def _rank_blocks(g: pd.DataFrame, metric: str, direction: str, variants: list[str]):
+    values, blocks = pivot_blocks(g, metric, variants)
+    return values, block_ranks(values, direction), blocks
+
+
+def _section_ranks(pg: _Page, runs: pd.DataFrame, variants: list[str], rank: dict, n_boot: int, seed: int) -> None:
+    pg.h(2, "Rank tables", "ranks")
+    pg.p(f"Per dataset, every (window, seed) is a block in which the variants are ranked (1 = best; ties share "
+         f"the average rank; a metric that is undefined ranks last). Mean rank over blocks with a percentile "
+         f"bootstrap 95 % interval ({n_boot} resamples of the blocks, RNG seed {seed}). Sorted by the primary "
+         f"metric.")
+    rows = []
+    for ds, g in runs.groupby("dataset", sort=False):
+        vs = [v for v in variants if v in set(g["variant"])]
+        table = pd.DataFrame({"variant": vs})
+        for metric, direction in rank.items():
+            if metric not in g.columns:
+                continue
+            values, ranks, blocks = _rank_blocks(g, metric, direction, vs)
+            mean, lo, hi = bootstrap_mean_rank(ranks, n_boot, seed)
+            table[f"{metric} mean rank"] = mean
+            table[f"{metric} 95% CI"] = [f"[{a:.2f}, {b:.2f}]" for a, b in zip(lo, hi)]
+            power = METRIC_DISPLAY.get(metric, (metric, 1.0, "", False))[3]
+            med_col = f"{metric} median" + (" (assumed)" if power and _is_assumed(g["power_label"]) else "")
+            table[med_col] = np.nanmedian(values, axis=0) / _scale(metric) if len(values) else np.nan
+            for v, a, b, c in zip(vs, mean, lo, hi):
+                rows.append({"dataset": ds, "variant": v, "metric": metric, "direction": direction,
+                             "mean_rank": a, "ci_low": b, "ci_high": c, "blocks": len(blocks)})
+        first = f"{next(iter(rank))} mean rank"
+        if first in table.columns:
+            table = table.sort_values(first, kind="mergesort")
+        pg.h(3, f"{ds}")
+        units = ", ".join(f"{m}: {METRIC_DISPLAY.get(m, (m, 1, '', False))[2] or '—'}" for m in rank)
+        pg.p(f"{runs[runs['dataset'] == ds][['window', 'seed']].drop_duplicates().shape[0]} blocks; "
+             f"median columns in display units ({units}).")
+        pg.table(table, "{:,.3g}")
+    pg.csv(pd.DataFrame(rows), "ranks.csv")
+
+
+def _section_wins(pg: _Page, runs: pd.DataFrame, variants: list[str], rank: dict) -> None:
+    plt = _plt()
+    pg.h(2, "Win matrices", "wins")
+    metric, direction = next(iter(rank.items()))
+    pg.p(f"Cell (row i, column j): share of blocks (window, seed) in which variant i is strictly better than "
+         f"variant j on {metric} ({direction}). Ties count for neither. CSVs hold every rank metric.")
+    rows = []
+    for ds, g in runs.groupby("dataset", sort=False):
+        vs = [v for v in variants if v in set(g["variant"])]
+        for m, d in rank.items():
+            if m not in g.columns:
+                continue
+            values, _ = pivot_blocks(g, m, vs)
+            W = win_matrix(values, d)
+            for i, a in enumerate(vs):
+                for j, b in enumerate(vs):
+                    if i != j:
+                        rows.append({"dataset": ds, "metric": m, "variant": a, "opponent": b, "win_share": W[i, j]})
+            if m != metric:
+                continue
+            n = len(vs)
+            fig, ax = plt.subplots(figsize=(1.0 + 0.5 * n, 0.8 + 0.45 * n))
+            im = ax.imshow(W, vmin=0, vmax=1, cmap="RdYlGn")
+            ax.set_xticks(range(n))
+            ax.set_yticks(range(n))
+            ax.set_xticklabels(vs, rotation=60, ha="right", fontsize=7)
+            ax.set_yticklabels(vs, fontsize=7)
+            if n <= 16:
+                for i in range(n):
+                    for j in range(n):
+                        if i != j:
+                            ax.text(j, i, f"{W[i, j]:.2f}", ha="center", va="center", fontsize=6)
+            ax.set_title(f"{ds}: row beats column on {metric}", fontsize=9)
+            fig.colorbar(im, ax=ax, fraction=0.04)
+            fig.tight_layout()
+            pg.figure(fig, _fname("wins", ds, metric) + ".png", f"win matrix, {ds}, {metric}")
+    pg.csv(pd.DataFrame(rows), "wins.csv")
+
+
+def _section_agreement(pg: _Page, runs: pd.DataFrame, variants: list[str], rank: dict) -> None:
+    pg.h(2, "Agreement of rankings across seeds (Kendall's W)", "agreement")
+    pg.p("Kendall's coefficient of concordance W of the variants' rankings across seeds (raters = seeds, objects "
+         "= variants), per dataset, window and metric, with the correction for tied ranks; W = 1 means every seed "
+         "ranks the variants the same way, 0 no agreement. χ² = m(n−1)W with n−1 degrees of freedom. Reference: "
+         + KENDALL_CITE)
+    rows = []
+    for (ds, win), g in runs.groupby(["dataset", "window"], sort=False):
+        vs = [v for v in variants if v in set(g["variant"])]
+        for m, d in rank.items():
+            if m not in g.columns:
+                continue
+            values, _ = pivot_blocks(g, m, vs, block_cols=("seed",))
+            kw = kendall_w(block_ranks(values, d))
+            rows.append({"dataset": ds, "window": win, "metric": m, "W": kw["W"], "seeds (m)": int(kw["m"]),
+                         "variants (n)": int(kw["n"]), "chi2": kw["chi2"], "p": kw["p"]})
+    df = pd.DataFrame(rows)
+    pg.table(df, "{:.3g}")
+    pg.csv(df, "kendall_w.csv")
+
+
+def _section_timelines(pg: _Page, root: Path, runs: pd.DataFrame, variants: list[str], study: dict,
+                       datasets: dict) -> None:
+    plt = _plt()
+    pg.h(2, "Power and utilisation timelines", "timelines")
+    rep = study.get("report", {})
+    seeds = sorted(runs["seed"].dropna().unique().tolist())
+    seed = rep.get("timeline_seed")
+    seed = seed if seed is not None else (seeds[0] if seeds else 0)
+    if rep.get("timeline_dataset"):
+        ds = rep["timeline_dataset"]
+        win = rep.get("timeline_window") or next((w["name"] for d in study["datasets"] if d["name"] == ds
+                                                  for w in d["windows"]), None)
+        choices = [(ds, win)]
+    else:
+        choices = [(d["name"], d["windows"][0]["name"]) for d in study.get("datasets", []) if d.get("windows")]
+    pg.p(f"All variants overlaid for one window and seed {seed} (seed 0 = the trace as recorded), in the manner "
+         f"of {SRAPS_CITE}. Facility power is the input power with conversion losses; utilisation is busy nodes "
+         f"/ nodes. Averages per sample period.")
+    cmap = plt.get_cmap("tab10")
+    styles = ["-", "--", ":", "-."]
+    vmap = runs.drop_duplicates("variant").set_index("variant")
+    pb = {v: (str(vmap.at[v, "policy"]) if "policy" in vmap.columns else v,
+              str(vmap.at[v, "backfill"]) if "backfill" in vmap.columns else "") for v in variants}
+    pols = list(dict.fromkeys(p for p, _ in pb.values()))
+    bfs = list(dict.fromkeys(b for _, b in pb.values()))
+    for ds, win in choices:
+        g = runs[(runs["dataset"] == ds) & (runs["window"] == win) & (runs["seed"] == seed)]
+        if g.empty:
+            pg.p(f"{ds} / {win} / seed {seed}: no complete runs.")
+            continue
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True)
+        assumed = _is_assumed(g["power_label"])
+        t0 = None
+        for v in variants:
+            row = g[g["variant"] == v]
+            if row.empty:
+                continue
+            path = root / "runs" / row["key"].iloc[0] / "timeline.parquet"
+            if not path.exists():
+                continue
+            tl = pd.read_parquet(path, columns=["time", "facility_power_w", "utilization"])
+            if t0 is None:
+                t0 = int(tl["time"].iloc[0]) if len(tl) else 0
+            hours = (tl["time"].to_numpy() - t0) / 3600.0
+            pol, bf = pb[v]
+            kw = dict(color=cmap(pols.index(pol) % 10), ls=styles[bfs.index(bf) % len(styles)], lw=1.0, label=v)
+            a1.plot(hours, tl["facility_power_w"] / 1e3, drawstyle="steps-post", **kw)
+            a2.plot(hours, 100 * tl["utilization"], drawstyle="steps-post", **kw)
+        a1.set_ylabel("facility power [kW]" + (" (assumed)" if assumed else ""))
+        a2.set_ylabel("utilisation [%]")
+        epoch = datasets.get(ds, {}).get("epoch", 0)
+        a2.set_xlabel(f"hours since {_utc(epoch, t0) if t0 is not None else 'window start'}")
+        a1.set_title(f"{ds} / {win} / seed {seed}", fontsize=10)
+        for a in (a1, a2):
+            a.grid(alpha=0.3)
+        a1.legend(fontsize=7, ncol=4, loc="upper left", bbox_to_anchor=(1.0, 1.0) if len(variants) > 12 else None)
+        fig.tight_layout()
+        pg.figure(fig, _fname("timeline", ds, win, f"seed{seed}") + ".png",
+                  f"{ds} / {win}, seed {seed}: facility power{' (assumed)' if assumed else ''} and utilisation",
+                  bbox="tight")
+
+
+def _section_aggregate(pg: _Page, root: Path, runs: pd.DataFrame, variants: list[str], metrics: list[str]) -> None:
+    pg.h(2, "Aggregate statistics", "aggregate")
+    pg.p("Mean ± sample standard deviation across seeds, per dataset, window and variant (display units). "
+         "Every exact statistic (n, min, mean, median, std, max, q05, q25, q75, q95) of every metric is in "
+         "aggregate.csv / aggregate.parquet beside the results; quantiles use the full sorted sample.")
+    keep = [m for m in metrics if m in runs.columns]
+    rows = []
+    for (ds, win, v), g in runs.groupby(["dataset", "window", "variant"], sort=False):
+        r = {"dataset": ds, "window": win, "variant": v, "seeds": len(g)}
+        for m in keep:
+            x = g[m].to_numpy(dtype="float64") / _scale(m)
+            x = x[~np.isnan(x)]
+            if len(x) == 0:
+                r[m] = "—"
+            else:
+                sd = x.std(ddof=1) if len(x) > 1 else float("nan")
+                r[m] = f"{x.mean():,.3g} ± {sd:,.2g}" if not np.isnan(sd) else f"{x.mean():,.3g}"
+        rows.append(r)
+    df = pd.DataFrame(rows)
+    order = {v: i for i, v in enumerate(variants)}
+    if not df.empty:
+        df = df.sort_values(["dataset", "window", "variant"], key=lambda s: s.map(order) if s.name == "variant" else s,
+                            kind="mergesort")
+    df = df.rename(columns={m: axis_label(m, _is_assumed(runs["power_label"])) for m in keep})
+    pg.table(df)
+
+
+def _section_provenance(pg: _Page, datasets: dict) -> None:
+    pg.h(2, "Provenance of the traces", "provenance")
+    pg.p("Every trace used, as loaded (checksum = sha256 of the uncompressed file). Cite the archive and the "
+         "donors named here when using these results.")
+    for name, d in datasets.items():
+        pg.h(3, name)
+        hdr = d.get("header", {})
+        rows = [("trace", d.get("trace")), ("format", d.get("format")), ("jobs", f"{d.get('jobs', 0):,}"),
+                ("checksum", d.get("checksum")), ("epoch", _utc(d.get("epoch", 0), 0))]
+        for k in ("Computer", "Installation", "Acknowledge", "Information", "Conversion", "Version"):
+            if k in hdr:
+                rows.append((k, hdr[k]))
+        for w in d.get("windows", []):
+            rows.append((f"window {w['name']}", f"start {_utc(d.get('epoch', 0), w.get('start'))}, "
+                                                f"duration {_fmt_duration(w.get('duration'))}"))
+        pg.table(pd.DataFrame(rows, columns=["", "value"]))
+        pg.raw(f"<pre>{html.escape(d.get('provenance') or 'no provenance recorded by the loader')}</pre>")
+
+
+def _section_power(pg: _Page, datasets: dict) -> None:
+    pg.h(2, "Power models and their assumptions", "power-models")
+    pg.p("Node power = constant parts + per-CPU/GPU idle + utilisation × (max − idle); conversion losses "
+         "P_in = (P_out + c)/η per node and per rectifier group. A model marked 'assumed' takes its parameters "
+         "from comparable hardware, not from the machine itself; every power and energy figure of such a system is "
+         "labelled (assumed).")
+    seen = set()
+    for d in datasets.values():
+        s = d.get("system", {})
+        key = (s.get("name"), s.get("path"))
+        if key in seen:
+            continue
+        seen.add(key)
+        status = s.get("power_status", "assumed")
+        cls = ' class="assumed"' if status != "published" else ""
+        pg.raw(f"<h3>{html.escape(str(s.get('name')))} — {html.escape(str(s.get('title', '')))} "
+               f"<span{cls}>(power {html.escape(status)})</span></h3>")
+        pw = s.get("power", {})
+        flat = []
+        for k, v in pw.items():
+            if isinstance(v, dict):
+                for kk, vv in v.items():
+                    flat.append((f"{k}.{kk}", vv))
+            else:
+                flat.append((k, v))
+        flat = [("nodes", s.get("nodes")), ("cores per node", s.get("cores_per_node")),
+                ("generic (from the trace header)", s.get("generic"))] + flat
+        pg.table(pd.DataFrame([(k, str(v)) for k, v in flat], columns=["parameter", "value"]))
+        srcs = s.get("sources") or []
+        if srcs:
+            items = "".join(f"<li><b>{html.escape(str(x.get('what', '')))}</b>: {html.escape(str(x.get('cite', '')))}</li>"
+                            for x in srcs)
+            pg.raw(f"<p>Sources:</p><ul>{items}</ul>")
+        else:
+            pg.p("No sources cited in the system file.")
+
+
+def _section_failures(pg: _Page, failed: list[dict]) -> None:
+    pg.h(2, "Failed runs", "failures")
+    if not failed:
+        pg.p("None.")
+        return
+    df = pd.DataFrame([{"key": f.get("key"), "dataset": (f.get("info") or {}).get("dataset"),
+                        "window": (f.get("info") or {}).get("window"), "policy": (f.get("info") or {}).get("policy"),
+                        "backfill": (f.get("info") or {}).get("backfill"), "seed": (f.get("info") or {}).get("seed"),
+                        "attempts": len(f.get("attempts", [])), "error": f.get("error")} for f in failed])
+    pg.table(df)
+    pg.p("Tracebacks: failed/<key>/error.json in the results folder.")
+
+
+# ---------------------------------------------------------------------------------------- entry
+def build_report(results: str | os.PathLike, out: str | os.PathLike | None = None) -> Path:
+    """Build ``<results>/report/index.html`` (+ PNGs and CSVs) from a results folder; returns the
+    page's path. Needs runs.parquet, study.json and datasets.json (written by a sweep). Raises
+    FileNotFoundError when they are missing."""
+    root = Path(results)
+    out_dir = Path(out) if out is not None else root / "report"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for need in ("runs.parquet", "study.json", "datasets.json"):
+        if not (root / need).exists():
+            raise FileNotFoundError(f"{root / need} not found: not a sweep results folder")
+    study = json.loads((root / "study.json").read_text())
+    datasets = json.loads((root / "datasets.json").read_text())
+    runs = pd.read_parquet(root / "runs.parquet")
+    axes = study_axes(study)
+    rank: dict[str, str] = study_rank(study) or {"bsld_mean": "min"}
+    failed = []
+    fdir = root / "failed"
+    if fdir.exists():
+        for p in sorted(fdir.glob("*/error.json")):
+            if not (root / "runs" / p.parent.name).exists():
+                try:
+                    failed.append(json.loads(p.read_text()))
+                except ValueError:
+                    pass
+    plan_n = len(runs)
+    if (root / "plan.csv").exists():  # plan order: datasets, windows and axis values as in the spec
+        plan = pd.read_csv(root / "plan.csv", dtype=str, keep_default_na=False)
+        plan_n = len(plan)
+        pos = {k: i for i, k in enumerate(plan["key"])}
+        runs = runs.assign(_pos=runs["key"].map(pos).fillna(len(pos))).sort_values(["_pos", "key"], kind="mergesort")
+        runs = runs.drop(columns="_pos").reset_index(drop=True)
+    if "power_label" not in runs.columns:
+        runs["power_label"] = "assumed"
+    runs, variants = add_variant(runs, axes) if len(runs) else (runs.assign(variant=[]), [])
+    metrics = list(AGG_METRICS) + [m for m in rank if m not in AGG_METRICS and m in SYSTEM_METRICS]
+
+    pg = _Page(out_dir)
+    _section_summary(pg, study, runs, root, failed, plan_n)
+    if len(runs):
+        _section_distributions(pg, runs, variants, metrics)
+        _section_ranks(pg, runs, variants, rank, int(study.get("report", {}).get("bootstrap", 1000)),
+                       int(study.get("report", {}).get("seed", 0)))
+        _section_wins(pg, runs, variants, rank)
+        _section_agreement(pg, runs, variants, rank)
+        _section_timelines(pg, root, runs, variants, study, datasets)
+        _section_aggregate(pg, root, runs, variants, metrics)
+    else:
+        for sid, title in (("distributions", "Distributions"), ("ranks", "Rank tables"), ("wins", "Win matrices"),
+                           ("agreement", "Agreement"), ("timelines", "Timelines"), ("aggregate", "Aggregate")):
+            pg.h(2, title, sid)
+            pg.p("No complete runs yet.")
+    _section_provenance(pg, datasets)
+    _section_power(pg, datasets)
+    _section_failures(pg, failed)
+    runs.drop(columns=["variant"], errors="ignore").to_csv(out_dir / "runs.csv", index=False)
+    path = out_dir / "index.html"
+    tmp = out_dir / ".index.html.tmp"
+    tmp.write_text(pg.html(f"twinsweep — {study.get('name', '')}"))
+    os.replace(tmp, path)
+    return path
+
+
+def report_sections() -> tuple[str, ...]:
+    """The HTML ids every report has (for tests and links)."""
+    return ("summary", "distributions", "ranks", "wins", "agreement", "timelines", "aggregate", "provenance",
+            "power-models", "failures")

@@ -1,0 +1,431 @@
+"""Study specs (DESIGN.md §6): parse and validate a TOML study file into :class:`StudySpec`.
+
+A study names datasets (trace + system + windows), grid axes, seeds and their perturbation model,
+the metrics to rank by, the backend and the output folder. See ``studies/example.toml`` for an
+annotated example; the tables and keys are:
+
+``[study]``        ``name`` (str), ``description`` (str), ``output`` (folder; relative paths are
+                   resolved against the current working directory), ``seeds`` (int ``n`` = seeds
+                   ``0..n-1``, or a list of ints >= 0), ``retries`` (int >= 0: extra attempts of a
+                   failing run per sweep invocation).
+``[perturbation]`` ``runtime_sigma`` (float >= 0, log-normal sigma on run times) and
+                   ``submit_jitter`` (duration, uniform jitter of submit times); seed 0 is always the
+                   unperturbed trace (:class:`core.config.Perturbation`).
+``[[datasets]]``   ``name``, ``trace`` (path relative to the data dir, or absolute), ``system``
+                   (name or TOML path; default: the named system listing this trace, else the SWF
+                   header), ``format``, ``lenient``, ``windows`` (list of ``{name, start, duration}``;
+                   ``start``: offset from the trace epoch as a duration, or a TOML date-time;
+                   omitted = the whole trace).
+``[grid]``         axes -> lists: ``policy``, ``backfill``, ``kill``, ``sample_period`` and
+                   ``"options.<name>"`` (policy options); every run gets the product of all axes.
+``[rank]``         metric -> ``"min"`` | ``"max"`` (order = priority, the first is primary); or
+                   ``metrics = [names]`` with default directions.
+``[backend]``      ``name`` (``local`` | ``ray``), ``workers`` (int >= 1), ``address`` (ray only).
+``[report]``       ``timeline = {dataset, window, seed}`` (overlay of all policies),
+                   ``bootstrap`` (resamples), ``seed`` (bootstrap RNG seed).
+
+Every error is a :class:`core.errors.ConfigError` naming the key and the allowed values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from core.config import BACKFILLS, POLICIES, Perturbation, parse_duration
+from core.errors import ConfigError
+
+#: Metrics of ``stats.json["system"]`` (docs/architecture.md) with their natural direction.
+SYSTEM_METRICS: dict[str, str] = {
+    "wait_mean_s": "min", "wait_median_s": "min", "wait_p95_s": "min", "wait_max_s": "min",
+    "turnaround_mean_s": "min", "slowdown_mean": "min", "bsld_mean": "min", "awrt_s": "min",
+    "awwt_s": "min", "utilization": "max", "makespan_s": "min", "throughput_jobs_per_h": "max",
+    "it_energy_j": "min", "loss_energy_j": "min", "facility_energy_j": "min", "mean_power_w": "min",
+    "peak_power_w": "min", "edp_js": "min", "ed2p_js2": "min", "job_edp_sum_js": "min",
+    "job_ed2p_sum_js2": "min", "ramp_1min_max_w": "min", "ramp_1min_p95_w": "min",
+    "ramp_15min_max_w": "min", "ramp_15min_p95_w": "min",
+}
+
+#: Grid axes that map onto :class:`core.config.RunConfig` fields (plus ``options.<name>``).
+GRID_AXES = ("policy", "backfill", "kill", "sample_period")
+#: Backends the sweep knows (``backends/``).
+BACKEND_NAMES = ("local", "ray")
+DEFAULT_RANK = {"bsld_mean": "min", "wait_mean_s": "min", "utilization": "max", "facility_energy_j": "min"}
+
+_TOP_KEYS = ("study", "perturbation", "datasets", "grid", "rank", "backend", "report")
+_STUDY_KEYS = ("name", "description", "output", "seeds", "retries")
+_PERTURB_KEYS = ("runtime_sigma", "submit_jitter", "submit_jitter_s")
+_DATASET_KEYS = ("name", "trace", "system", "format", "lenient", "windows")
+_WINDOW_KEYS = ("name", "start", "duration")
+_BACKEND_KEYS = ("name", "workers", "address")
+_REPORT_KEYS = ("timeline", "bootstrap", "seed")
+_TIMELINE_KEYS = ("dataset", "window", "seed")
+
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+    """A simulation window: ``start`` (s from the trace epoch, or a UTC ``datetime`` converted with
+    the workload's epoch at expansion; None = trace start) and ``duration`` (s; None = to the end)."""
+
+    name: str
+    start: int | _dt.datetime | None = None
+    duration: int | None = None
+
+    def start_seconds(self, epoch: int) -> int | None:
+        """``start`` as seconds from ``epoch`` (Unix s, UTC). Raises ConfigError if before it."""
+        if isinstance(self.start, _dt.datetime):
+            ts = self.start if self.start.tzinfo else self.start.replace(tzinfo=_dt.timezone.utc)
+            s = int(ts.timestamp()) - int(epoch)
+            if s < 0:
+                raise ConfigError(f"window {self.name!r}: start {self.start.isoformat()} is before the trace epoch")
+            return s
+        return self.start
+
+
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+    """One trace with its system and windows (``trace`` as written in the spec)."""
+
+    name: str
+    trace: str
+    system: str | None = None
+    format: str | None = None
+    lenient: bool = False
+    windows: tuple[Window, ...] = (Window("all"),)
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendSpec:
+    """Backend choice: ``name`` in :data:`BACKEND_NAMES`, ``workers`` (None: ``local`` runs serially,
+    ``ray`` uses every CPU of the cluster), ``address`` (Ray cluster address; None = embedded local Ray)."""
+
+    name: str = "ray"
+    workers: int | None = None
+    address: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportSpec:
+    """Report options: the (dataset, window, seed) whose timelines are overlaid (None = first
+    dataset / its first window / the smallest seed), bootstrap resamples and RNG seed."""
+
+    timeline_dataset: str | None = None
+    timeline_window: str | None = None
+    timeline_seed: int | None = None
+    bootstrap: int = 1000
+    seed: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class StudySpec:
+    """A validated study. ``grid`` keeps the spec's axis order (a tuple of ``(axis, values)``),
+    ``rank`` the metric priority (``(metric, "min"|"max")``, first = primary)."""
+
+    name: str
+    datasets: tuple[Dataset, ...]
+    grid: tuple[tuple[str, tuple], ...]
+    seeds: tuple[int, ...] = (0,)
+    perturbation: Perturbation = Perturbation()
+    rank: tuple[tuple[str, str], ...] = tuple(DEFAULT_RANK.items())
+    backend: BackendSpec = BackendSpec()
+    report: ReportSpec = ReportSpec()
+    output: str = "results/study"
+    retries: int = 1
+    description: str = ""
+    source: str | None = None  # path of the TOML file, if any
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return tuple(a for a, _ in self.grid)
+
+    @property
+    def primary_metric(self) -> tuple[str, str]:
+        return self.rank[0]
+
+    def with_overrides(self, output: str | None = None, backend: str | None = None,
+                       workers: int | None = None, address: str | None = None) -> "StudySpec":
+        """A copy with the CLI overrides applied (None keeps the spec's value)."""
+        b = self.backend
+        if backend is not None:
+            _check_choice("backend.name", backend, BACKEND_NAMES)
+            b = dataclasses.replace(b, name=backend)
+        if workers is not None:
+            b = dataclasses.replace(b, workers=_int("backend.workers", workers, lo=1))
+        if address is not None:
+            b = dataclasses.replace(b, address=address or None)
+        return dataclasses.replace(self, backend=b, output=output if output is not None else self.output)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (datetimes as ISO strings), stored as ``study.json`` in the output."""
+
+        def conv(o):
+            if isinstance(o, _dt.datetime):
+                return o.isoformat()
+            if isinstance(o, (list, tuple)):
+                return [conv(x) for x in o]
+            if isinstance(o, dict):
+                return {k: conv(v) for k, v in o.items()}
+            return o
+
+        d = dataclasses.asdict(self)
+        # lists of pairs, not tables: the order matters (axis order, primary metric first)
+        d["grid"] = [{"axis": a, "values": list(v)} for a, v in self.grid]
+        d["rank"] = [{"metric": m, "direction": r} for m, r in self.rank]
+        return conv(d)
+
+
+def study_axes(study: dict) -> list[str]:
+    """Grid axis names, in spec order, from a ``study.json`` document."""
+    return [g["axis"] for g in study.get("grid", [])]
+
+
+def study_rank(study: dict) -> dict[str, str]:
+    """Rank metrics -> direction, primary first, from a ``study.json`` document."""
+    return {r["metric"]: r["direction"] for r in study.get("rank", [])}
+
+
+# ----------------------------------------------------------------------------------------- helpers
+def _check_keys(where: str, d: Any, allowed) -> dict:
+    if not isinstance(d, dict):
+        raise ConfigError(f"{where}: expected a table, got {type(d).__name__}")
+    unknown = sorted(set(d) - set(allowed))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {', '.join(allowed)}")
+    return d
+
+
+def _check_choice(where: str, value: Any, allowed) -> Any:
+    if value not in allowed:
+        raise ConfigError(f"{where}: {value!r} is not allowed; allowed: {', '.join(map(str, allowed))}")
+    return value
+
+
+def _int(where: str, v: Any, lo: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ConfigError(f"{where}: expected an integer, got {v!r}")
+    if lo is not None and v < lo:
+        raise ConfigError(f"{where}: must be >= {lo}, got {v}")
+    return v
+
+
+def _str(where: str, v: Any) -> str:
+    if not isinstance(v, str) or not v:
+        raise ConfigError(f"{where}: expected a non-empty string, got {v!r}")
+    return v
+
+
+def _valid_policies() -> tuple[str, ...]:
+    names = set(POLICIES)
+    try:  # plug-in policies registered with the scheduler (core may not provide it yet)
+        from core.scheduler import available_policies
+
+        names |= set(available_policies())
+    except ImportError:
+        pass
+    return tuple(sorted(names))
+
+
+def _duration(where: str, v: Any) -> int:
+    try:
+        return parse_duration(v, where)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+
+
+def _parse_window(where: str, w: Any, i: int) -> Window:
+    w = _check_keys(where, w, _WINDOW_KEYS)
+    start = w.get("start")
+    if isinstance(start, _dt.datetime):
+        pass
+    elif isinstance(start, (_dt.date, _dt.time)):
+        raise ConfigError(f"{where}.start: a date-time with time of day is required (e.g. 1997-01-10T00:00:00Z)")
+    elif start is not None:
+        start = _duration(f"{where}.start", start)
+    duration = w.get("duration")
+    if duration is not None:
+        duration = _duration(f"{where}.duration", duration)
+        if duration <= 0:
+            raise ConfigError(f"{where}.duration: must be > 0, got {w['duration']!r}")
+    name = w.get("name")
+    if name is None:
+        name = f"w{i}" if (start is not None or duration is not None) else "all"
+    return Window(_str(f"{where}.name", name), start, duration)
+
+
+def _parse_dataset(d: Any, i: int) -> Dataset:
+    where = f"datasets[{i}]"
+    d = _check_keys(where, d, _DATASET_KEYS)
+    if "trace" not in d:
+        raise ConfigError(f"{where}: missing required key 'trace'")
+    trace = _str(f"{where}.trace", d["trace"])
+    name = _str(f"{where}.name", d.get("name", Path(trace).name.split(".")[0]))
+    system = d.get("system")
+    if system is not None:
+        system = _str(f"{where}.system", system)
+    fmt = d.get("format")
+    if fmt is not None:
+        fmt = _str(f"{where}.format", fmt)
+    lenient = d.get("lenient", False)
+    if not isinstance(lenient, bool):
+        raise ConfigError(f"{where}.lenient: expected true or false, got {lenient!r}")
+    wins = d.get("windows")
+    if wins is None:
+        windows = (Window("all"),)
+    else:
+        if not isinstance(wins, list) or not wins:
+            raise ConfigError(f"{where}.windows: expected a non-empty list of {{name, start, duration}} tables")
+        windows = tuple(_parse_window(f"{where}.windows[{j}]", w, j) for j, w in enumerate(wins))
+        names = [w.name for w in windows]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ConfigError(f"{where}.windows: duplicate window name(s) {dup}")
+    return Dataset(name, trace, system, fmt, lenient, windows)
+
+
+def _parse_grid(g: Any) -> tuple[tuple[str, tuple], ...]:
+    if not isinstance(g, dict):
+        raise ConfigError(f"grid: expected a table of axis = [values], got {type(g).__name__}")
+    axes = []
+    for axis, values in g.items():
+        where = f"grid.{axis}"
+        if axis not in GRID_AXES and not (axis.startswith("options.") and len(axis) > len("options.")):
+            raise ConfigError(f"grid: unknown axis {axis!r}; allowed: {', '.join(GRID_AXES)}, options.<name>")
+        if not isinstance(values, list):
+            values = [values]
+        if not values:
+            raise ConfigError(f"{where}: needs at least one value")
+        if axis == "policy":
+            valid = _valid_policies()
+            for v in values:
+                if not (isinstance(v, str) and v.startswith("plugin:")):
+                    _check_choice(where, v, valid)
+        elif axis == "backfill":
+            for v in values:
+                _check_choice(where, v, BACKFILLS)
+        elif axis == "kill":
+            for v in values:
+                if not isinstance(v, bool):
+                    raise ConfigError(f"{where}: values must be true or false, got {v!r}")
+        elif axis == "sample_period":
+            values = [_duration(where, v) for v in values]
+            if any(v < 1 for v in values):
+                raise ConfigError(f"{where}: values must be >= 1 s")
+        if len(set(map(repr, values))) != len(values):
+            raise ConfigError(f"{where}: duplicate values {values}")
+        axes.append((axis, tuple(values)))
+    names = [a for a, _ in axes]
+    for required, default in (("policy", "fcfs"), ("backfill", "none")):
+        if required not in names:
+            axes.append((required, (default,)))
+    return tuple(axes)
+
+
+def _parse_rank(r: Any) -> tuple[tuple[str, str], ...]:
+    if r is None:
+        return tuple(DEFAULT_RANK.items())
+    if not isinstance(r, dict):
+        raise ConfigError("rank: expected a table of metric = \"min\"|\"max\" (or metrics = [names])")
+    if "metrics" in r:
+        if set(r) != {"metrics"} or not isinstance(r["metrics"], list) or not r["metrics"]:
+            raise ConfigError("rank: use either metrics = [names] or metric = \"min\"|\"max\" entries, not both")
+        items = [(m, None) for m in r["metrics"]]
+    else:
+        items = list(r.items())
+    if not items:
+        raise ConfigError("rank: name at least one metric")
+    out = []
+    for m, d in items:
+        _check_choice("rank", m, tuple(SYSTEM_METRICS))
+        d = SYSTEM_METRICS[m] if d is None else d
+        _check_choice(f"rank.{m}", d, ("min", "max"))
+        out.append((m, d))
+    return tuple(out)
+
+
+def parse_spec(doc: dict, source: str | None = None) -> StudySpec:
+    """Validate a parsed TOML document (dict) into a :class:`StudySpec`.
+
+    Raises ConfigError naming the offending key (``datasets[1].windows[0].start``, ``grid.policy``,
+    ``backend.name`` ...) and the allowed values.
+    """
+    _check_keys("study spec", doc, _TOP_KEYS)
+    st = _check_keys("study", doc.get("study", {}), _STUDY_KEYS)
+    name = _str("study.name", st.get("name", Path(source).stem if source else "study"))
+    seeds_v = st.get("seeds", 1)
+    if isinstance(seeds_v, list):
+        seeds = tuple(_int(f"study.seeds[{i}]", s, lo=0) for i, s in enumerate(seeds_v))
+        if not seeds or len(set(seeds)) != len(seeds):
+            raise ConfigError(f"study.seeds: need distinct seeds, got {seeds_v}")
+    else:
+        seeds = tuple(range(_int("study.seeds", seeds_v, lo=1)))
+    retries = _int("study.retries", st.get("retries", 1), lo=0)
+    output = _str("study.output", st.get("output", f"results/{name}"))
+
+    p = _check_keys("perturbation", doc.get("perturbation", {}), _PERTURB_KEYS)
+    if "submit_jitter" in p and "submit_jitter_s" in p:
+        raise ConfigError("perturbation: give submit_jitter or submit_jitter_s, not both")
+    sigma = p.get("runtime_sigma", 0.0)
+    if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or sigma < 0:
+        raise ConfigError(f"perturbation.runtime_sigma: expected a number >= 0, got {sigma!r}")
+    jitter = _duration("perturbation.submit_jitter", p.get("submit_jitter", p.get("submit_jitter_s", 0)))
+    perturbation = Perturbation(float(sigma), int(jitter))
+
+    ds = doc.get("datasets")
+    if not isinstance(ds, list) or not ds:
+        raise ConfigError("datasets: the study needs at least one [[datasets]] entry with a 'trace'")
+    datasets = tuple(_parse_dataset(d, i) for i, d in enumerate(ds))
+    names = [d.name for d in datasets]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ConfigError(f"datasets: duplicate dataset name(s) {dup}; give each a distinct 'name'")
+
+    grid = _parse_grid(doc.get("grid", {}))
+    rank = _parse_rank(doc.get("rank"))
+
+    b = _check_keys("backend", doc.get("backend", {}), _BACKEND_KEYS)
+    bname = _check_choice("backend.name", b.get("name", "ray"), BACKEND_NAMES)
+    workers = b.get("workers")
+    if workers is not None:
+        workers = _int("backend.workers", workers, lo=1)
+    address = b.get("address") or None
+    if address is not None and bname != "ray":
+        raise ConfigError("backend.address: only the 'ray' backend takes an address")
+    backend = BackendSpec(bname, workers, address)
+
+    r = _check_keys("report", doc.get("report", {}), _REPORT_KEYS)
+    tl = _check_keys("report.timeline", r.get("timeline", {}), _TIMELINE_KEYS)
+    if "dataset" in tl:
+        _check_choice("report.timeline.dataset", tl["dataset"], names)
+    if "window" in tl:
+        dsn = tl.get("dataset", names[0])
+        wins = [w.name for w in datasets[names.index(dsn)].windows]
+        _check_choice("report.timeline.window", tl["window"], wins)
+    if "seed" in tl:
+        _check_choice("report.timeline.seed", tl["seed"], seeds)
+    report = ReportSpec(tl.get("dataset"), tl.get("window"), tl.get("seed"),
+                        _int("report.bootstrap", r.get("bootstrap", 1000), lo=1),
+                        _int("report.seed", r.get("seed", 0), lo=0))
+    return StudySpec(name=name, datasets=datasets, grid=grid, seeds=seeds, perturbation=perturbation,
+                     rank=rank, backend=backend, report=report, output=output, retries=retries,
+                     description=str(st.get("description", "")), source=source)
+
+
+def load_spec(path: str | os.PathLike) -> StudySpec:
+    """Read and validate a TOML study file. Raises ConfigError (file name + key) when it is bad."""
+    p = Path(path)
+    try:
+        doc = tomllib.loads(p.read_text())
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read study spec: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: not valid TOML: {exc}") from exc
+    try:
+        return parse_spec(doc, str(p))
+    except ConfigError as exc:
+        raise ConfigError(f"{p}: {exc}") from exc

@@ -1,0 +1,86 @@
+"""Backends: same interface, errors become outcomes, and local / pool / ray give byte-identical runs."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from backends.base import Task, make_backend
+from core.errors import ConfigError, UnknownNameError
+from sweep.api import run_sweep
+from test_sweep_support import run_files, write_spec, write_swf
+
+
+def square_or_fail(payload, shared):
+    """Test run function: fails on negative payloads, else payload**2 + shared offset."""
+    if payload < 0:
+        raise ValueError(f"negative payload {payload}")
+    return {"value": payload * payload + (shared or 0), "pid": os.getpid()}
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    """One embedded Ray for the module (backends reuse it instead of starting their own)."""
+    ray = pytest.importorskip("ray")
+    import ray.cloudpickle
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests/
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="error")
+    yield ray
+    ray.shutdown()
+
+
+def _check_outcomes(outs):
+    by_key = {o.key: o for o in outs}
+    assert set(by_key) == {f"t{i}" for i in range(-2, 6)}
+    for i in range(-2, 6):
+        o = by_key[f"t{i}"]
+        if i < 0:
+            assert not o.ok and o.error == f"ValueError: negative payload {i}"
+            assert "Traceback" in o.traceback and "square_or_fail" in o.traceback
+        else:
+            assert o.ok and o.result["value"] == i * i + 10
+
+
+TASKS = [Task(f"t{i}", i, "off") for i in range(-2, 6)]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_local_backend_runs_all_and_records_errors(workers):
+    with make_backend("local", workers=workers) as b:
+        outs = list(b.run(TASKS, square_or_fail, {"off": 10}))
+    _check_outcomes(outs)
+    if workers == 2:
+        assert len({o.result["pid"] for o in outs if o.ok} - {os.getpid()}) >= 1
+
+
+def test_ray_backend_runs_all_and_records_errors(ray_session):
+    with make_backend("ray", workers=2) as b:
+        outs = list(b.run(TASKS, square_or_fail, {"off": 10}))
+    _check_outcomes(outs)
+    assert ray_session.is_initialized()  # it did not shut down a Ray it did not start
+
+
+def test_make_backend_errors():
+    with pytest.raises(UnknownNameError, match="valid backend names: local, ray"):
+        make_backend("slurmx")
+    with pytest.raises(ConfigError, match="takes no address"):
+        make_backend("local", address="auto")
+    with pytest.raises(ConfigError, match="workers must be >= 1"):
+        make_backend("local", workers=0)
+
+
+def test_local_pool_and_ray_give_byte_identical_runs(tmp_path, ray_session):
+    trace = write_swf(tmp_path / "tiny.swf", n_jobs=30)
+    outs = {}
+    for name, backend, workers in (("serial", "local", 1), ("pool", "local", 2), ("ray", "ray", 2)):
+        d = tmp_path / name
+        d.mkdir()
+        res = run_sweep(write_spec(d, seeds=2, trace=trace), backend=backend, workers=workers, report=False)
+        assert res.ran == res.planned == 8 and not res.failed
+        outs[name] = (run_files(d / "out"), (d / "out" / "runs.parquet").read_bytes())
+    assert outs["serial"][0] == outs["pool"][0] == outs["ray"][0]
+    assert outs["serial"][1] == outs["pool"][1] == outs["ray"][1]
+    assert len(outs["serial"][0]) == 8 * 5

@@ -1,0 +1,96 @@
+"""The two-phase incentive study: collection replay + redeem runs through a sweep, and the
+incentive report (sweep/incentives.py); the shipped study specs parse."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from core.accounts import load_accounts
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _trace(path, n=150, seed=11):
+    rng = np.random.default_rng(seed)
+    lines = ["; MaxNodes: 16", "; MaxProcs: 16"]
+    t = 0
+    for i in range(1, n + 1):
+        t += int(rng.integers(30, 900))
+        run = int(rng.integers(60, 5000))
+        procs = int(rng.choice([1, 2, 4, 8]))
+        cpu = run * rng.uniform(0.2, 1.0)  # average CPU time per processor: per-job power differs
+        lines.append(f"{i} {t} 0 {run} {procs} {cpu:.0f} -1 {procs} {int(run * 1.5)} -1 1 {i % 6} {i % 4} -1 -1 -1 -1 -1")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_incentive_sweep_and_report(tmp_path):
+    from sweep.api import run_sweep
+    from sweep.cli import main
+    from sweep.incentives import entry_outcomes
+
+    trace = _trace(tmp_path / "tiny.swf")
+    spec = tmp_path / "inc.toml"
+    spec.write_text(textwrap.dedent(f"""
+        [study]
+        name = "inc"
+        output = "{tmp_path / 'out'}"
+        [[datasets]]
+        name = "tiny"
+        trace = "{trace}"
+        windows = [{{ name = "all", start = "0d", duration = "1d" }}]
+        [grid]
+        policy = ["replay", "fcfs", "acct_avg_power", "acct_low_avg_power", "acct_edp", "acct_ed2p", "acct_fugaku_pts"]
+        backfill = ["firstfit"]
+        "options.accounts_in" = ["collect:replay"]
+        [backend]
+        name = "local"
+        workers = 1
+    """))
+    res = run_sweep(spec, report=False)
+    assert res.ran == 7 and not res.failed
+    out = tmp_path / "out"
+    runs = res.table()
+    # each redeem run used exactly the accounts of the replay in the grid (the collection run)
+    rep_key = runs.loc[runs["policy"] == "replay", "key"].iloc[0]
+    collected = load_accounts(out / "runs" / rep_key)
+    import json
+
+    for key in runs.loc[runs["policy"].str.startswith("acct_"), "key"]:
+        man = json.loads((out / "runs" / key / "manifest.json").read_text())
+        assert man["accounts"]["in"] == "collect:replay"
+        assert man["accounts"]["checksum"] == collected.checksum()
+    assert main(["incentives", str(out)]) == 0
+    page = out / "report" / "incentives.html"
+    assert page.exists()
+    text = page.read_text()
+    assert "who gains" in text.lower() and "acct_fugaku_pts+firstfit" in text
+    assert (out / "report" / "incentives_timelines_tiny_all.png").exists()
+    ent = entry_outcomes(out)
+    assert set(ent["variant"]) == {"replay", "fcfs+firstfit", "acct_avg_power+firstfit", "acct_low_avg_power+firstfit",
+                                   "acct_edp+firstfit", "acct_ed2p+firstfit", "acct_fugaku_pts+firstfit"}
+    base = ent[ent["variant"] == "fcfs+firstfit"]
+    assert (base["wait_delta_s"].fillna(0) == 0).all()
+    # collected values are the collection run's
+    row = ent[(ent["variant"] == "acct_edp+firstfit")].dropna(subset=["c_edp_js"]).iloc[0]
+    assert row["c_edp_js"] == collected.accounts[row["entry"]].edp_js
+    assert pd.read_csv(out / "report" / "incentives_entries.csv").shape[0] == len(ent)
+    assert main(["incentives", str(tmp_path / "nothing")]) == 2
+
+
+def test_shipped_specs_parse():
+    from sweep.spec import load_spec
+    from sweep.tune import load_tune_spec
+
+    inc = load_spec(ROOT / "studies" / "incentives.toml")
+    pols = dict(inc.grid)["policy"]
+    assert {"replay", "fcfs", "acct_avg_power", "acct_low_avg_power", "acct_edp", "acct_ed2p",
+            "acct_fugaku_pts"} == set(pols)
+    assert dict(inc.grid)["backfill"] == ("firstfit",)
+    tune = load_tune_spec(ROOT / "studies" / "tune-incentives.toml")
+    assert tune.sampler_name() == "nsga2" and len(tune.objectives) == 2
+    assert tune.test and not set(tune.test) & set(tune.train)

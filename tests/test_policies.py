@@ -1,0 +1,290 @@
+"""Incentive and weighted policies (core/policies.py): hand-computed queue orders, one-hot weights
+reduce to fcfs / sjf / ljf (identical schedules), fair share, registration and errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from core.accounts import Accounts, Usage
+from core.config import BACKFILLS, RunConfig
+from core.engine import Engine, select_window
+from core.errors import ConfigError
+from core.policies import INCENTIVE_POLICIES, Weighted, parse_weights
+from core.scheduler import JobView, available_policies
+from core.system import System
+from twin_helpers import frame, schedule_of
+
+
+def run_engine(jobs, nodes, policy, backfill="none", options=None, kill=True):
+    f = frame(jobs)
+    system = System(name="tiny", title="tiny", nodes=nodes)
+    win, t0, t1 = select_window(f, None, None, policy == "replay", kill)
+    return Engine(win, system, policy, backfill, kill, [100.0] * len(win), 10.0, t0, t1, options=options).run()
+
+
+# ------------------------------------------------------------------ incentive policies, by hand
+#   account  energy  node·s  avg P (W/node)  EDP sum  ED²P sum  Fugaku points
+#   A        1 000   10      100             5 000    1e5       (2375 − 1000)/125 = 11
+#   B        4 000   20      200             1 000    9e5       (2375 − 4000)/125 = −13
+#   C        1 500   30      50              3 600    2e4       (2375 − 1500)/125 = 7
+#   D        3 000   20      150             2 000    5e5       (2375 − 3000)/125 = −5
+# Ē = 9 500/4 = 2 375 J, P̄ = (100 + 200 + 50 + 150)/4 = 125 W per node.
+# Account Z is unknown: neutral values = the table means: P 125, EDP 2 900, ED²P 3.8e5, 0 points.
+HAND_ACCOUNTS = Accounts({
+    "A": Usage(1, 10.0, 10.0, 1000.0, 5000.0, 1e5),
+    "B": Usage(1, 20.0, 20.0, 4000.0, 1000.0, 9e5),
+    "C": Usage(1, 30.0, 30.0, 1500.0, 3600.0, 2e4),
+    "D": Usage(1, 20.0, 20.0, 3000.0, 2000.0, 5e5),
+}, {}, [])
+
+# job 0 holds the only node on [0, 100); jobs 1..6 (one node, 10 s each) queue behind it and then
+# run one after the other, so their start order is the policy's queue order
+QUEUE = [
+    dict(submit=0, run=100, limit=100, nodes=1, account="A"),
+    dict(submit=1, run=10, limit=10, nodes=1, account="B"),
+    dict(submit=2, run=10, limit=10, nodes=1, account="A"),
+    dict(submit=3, run=10, limit=10, nodes=1, account="C"),
+    dict(submit=4, run=10, limit=10, nodes=1, account="Z"),
+    dict(submit=5, run=10, limit=10, nodes=1, account="A"),
+    dict(submit=6, run=10, limit=10, nodes=1, account="D"),
+]
+
+HAND_ORDERS = {
+    # higher average power first: B 200, D 150, Z 125, A 100 (jobs 2, 5 by submit), C 50
+    "acct_avg_power": [1, 6, 4, 2, 5, 3],
+    # lower average power first
+    "acct_low_avg_power": [3, 2, 5, 4, 6, 1],
+    # lower EDP first: B 1 000, D 2 000, Z 2 900, C 3 600, A 5 000
+    "acct_edp": [1, 6, 4, 3, 2, 5],
+    # lower ED²P first: C 2e4, A 1e5, Z 3.8e5, D 5e5, B 9e5
+    "acct_ed2p": [3, 2, 5, 4, 6, 1],
+    # more points first: A 11, C 7, Z 0; then the negative accounts B, D in submit order
+    "acct_fugaku_pts": [2, 5, 3, 4, 1, 6],
+}
+
+
+def test_hand_table_values():
+    pts = HAND_ACCOUNTS.points()
+    assert pts == pytest.approx({"A": 11.0, "B": -13.0, "C": 7.0, "D": -5.0})
+    assert {k: u.avg_power_w for k, u in HAND_ACCOUNTS.accounts.items()} == {"A": 100, "B": 200, "C": 50, "D": 150}
+
+
+def _order(policy, backfill="none", options=None):
+    res = run_engine(QUEUE, 1, policy, backfill, options=options)
+    starts = {int(r.job_id): int(r.sim_start_time) for r in res.jobs.itertuples()}
+    assert starts[0] == 0
+    return [j for j in sorted(starts, key=lambda j: starts[j]) if j != 0]
+
+
+@pytest.mark.parametrize("backfill", BACKFILLS)
+@pytest.mark.parametrize("policy", INCENTIVE_POLICIES)
+def test_incentive_orders_by_hand(policy, backfill):
+    assert _order(policy, backfill, {"_accounts": HAND_ACCOUNTS}) == HAND_ORDERS[policy]
+
+
+def test_fugaku_negative_by_points():
+    # D (−5) before B (−13) when negative accounts keep their point order
+    assert _order("acct_fugaku_pts", options={"_accounts": HAND_ACCOUNTS, "fugaku_negative": "points"}) == \
+        [2, 5, 3, 4, 6, 1]
+
+
+def test_user_level():
+    acc = Accounts({}, {"u1": Usage(1, 10.0, 10.0, 3000.0, 0, 0), "u2": Usage(1, 10.0, 10.0, 1000.0, 0, 0)}, [])
+    jobs = [dict(submit=0, run=100, limit=100, nodes=1, user="u1"),
+            dict(submit=1, run=10, limit=10, nodes=1, user="u1"),
+            dict(submit=2, run=10, limit=10, nodes=1, user="u2")]
+    res = run_engine(jobs, 1, "acct_avg_power", options={"_accounts": acc, "acct_level": "user"})
+    assert list(res.jobs["sim_start_time"]) == [0, 100, 110]  # u1 draws 300 W per node, u2 100: u1 first
+    res = run_engine(jobs, 1, "acct_low_avg_power", options={"_accounts": acc, "acct_level": "user"})
+    assert list(res.jobs["sim_start_time"]) == [0, 110, 100]
+
+
+def test_incentive_needs_accounts():
+    with pytest.raises(ConfigError, match="accounts collected in an earlier run"):
+        run_engine(QUEUE, 1, "acct_edp")
+    with pytest.raises(ConfigError, match="acct_level"):
+        run_engine(QUEUE, 1, "acct_edp", options={"_accounts": HAND_ACCOUNTS, "acct_level": "group"})
+
+
+# ------------------------------------------------------------------ weighted == fcfs / sjf / ljf
+def random_jobs(n, nodes, seed):
+    """Many ties on purpose: few distinct submit times, sizes and limits."""
+    rng = np.random.default_rng(seed)
+    submit = np.sort(rng.integers(0, n * 20, n) // 50 * 50)
+    jobs = []
+    for i in range(n):
+        limit = int(rng.choice([60, 300, 600, 1800, 3600]))
+        run = int(max(0, min(limit * 1.2, rng.exponential(limit / 2))))
+        jobs.append(dict(submit=int(submit[i]), run=run, limit=limit, nodes=int(rng.choice([1, 2, 4, 8, nodes])),
+                         user=f"u{rng.integers(0, 5)}", account=f"a{rng.integers(0, 3)}"))
+    return jobs
+
+
+ONE_HOT = {"fcfs": "w_age", "sjf": "w_tlimit", "ljf": "w_size"}
+
+
+@pytest.mark.parametrize("backfill", BACKFILLS)
+@pytest.mark.parametrize("named", sorted(ONE_HOT))
+@pytest.mark.parametrize("seed", [1, 2])
+def test_weighted_one_hot_equals_named(named, backfill, seed):
+    jobs = random_jobs(300, 16, seed)
+    base = run_engine(jobs, 16, named, backfill)
+    opts = {w: 0.0 for w in ("w_age", "w_size", "w_tlimit", "w_fairshare")}
+    opts[ONE_HOT[named]] = 1.0
+    got = run_engine(jobs, 16, "weighted", backfill, options=opts)
+    assert schedule_of(got.jobs) == schedule_of(base.jobs)
+    # any positive weight is the same order
+    opts[ONE_HOT[named]] = 3.7
+    assert schedule_of(run_engine(jobs, 16, "weighted", backfill, options=opts).jobs) == schedule_of(base.jobs)
+
+
+def test_weighted_one_hot_on_a_real_trace(load_cached):
+    from core.run import simulate
+
+    wl = load_cached("pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz")
+    for named, w in ONE_HOT.items():
+        for backfill in ("easy", "conservative"):
+            common = dict(data="pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz", backfill=backfill, start=86400 * 30,
+                          duration=86400 * 3)
+            a = simulate(RunConfig(policy=named, **common), workload=wl)
+            b = simulate(RunConfig(policy="weighted", options=((w, 1.0),), **common), workload=wl)
+            assert a.jobs["sim_start_time"].equals(b.jobs["sim_start_time"]), (named, backfill)
+
+
+@pytest.mark.parametrize("factor, policy, sign", [
+    ("w_acct_power", "acct_avg_power", 1.0), ("w_acct_power", "acct_low_avg_power", -1.0),
+    ("w_acct_edp", "acct_edp", 1.0),
+])
+def test_weighted_account_factor_equals_incentive_policy(factor, policy, sign):
+    jobs = random_jobs(200, 16, 3)
+    acc = Accounts({"a0": Usage(1, 10.0, 10.0, 1000.0, 5e3, 1), "a1": Usage(1, 10.0, 10.0, 3000.0, 1e3, 1),
+                    "a2": Usage(1, 10.0, 10.0, 2000.0, 9e3, 1)}, {}, [])
+    base = run_engine(jobs, 16, policy, "easy", options={"_accounts": acc})
+    got = run_engine(jobs, 16, "weighted", "easy", options={"_accounts": acc, factor: sign})
+    assert schedule_of(got.jobs) == schedule_of(base.jobs)
+
+
+def test_weighted_points_equals_fugaku_by_points():
+    jobs = random_jobs(200, 16, 4)
+    acc = Accounts({"a0": Usage(1, 10.0, 10.0, 1000.0, 0, 0), "a1": Usage(1, 10.0, 10.0, 3000.0, 0, 0),
+                    "a2": Usage(1, 10.0, 10.0, 2500.0, 0, 0)}, {}, [])
+    base = run_engine(jobs, 16, "acct_fugaku_pts", "firstfit", options={"_accounts": acc, "fugaku_negative": "points"})
+    got = run_engine(jobs, 16, "weighted", "firstfit", options={"_accounts": acc, "w_acct_points": 1.0})
+    assert schedule_of(got.jobs) == schedule_of(base.jobs)
+
+
+def test_weighted_mixed_by_hand():
+    """Two queued jobs behind a blocker: job 1 is older (submit 0 vs 50), job 2 is larger (4 vs 1 nodes
+    of 4). age_norm 100 s, size_norm 4: scores at any time differ by w_age·0.5 − w_size·0.75."""
+    jobs = [dict(submit=0, run=100, limit=100, nodes=4),
+            dict(submit=0, run=10, limit=10, nodes=1),
+            dict(submit=50, run=10, limit=10, nodes=4)]
+    older = {"w_age": 1.0, "w_size": 0.6, "age_norm_s": 100}   # 0.5 > 0.45: job 1 first
+    larger = {"w_age": 1.0, "w_size": 0.7, "age_norm_s": 100}  # 0.5 < 0.525: job 2 first
+    assert list(run_engine(jobs, 4, "weighted", options=older).jobs["sim_start_time"]) == [0, 100, 110]
+    assert list(run_engine(jobs, 4, "weighted", options=larger).jobs["sim_start_time"]) == [0, 110, 100]
+    # all weights 0: every key ties, fcfs order
+    assert list(run_engine(jobs, 4, "weighted", options={}).jobs["sim_start_time"]) == [0, 100, 110]
+
+
+def test_weighted_static_unless_fairshare():
+    view = JobView(submit=[0, 1], nodes=[1, 2], time_limit=[10, 20], trace_index=[0, 1], priority=[np.nan] * 2,
+                   user=["u1", "u2"], account=["a", "a"], recorded_start=[0, 1])
+    assert Weighted(view, {"w_age": 1.0, "w_size": 2.0}).dynamic is False
+    assert Weighted(view, {"w_fairshare": 1.0}).dynamic is True
+
+
+# ------------------------------------------------------------------ fair share
+class _FakeCluster:
+    def __init__(self, running):
+        self.running = running
+
+
+def test_fairshare_factor_by_hand():
+    """Two users, equal shares S = 1/2. u1 runs a 2-node job on [0, 100): at t=100 U(u1) = 1,
+    F(u1) = 2^(−1/0.5) = 0.25, F(u2) = 1 (no usage). With history (u2: 200 node·s from accounts),
+    at t=100: U(u1) = 200/400 = 0.5 → F = 2^(−1) = 0.5; U(u2) = 0.5 → F = 0.5."""
+    view = JobView(submit=[0, 0], nodes=[2, 1], time_limit=[100, 100], trace_index=[0, 1], priority=[np.nan] * 2,
+                   user=["u1", "u2"], account=["a", "a"], recorded_start=[0, 0])
+    pol = Weighted(view, {"w_fairshare": 1.0})
+    pol.observe(0, _FakeCluster([]))
+    pol.on_start([0], 0)
+    assert pol.fairshare_factor("u1", 0) == 1.0  # no usage yet
+    pol.observe(50, _FakeCluster([(100, 0)]))
+    assert pol.fairshare_factor("u1", 50) == pytest.approx(0.25)  # running usage counts
+    pol.observe(100, _FakeCluster([]))  # ended at 100
+    assert pol.fairshare_factor("u1", 100) == pytest.approx(0.25)
+    assert pol.fairshare_factor("u2", 100) == 1.0
+    assert pol.key_at(1, 100) < pol.key_at(0, 100)  # u2 first
+    hist = Accounts({}, {"u2": Usage(1, 200.0, 100.0, 1.0, 0, 0), "other": Usage(1, 1e6, 1.0, 1.0, 0, 0)}, [])
+    pol = Weighted(view, {"w_fairshare": 1.0, "_accounts": hist})
+    pol.on_start([0], 0)
+    pol.observe(100, _FakeCluster([]))
+    assert pol.fairshare_factor("u1", 100) == pytest.approx(0.5)
+    assert pol.fairshare_factor("u2", 100) == pytest.approx(0.5)
+
+
+def test_fairshare_in_the_engine():
+    """u1 uses the machine first; at t=100 u1 and u2 each have a job queued (u1's submitted earlier).
+    fcfs runs u1's first; fair share runs u2's first, since u1 used 100 node·s and u2 none."""
+    jobs = [dict(submit=0, run=100, limit=100, nodes=2, user="u1"),
+            dict(submit=10, run=10, limit=10, nodes=2, user="u1"),
+            dict(submit=20, run=10, limit=10, nodes=2, user="u2")]
+    assert list(run_engine(jobs, 2, "fcfs").jobs["sim_start_time"]) == [0, 100, 110]
+    fs = run_engine(jobs, 2, "weighted", "easy", options={"w_fairshare": 1.0, "w_age": 0.01})
+    assert list(fs.jobs["sim_start_time"]) == [0, 110, 100]
+
+
+# ------------------------------------------------------------------ registration, options
+def test_registered():
+    names = set(available_policies())
+    assert set(INCENTIVE_POLICIES) | {"weighted"} <= names
+    for p in INCENTIVE_POLICIES + ("weighted",):
+        assert RunConfig(data="x", policy=p).policy == p
+
+
+@pytest.mark.parametrize("module", ["core.run", "core.scheduler", "core.policies", "core"])
+def test_registered_on_import(module):
+    code = (f"import {module}\nfrom core.scheduler import available_policies\n"
+            "assert 'weighted' in available_policies() and 'acct_fugaku_pts' in available_policies()\n"
+            "from core.config import RunConfig; RunConfig(data='x', policy='acct_edp')\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_parse_weights_and_errors():
+    assert parse_weights("age=1, size=0.5,w_fairshare=2") == {"w_age": 1.0, "w_size": 0.5, "w_fairshare": 2.0}
+    with pytest.raises(ConfigError, match="unknown factor 'speed'"):
+        parse_weights("speed=1")
+    with pytest.raises(ConfigError, match="not a number"):
+        parse_weights("age=x")
+    with pytest.raises(ConfigError, match="unknown weight"):
+        run_engine(QUEUE, 1, "weighted", options={"w_speed": 1.0})
+    with pytest.raises(ConfigError, match="accounts"):
+        run_engine(QUEUE, 1, "weighted", options={"w_acct_edp": 1.0})
+    with pytest.raises(ConfigError, match="age_norm_s must be > 0"):
+        run_engine(QUEUE, 1, "weighted", options={"w_age": 1.0, "age_norm_s": 0})
+
+
+def test_cli_weights(tmp_path):
+    from sweep.cli import main
+
+    trace = tmp_path / "t.swf"
+    trace.write_text("; MaxNodes: 4\n" + "".join(
+        f"{i} {i * 10} 0 {100 - i} {1 + i % 4} -1 -1 {1 + i % 4} {200 - i} -1 1 {i % 3} {i % 2} -1 -1 -1 -1 -1\n"
+        for i in range(1, 20)))
+    out_w, out_l = tmp_path / "w", tmp_path / "l"
+    assert main(["run", "--data", str(trace), "--policy", "weighted", "--weights", "size=1", "--backfill", "easy",
+                 "--out", str(out_w), "--quiet"]) == 0
+    assert main(["run", "--data", str(trace), "--policy", "ljf", "--backfill", "easy", "--out", str(out_l),
+                 "--quiet"]) == 0
+    import pandas as pd
+
+    a = pd.read_parquet(out_w / "jobs.parquet")["sim_start_time"]
+    b = pd.read_parquet(out_l / "jobs.parquet")["sim_start_time"]
+    assert a.equals(b)
+    assert main(["run", "--data", str(trace), "--policy", "weighted", "--weights", "bogus=1", "--out",
+                 str(tmp_path / "x"), "--quiet"]) == 2

@@ -1,0 +1,160 @@
+"""Aggregation (exact statistics with Dask), rank statistics and the HTML report."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sweep.aggregate import STAT_COLUMNS, aggregate, exact_stats
+from sweep.api import run_sweep
+from sweep.cli import main
+from sweep.ranking import block_ranks, bootstrap_mean_rank, kendall_w, win_matrix
+from sweep.report import report_sections
+from test_sweep_support import write_spec
+
+
+# ------------------------------------------------------------------------------ exact statistics
+def test_exact_stats_match_numpy():
+    rng = np.random.default_rng(3)
+    v = rng.normal(size=101)
+    s = exact_stats(np.append(v, np.nan))
+    assert s["n"] == 101
+    assert s["median"] == np.median(v) and s["min"] == v.min() and s["max"] == v.max()
+    assert s["std"] == pytest.approx(np.std(v, ddof=1))
+    assert s["q05"] == np.quantile(v, 0.05) and s["q95"] == np.quantile(v, 0.95)
+    assert np.isnan(exact_stats(np.array([1.0]))["std"])
+    assert exact_stats(np.array([np.nan]))["n"] == 0
+
+
+def test_dask_aggregate_equals_pandas(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = []
+    for ds in ("a", "b"):
+        for pol in ("fcfs", "sjf", "ljf"):
+            for seed in range(7):
+                rows.append({"key": f"{ds}{pol}{seed}", "dataset": ds, "window": "w", "policy": pol,
+                             "backfill": "easy", "seed": seed, "wait_mean_s": rng.exponential(100),
+                             "utilization": rng.uniform()})
+    df = pd.DataFrame(rows)
+    df.to_parquet(tmp_path / "runs.parquet", index=False)
+    agg = aggregate(tmp_path / "runs.parquet", ["dataset", "window", "policy", "backfill"],
+                    ["wait_mean_s", "utilization"], npartitions=3)
+    assert list(agg.columns) == ["dataset", "window", "policy", "backfill", "metric", *STAT_COLUMNS]
+    assert len(agg) == 2 * 3 * 2
+    for _, r in agg.iterrows():
+        v = df[(df.dataset == r.dataset) & (df.policy == r.policy)][r.metric].to_numpy()
+        assert r["n"] == 7
+        assert r["q95"] == np.quantile(v, 0.95) and r["median"] == np.median(v)
+        assert r["std"] == pytest.approx(v.std(ddof=1))
+
+
+# ------------------------------------------------------------------------------ rank statistics
+def test_kendall_w_known_values():
+    # perfect agreement
+    r = np.array([[1, 2, 3, 4]] * 5, dtype=float)
+    assert kendall_w(r)["W"] == pytest.approx(1.0)
+    # two raters in exact opposition: W = 0
+    assert kendall_w(np.array([[1, 2, 3], [3, 2, 1]], dtype=float))["W"] == pytest.approx(0.0)
+    # ties: identical tied rankings agree perfectly only with the tie correction
+    t = np.array([[1.5, 1.5, 3, 4]] * 3)
+    assert kendall_w(t)["W"] == pytest.approx(1.0)
+    # hand-computed example: m=3, n=4
+    x = np.array([[1, 2, 3, 4], [2, 1, 3, 4], [1, 3, 2, 4]], dtype=float)
+    R = x.sum(axis=0)
+    S = ((R - R.mean()) ** 2).sum()
+    assert kendall_w(x)["W"] == pytest.approx(12 * S / (9 * (64 - 4)))
+    assert np.isnan(kendall_w(np.array([[1.0, 2.0]]))["W"])  # one rater
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), min_size=5, max_size=5), min_size=2, max_size=6))
+def test_kendall_w_in_unit_interval(rows):
+    ranks = block_ranks(np.array(rows, dtype=float), "min")
+    w = kendall_w(ranks)["W"]
+    assert np.isnan(w) or 0.0 <= w <= 1.0
+
+
+def test_block_ranks_direction_ties_and_nan():
+    v = np.array([[3.0, 1.0, 1.0, np.nan]])
+    assert block_ranks(v, "min").tolist() == [[3.0, 1.5, 1.5, 4.0]]
+    assert block_ranks(v, "max").tolist() == [[1.0, 2.5, 2.5, 4.0]]
+
+
+def test_bootstrap_is_seeded_and_brackets_mean():
+    rng = np.random.default_rng(1)
+    ranks = block_ranks(rng.normal(size=(10, 4)), "min")
+    a = bootstrap_mean_rank(ranks, 500, seed=7)
+    b = bootstrap_mean_rank(ranks, 500, seed=7)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    mean, lo, hi = a
+    assert np.all(lo <= mean + 1e-12) and np.all(mean <= hi + 1e-12)
+
+
+def test_win_matrix():
+    v = np.array([[1.0, 2.0, 2.0], [3.0, 2.0, 1.0]])
+    w = win_matrix(v, "min")
+    assert w[0, 1] == 0.5 and w[1, 0] == 0.5 and w[1, 2] == 0.0 and w[2, 1] == 0.5
+    assert np.isnan(w[0, 0])
+
+
+# ------------------------------------------------------------------------------ the report
+@pytest.fixture(scope="module")
+def small_sweep(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rep")
+    spec = write_spec(d, seeds=3, extra='timeline = { dataset = "tiny", window = "all", seed = 1 }',
+                      policies=("fcfs", "sjf", "ljf"), backfills=("none", "easy"))
+    return run_sweep(spec, backend="local")
+
+
+def test_report_has_every_section(small_sweep):
+    res = small_sweep
+    assert res.report is not None and res.report.name == "index.html"
+    html = res.report.read_text()
+    for sid in report_sections():
+        assert f'id="{sid}"' in html, sid
+    # self-contained: every image embedded, no external resource
+    imgs = re.findall(r'<img [^>]*src="([^"]+)"', html)
+    assert imgs and all(s.startswith("data:image/png;base64,") for s in imgs)
+    assert "http://" not in html.split("<body>")[0] and "<script" not in html
+    assert "Kendall and B. Babington Smith" in html and "1939" in html
+    assert "(assumed)" in html  # generic header system: power assumed
+    assert "twinsweep test cluster" in html  # provenance from the trace header
+    assert "fcfs+easy" in html and "ljf+none" in html
+    rep = res.out / "report"
+    for f in ("ranks.csv", "wins.csv", "kendall_w.csv", "runs.csv", "box_bsld_mean.png",
+              "box_peak_power_w.png", "timeline_tiny_all_seed1.png", "wins_tiny_bsld_mean.png"):
+        assert (rep / f).exists(), f
+    ranks = pd.read_csv(rep / "ranks.csv")
+    assert set(ranks["variant"]) == {f"{p}+{b}" for p in ("fcfs", "sjf", "ljf") for b in ("none", "easy")}
+    assert ((ranks["ci_low"] <= ranks["mean_rank"] + 1e-9) & (ranks["mean_rank"] <= ranks["ci_high"] + 1e-9)).all()
+    kw = pd.read_csv(rep / "kendall_w.csv")
+    assert (kw["seeds (m)"] == 3).all() and (kw["variants (n)"] == 6).all()
+    agg = pd.read_csv(res.out / "aggregate.csv")
+    assert {"wait_mean_s", "wait_p95_s", "bsld_mean", "awrt_s", "utilization", "facility_energy_j", "edp_js",
+            "peak_power_w", "ramp_1min_max_w", "ramp_1min_p95_w", "ramp_15min_max_w",
+            "ramp_15min_p95_w"} <= set(agg["metric"])
+    assert (agg["n"] == 3).all()
+
+
+def test_report_cli_rebuilds(small_sweep, capsys):
+    (small_sweep.out / "report" / "index.html").unlink()
+    assert main(["report", str(small_sweep.out)]) == 0
+    assert "report:" in capsys.readouterr().out
+    assert (small_sweep.out / "report" / "index.html").exists()
+
+
+def test_report_cli_on_empty_folder(tmp_path, capsys):
+    assert main(["report", str(tmp_path)]) == 2
+    assert "no sweep results here" in capsys.readouterr().err
+
+
+def test_sweep_cli_prints_report_path(tmp_path, capsys):
+    spec = write_spec(tmp_path, seeds=1, policies=("fcfs",), backfills=("none", "easy"))
+    assert main(["sweep", str(spec), "--backend", "local", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "2 run(s) done now" in out and "report:" in out and "index.html" in out

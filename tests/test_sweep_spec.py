@@ -1,0 +1,200 @@
+"""Study specs: parsing, clear errors for bad specs, deterministic expansion and stable keys."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from core.errors import ConfigError
+from sweep.expand import expand, grid_size, load_datasets
+from sweep.spec import load_spec, parse_spec
+from test_sweep_support import write_spec, write_swf
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+
+def _doc(**over):
+    doc = {
+        "study": {"name": "s", "seeds": 2},
+        "datasets": [{"name": "d", "trace": "x.swf", "windows": [{"name": "w", "start": "1h", "duration": "2d"}]}],
+        "grid": {"policy": ["fcfs", "sjf"], "backfill": ["none", "easy"]},
+    }
+    for k, v in over.items():
+        doc[k] = v
+    return doc
+
+
+def test_parse_full_spec(tmp_path):
+    spec = parse_spec(_doc(perturbation={"runtime_sigma": 0.2, "submit_jitter": "5m"},
+                           rank={"wait_mean_s": "min", "utilization": "max"},
+                           backend={"name": "local", "workers": 2}))
+    assert spec.seeds == (0, 1)
+    assert spec.perturbation.runtime_sigma == 0.2 and spec.perturbation.submit_jitter_s == 300
+    assert spec.datasets[0].windows[0].start == 3600 and spec.datasets[0].windows[0].duration == 172800
+    assert spec.rank == (("wait_mean_s", "min"), ("utilization", "max"))
+    assert spec.primary_metric == ("wait_mean_s", "min")
+    assert spec.axis_names == ("policy", "backfill")
+    assert spec.backend.name == "local" and spec.backend.workers == 2
+    assert spec.with_overrides(output="o", backend="ray").backend.name == "ray"
+
+
+def test_example_and_quickstart_specs_parse():
+    for name in ("example.toml", "quickstart.toml"):
+        spec = load_spec(REPO / "studies" / name)
+        assert spec.datasets and grid_size(spec)["runs"] > 0
+
+
+@pytest.mark.parametrize("over, needle", [
+    ({"grid": {"policy": ["fifo"]}}, "grid.policy: 'fifo' is not allowed; allowed:"),
+    ({"grid": {"backfill": ["eazy"]}}, "grid.backfill: 'eazy' is not allowed; allowed: none, firstfit, easy, conservative"),
+    ({"grid": {"colour": ["red"]}}, "grid: unknown axis 'colour'; allowed: policy, backfill, kill, sample_period"),
+    ({"grid": {"kill": ["yes"]}}, "grid.kill: values must be true or false"),
+    ({"grid": {"sample_period": ["1 fortnight"]}}, "grid.sample_period"),
+    ({"rank": {"wait": "min"}}, "rank: 'wait' is not allowed; allowed: wait_mean_s"),
+    ({"rank": {"wait_mean_s": "down"}}, "rank.wait_mean_s: 'down' is not allowed; allowed: min, max"),
+    ({"backend": {"name": "dask"}}, "backend.name: 'dask' is not allowed; allowed: local, ray"),
+    ({"backend": {"name": "local", "address": "auto"}}, "backend.address"),
+    ({"backend": {"workers": 0}}, "backend.workers: must be >= 1"),
+    ({"study": {"seeds": 0}}, "study.seeds: must be >= 1"),
+    ({"study": {"seeds": [1, 1]}}, "study.seeds: need distinct seeds"),
+    ({"study": {"retries": -1}}, "study.retries: must be >= 0"),
+    ({"study": {"bogus": 1}}, "study: unknown key(s) ['bogus']; allowed: name, description, output, seeds, retries"),
+    ({"perturbation": {"runtime_sigma": -1}}, "perturbation.runtime_sigma: expected a number >= 0"),
+    ({"perturbation": {"jitter": 3}}, "perturbation: unknown key(s) ['jitter']"),
+    ({"datasets": []}, "datasets: the study needs at least one"),
+    ({"datasets": [{"name": "d"}]}, "datasets[0]: missing required key 'trace'"),
+    ({"datasets": [{"trace": "a", "windows": [{"start": "yesterday"}]}]}, "datasets[0].windows[0].start"),
+    ({"datasets": [{"trace": "a", "windows": [{"duration": 0}]}]}, "datasets[0].windows[0].duration: must be > 0"),
+    ({"datasets": [{"trace": "a", "name": "x"}, {"trace": "b", "name": "x"}]}, "duplicate dataset name(s) ['x']"),
+    ({"report": {"timeline": {"dataset": "nope"}}}, "report.timeline.dataset: 'nope' is not allowed; allowed: d"),
+    ({"report": {"timeline": {"seed": 9}}}, "report.timeline.seed: 9 is not allowed; allowed: 0, 1"),
+    ({"extra": {}}, "study spec: unknown key(s) ['extra']"),
+])
+def test_bad_specs_name_key_and_allowed_values(over, needle):
+    with pytest.raises(ConfigError) as ei:
+        parse_spec(_doc(**over))
+    assert needle in str(ei.value)
+
+
+def test_bad_toml_file_names_file(tmp_path):
+    p = tmp_path / "bad.toml"
+    p.write_text("[study\nname = 1")
+    with pytest.raises(ConfigError, match="bad.toml: not valid TOML"):
+        load_spec(p)
+    p.write_text('[grid]\npolicy = ["fifo"]\n[[datasets]]\ntrace = "x"\n')
+    with pytest.raises(ConfigError, match=r"bad.toml: grid.policy: 'fifo'"):
+        load_spec(p)
+
+
+def test_cli_bad_spec_exits_2_with_message(tmp_path):
+    p = tmp_path / "bad.toml"
+    p.write_text('[[datasets]]\ntrace = "x"\n[backend]\nname = "slurmish"\n')
+    r = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", str(p), "--dry-run"], capture_output=True,
+                       text=True, cwd=REPO)
+    assert r.returncode == 2
+    assert "backend.name: 'slurmish' is not allowed; allowed: local, ray" in r.stderr
+
+
+def test_missing_trace_is_a_config_error(tmp_path):
+    spec = parse_spec(_doc(datasets=[{"name": "d", "trace": str(tmp_path / "nope.swf")}]))
+    with pytest.raises(ConfigError, match="nope.swf"):
+        load_datasets(spec)
+
+
+def _keys_in_subprocess(spec_path: Path) -> list[str]:
+    code = textwrap.dedent(f"""
+        import json
+        from sweep.api import plan_sweep
+        _, _, items = plan_sweep({str(spec_path)!r})
+        print(json.dumps([[it.key, it.dataset, it.window, dict(it.axes), it.seed] for it in items]))
+    """)
+    env = dict(os.environ, PYTHONHASHSEED="123")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env, check=True)
+    return json.loads(r.stdout)
+
+
+def test_expansion_order_and_keys_stable_across_processes(tmp_path):
+    spec_path = write_spec(tmp_path, seeds=2, windows='[{name = "a", start = 0, duration = "1h"}, '
+                                                     '{name = "b", start = "30m", duration = "1h"}]')
+    spec = load_spec(spec_path)
+    items = expand(spec, load_datasets(spec))
+    assert len(items) == grid_size(spec)["runs"] == 2 * 2 * 2 * 2
+    here = [[it.key, it.dataset, it.window, dict(it.axes), it.seed] for it in items]
+    # order: window, then policy, backfill (last axis fastest), then seed
+    assert [(r[2], r[3]["policy"], r[3]["backfill"], r[4]) for r in here[:5]] == [
+        ("a", "fcfs", "none", 0), ("a", "fcfs", "none", 1), ("a", "fcfs", "easy", 0), ("a", "fcfs", "easy", 1),
+        ("a", "sjf", "none", 0)]
+    assert len({r[0] for r in here}) == len(here)
+    assert _keys_in_subprocess(spec_path) == json.loads(json.dumps(here))
+    # the key is RunConfig.key(workload checksum) and changes with the trace's content
+    ds = load_datasets(spec)["tiny"]
+    assert items[0].key == items[0].config.key(ds.workload.checksum)
+    write_swf(tmp_path / "tiny.swf", n_jobs=41)
+    assert expand(spec, load_datasets(spec))[0].key != items[0].key
+
+
+def test_identical_windows_rejected(tmp_path):
+    spec_path = write_spec(tmp_path, windows='[{name = "a", start = 0, duration = "1h"}, '
+                                             '{name = "b", start = 0, duration = "1h"}]')
+    spec = load_spec(spec_path)
+    with pytest.raises(ConfigError, match="identical runs"):
+        expand(spec, load_datasets(spec))
+
+
+def test_dry_run_cli_prints_size_and_keys(tmp_path):
+    spec_path = write_spec(tmp_path, seeds=2)
+    r = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", str(spec_path), "--dry-run"],
+                       capture_output=True, text=True, cwd=REPO, check=True)
+    assert "1 window(s) x 4 grid point(s) x 2 seed(s) = 8 runs" in r.stdout
+    assert "0 complete, 8 to run" in r.stdout
+    assert not (tmp_path / "out").exists()
+
+
+def test_datetime_window_and_option_axes(tmp_path):
+    # UnixStartTime of the test trace is 1000000000 = 2001-09-09T01:46:40Z
+    spec_path = write_spec(tmp_path, seeds=1, windows='[{name = "d", start = 2001-09-09T02:16:40Z, duration = "1h"}]')
+    text = spec_path.read_text().replace('sample_period = ["60s"]',
+                                         'sample_period = ["60s"]\nkill = [true, false]\n"options.alpha" = [1, 2]')
+    spec_path.write_text(text)
+    spec = load_spec(spec_path)
+    assert spec.axis_names == ("policy", "backfill", "sample_period", "kill", "options.alpha")
+    items = expand(spec, load_datasets(spec))
+    assert len(items) == 2 * 2 * 2 * 2
+    assert {it.config.start for it in items} == {1800}
+    assert {it.config.options for it in items} == {(("alpha", 1),), (("alpha", 2),)}
+    assert {it.config.kill for it in items} == {True, False}
+    assert items[0].label()["options.alpha"] == 1
+
+
+def test_real_trace_window_end_to_end(tmp_path, data_path):
+    data_path("pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz")  # skips locally when the data is absent
+    from sweep.api import run_sweep
+
+    p = tmp_path / "kth.toml"
+    p.write_text(textwrap.dedent(f"""
+        [study]
+        output = "{tmp_path / 'out'}"
+        [[datasets]]
+        name = "kth"
+        trace = "pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz"
+        windows = [{{ name = "d", start = "144d", duration = "12h" }}]
+        [grid]
+        policy = ["fcfs"]
+        backfill = ["none", "easy"]
+        [backend]
+        name = "local"
+    """))
+    res = run_sweep(p, report=False)
+    assert res.ran == 2 and not res.failed
+    ds = json.loads((tmp_path / "out" / "datasets.json").read_text())["kth"]
+    assert ds["system"]["name"] == "kth-sp2"  # the named system listing this trace
+    assert "Parallel Workloads Archive" in ds["provenance"]
+    t = res.table()
+    assert list(t["backfill"].sort_values()) == ["easy", "none"] and (t["start"] == 144 * 86400).all()

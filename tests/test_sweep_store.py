@@ -1,0 +1,167 @@
+"""Result store: atomic run folders, resume after kill -9, failures recorded and retried."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sweep.api import run_sweep
+from sweep.store import ResultStore, StoreBusyError, commit_run_dir
+from test_sweep_support import flaky_run, run_files, write_spec, write_swf
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+
+def test_commit_run_dir_is_atomic(tmp_path):
+    runs = tmp_path / "runs"
+
+    def boom(d: Path):
+        (d / "a.txt").write_text("half")
+        raise RuntimeError("crash while writing")
+
+    with pytest.raises(RuntimeError):
+        commit_run_dir(runs, "k1", boom)
+    assert list(runs.iterdir()) == []  # nothing half-written is left, under any name
+    assert commit_run_dir(runs, "k1", lambda d: (d / "a.txt").write_text("ok")) == "written"
+    assert (runs / "k1" / "a.txt").read_text() == "ok"
+    assert commit_run_dir(runs, "k1", lambda d: (d / "a.txt").write_text("again")) == "exists"
+    assert (runs / "k1" / "a.txt").read_text() == "ok"
+    assert [p.name for p in runs.iterdir()] == ["k1"]
+
+
+def test_lock_refuses_a_second_sweep(tmp_path):
+    store = ResultStore(tmp_path / "o")
+    with store.locked():
+        with pytest.raises(StoreBusyError, match="another sweep is writing here"):
+            with ResultStore(tmp_path / "o").locked():
+                pass
+    with store.locked():  # released
+        pass
+
+
+def _killed_sweep(spec_path: Path, kill_after: int, sig: int = signal.SIGKILL) -> int:
+    """Start a sweep in a subprocess (slow runs), send ``sig`` once ``kill_after`` runs are complete."""
+    code = textwrap.dedent(f"""
+        from sweep.api import run_sweep
+        from test_sweep_support import slow_run
+        run_sweep({str(spec_path)!r}, backend="local", run_fn=slow_run, report=False)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), str(REPO)]), TWINSWEEP_TEST_SLEEP="0.25")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env)
+    runs = spec_path.parent / "out" / "runs"
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            done = [p for p in runs.iterdir() if not p.name.startswith(".")] if runs.exists() else []
+            if len(done) >= kill_after:
+                break
+            if proc.poll() is not None:
+                raise AssertionError("the sweep finished before it could be killed")
+            time.sleep(0.02)
+        time.sleep(0.1)  # most likely in the middle of the next run
+        os.kill(proc.pid, sig)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    if sig == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL
+    return len([p for p in runs.iterdir() if not p.name.startswith(".")])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
+def test_killed_sweep_resumes_only_missing_runs(tmp_path, sig):
+    # reference: uninterrupted sweep (both sweeps read the same trace file: jobs.parquet records its path)
+    trace = write_swf(tmp_path / "tiny.swf")
+    ref_dir = tmp_path / "ref"
+    ref_dir.mkdir()
+    ref = run_sweep(write_spec(ref_dir, seeds=3, trace=trace), backend="local", report=False)
+    assert ref.ran == ref.planned == 12 and not ref.failed
+
+    work = tmp_path / "work"
+    work.mkdir()
+    spec_path = write_spec(work, seeds=3, trace=trace)
+    n_before = _killed_sweep(spec_path, kill_after=4, sig=sig)
+    assert 4 <= n_before < 12
+    runs = work / "out" / "runs"
+    if sig == signal.SIGINT:  # Ctrl-C: the sweep stops cleanly and indexes what is complete
+        assert not [p for p in runs.iterdir() if p.name.startswith(".")]
+        assert len(pd.read_parquet(work / "out" / "runs.parquet")) == n_before
+    before = {p.name: p.stat().st_ino for p in runs.iterdir() if not p.name.startswith(".")}
+
+    res = run_sweep(spec_path, backend="local", report=False)
+    assert res.skipped == n_before
+    assert res.ran == 12 - n_before  # only the missing runs ran
+    after = {p.name: p.stat().st_ino for p in runs.iterdir()}
+    assert not [k for k in after if k.startswith(".")]  # leftovers of the killed run are cleaned
+    assert all(after[k] == ino for k, ino in before.items())  # complete runs untouched
+    assert len(after) == 12
+
+    # same results as the uninterrupted sweep, byte for byte
+    assert (work / "out" / "runs.parquet").read_bytes() == (ref_dir / "out" / "runs.parquet").read_bytes()
+    pd.testing.assert_frame_equal(pd.read_parquet(work / "out" / "runs.parquet"),
+                                  pd.read_parquet(ref_dir / "out" / "runs.parquet"))
+    assert run_files(work / "out") == run_files(ref_dir / "out")
+
+    # a third call has nothing to do
+    again = run_sweep(spec_path, backend="local", report=False)
+    assert again.ran == 0 and again.skipped == 12
+
+
+def test_failing_runs_are_recorded_and_retried(tmp_path):
+    spec_path = write_spec(tmp_path, seeds=3, retries=2)
+    res = run_sweep(spec_path, backend="local", run_fn=flaky_run, report=True)
+    # seed 2 + sjf fails always (2 backfills), the others succeed (seed 1 on its second attempt)
+    assert res.planned == 12
+    assert len(res.failed) == 2
+    assert res.ran == 10
+    store = ResultStore(tmp_path / "out")
+    assert store.failed_keys() == set(res.failed)
+    for key in res.failed:
+        doc = store.failure(key)
+        assert doc["key"] == key
+        assert "RuntimeError: injected permanent failure" in doc["error"]
+        assert "Traceback" in doc["traceback"] and "flaky_run" in doc["traceback"]
+        assert [a["attempt"] for a in doc["attempts"]] == [1, 2, 3]  # 1 + retries
+        assert doc["info"]["policy"] == "sjf" and doc["info"]["seed"] == 2
+        assert not store.is_done(key)
+    # transient failures were retried and left no failure record
+    attempts = {p.name: int(p.read_text()) for p in (tmp_path / "out" / "attempts").iterdir()}
+    seed1 = [json.loads((store.run_dir(k) / "sweep.json").read_text()) for k in store.done_keys()]
+    assert all(attempts[s["key"]] == 2 for s in seed1 if s["seed"] == 1)
+    table = pd.read_parquet(tmp_path / "out" / "runs.parquet")
+    assert len(table) == 10 and set(table["key"]).isdisjoint(res.failed)
+    html = res.report.read_text()
+    assert "injected permanent failure" in html
+
+    # a later sweep retries the failed runs; once they succeed their failure record goes away
+    res2 = run_sweep(spec_path, backend="local", report=False)
+    assert res2.ran == 2 and not res2.failed
+    assert store.failed_keys() == set() and not any((tmp_path / "out" / "failed").iterdir())
+    assert len(pd.read_parquet(tmp_path / "out" / "runs.parquet")) == 12
+
+
+def test_leftovers_are_ignored_then_cleaned(tmp_path):
+    store = ResultStore(tmp_path / "o").create()
+    (store.runs_dir / ".tmp-abc-host-1-x").mkdir()
+    (store.runs_dir / ".tmp-abc-host-1-x" / "jobs.parquet").write_bytes(b"half")
+    (store.runs_dir / "done1").mkdir()
+    (store.failed_dir / "k").mkdir()
+    (store.failed_dir / "k" / ".tmp-error.json-1").write_text("{")
+    (store.root / ".tmp-runs.parquet-1").write_bytes(b"")
+    assert store.done_keys() == {"done1"}
+    with store.locked():
+        assert store.clean_tmp() == 3
+    assert sorted(p.name for p in store.runs_dir.iterdir()) == ["done1"]
+    assert not list((store.failed_dir / "k").iterdir())

@@ -1,0 +1,192 @@
+"""``twinsweep tune`` (sweep/tune.py): resume without repeating finished trials, Pareto sets,
+outputs, spec validation. Tiny synthetic trace, serial local backend."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import numpy as np
+import optuna
+import pytest
+
+from core.errors import ConfigError
+from sweep.tune import load_tune_spec, pareto_front, run_tune
+
+
+def _trace(path, n=120, seed=7):
+    rng = np.random.default_rng(seed)
+    lines = ["; MaxNodes: 16", "; MaxProcs: 16"]
+    t = 0
+    for i in range(1, n + 1):
+        t += int(rng.integers(60, 1400))
+        run = int(rng.integers(60, 4000))
+        procs = int(rng.choice([1, 2, 4, 8, 16]))
+        req = int(run * rng.uniform(1.0, 3.0))
+        lines.append(f"{i} {t} -1 {run} {procs} -1 -1 {procs} {req} -1 1 {i % 7} {i % 3} -1 -1 -1 -1 -1")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _spec(tmp_path, objectives='{ bsld_mean = "min" }', trials=3, extra=""):
+    trace = _trace(tmp_path / "tiny.swf")
+    p = tmp_path / "tune.toml"
+    p.write_text(textwrap.dedent(f"""
+        [study]
+        name = "tiny-tune"
+        output = "{tmp_path / 'out'}"
+        seeds = [0, 1]
+        [perturbation]
+        runtime_sigma = 0.3
+        [[datasets]]
+        name = "tiny"
+        trace = "{trace}"
+        windows = [{{ name = "w1", start = "0d", duration = "20h" }}, {{ name = "w2", start = "20h", duration = "20h" }}]
+        [grid]
+        policy = ["weighted"]
+        backfill = ["easy"]
+        [backend]
+        name = "local"
+        workers = 1
+        [tune]
+        trials = {trials}
+        objectives = {objectives}
+        sampler_seed = 3
+        train_windows = ["w1"]
+        {extra}
+        [tune.params]
+        "options.w_age" = {{ low = 0.0, high = 1.0 }}
+        "options.w_size" = {{ low = -1.0, high = 1.0 }}
+        "options.w_tlimit" = {{ low = 0.0, high = 1.0 }}
+    """))
+    return p
+
+
+class Counter:
+    """Run function that records the keys it simulates and can stop the tuning after n calls."""
+
+    def __init__(self, stop_after=None):
+        self.keys, self.stop_after = [], stop_after
+
+    def __call__(self, payload, shared):
+        from sweep.runner import execute_run
+
+        if self.stop_after is not None and len(self.keys) >= self.stop_after:
+            raise KeyboardInterrupt
+        self.keys.append(payload["key"])
+        return execute_run(payload, shared)
+
+
+def _study(out, name="tiny-tune"):
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    return optuna.load_study(study_name=name, storage=JournalStorage(JournalFileBackend(str(out / "optuna.journal"))))
+
+
+def test_resume_without_repeating_finished_trials(tmp_path):
+    spec = _spec(tmp_path, trials=3)
+    out = tmp_path / "out"
+    first = Counter(stop_after=5)  # trials 0 and 1 (2 runs each: w1 x 2 seeds) finish, trial 2 is cut
+    with pytest.raises(KeyboardInterrupt):
+        run_tune(spec, run_fn=first, test=False)
+    study = _study(out)
+    states = [t.state for t in study.trials]
+    assert states == [optuna.trial.TrialState.COMPLETE] * 2 + [optuna.trial.TrialState.RUNNING]
+    done_keys = {k for t in study.trials[:2] for k in t.user_attrs["run_keys"]}
+    values_before = [t.values for t in study.trials[:2]]
+    cut_params = study.trials[2].params
+    assert study.trials[0].user_attrs["seeds"] == [0, 1]
+    assert study.trials[0].user_attrs["windows"] == ["tiny/w1"]
+
+    second = Counter()
+    res = run_tune(spec, run_fn=second, trials=4, test=False)
+    assert res.complete == 4 and not res.interrupted
+    assert not done_keys & set(second.keys), "finished trials were run again"
+    # the cut trial is evaluated again with its parameters; its finished run is reused: 1 + 2 new runs
+    assert len(second.keys) == 3 and res.executed == 3
+    study = _study(out)
+    assert [t.values for t in study.trials[:2]] == values_before
+    assert study.trials[2].state == optuna.trial.TrialState.FAIL and study.trials[2].user_attrs["interrupted"]
+    assert study.trials[3].params == cut_params and study.trials[3].user_attrs["resumed_from"] == 2
+    # nothing left to do: a third call evaluates no trial and simulates nothing
+    third = Counter()
+    res = run_tune(spec, run_fn=third, trials=4, test=False)
+    assert res.ran_trials == 0 and third.keys == []
+
+
+def test_multi_objective_pareto(tmp_path):
+    spec = _spec(tmp_path, objectives='{ ramp_15min_p95_w = "min", bsld_mean = "min" }', trials=8)
+    res = run_tune(spec)
+    assert res.complete == 8
+    best = res.best
+    assert best, "no Pareto set"
+    vals = [tuple(b["values"]) for b in best]
+    assert sorted(pareto_front(vals, ["minimize", "minimize"])) == list(range(len(vals)))  # mutually non-dominated
+    study = _study(tmp_path / "out")
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    numbers = {b["number"] for b in best}
+    for t in done:  # every other trial is dominated by a member of the set
+        if t.number in numbers:
+            continue
+        assert any(all(b[k] <= t.values[k] for k in range(2)) and any(b[k] < t.values[k] for k in range(2))
+                   for b in vals)
+    # test window values for each winner, outputs written
+    for b in best:
+        assert b["test_windows"] == ["tiny/w2"] and len(b["test_values"]) == 2
+    out = tmp_path / "out"
+    for name in ("best.json", "trials.csv", "pareto.png", "winners.toml"):
+        assert (out / name).exists(), name
+    doc = json.loads((out / "best.json").read_text())
+    assert doc["sampler"] == "nsga2" and doc["seeds"] == [0, 1] and len(doc["best"]) == len(best)
+    # winners.toml is a valid study spec with one grid point per winner, on all windows
+    from sweep.api import plan_sweep
+    from sweep.spec import load_spec
+
+    _, _, items = plan_sweep(load_spec(out / "winners.toml"))
+    assert len(items) == len(best) * 2 * 2  # winners x windows x seeds
+
+
+def test_single_objective_history_and_sqlite(tmp_path):
+    spec = _spec(tmp_path, trials=3)
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    res = run_tune(spec, storage=url)
+    assert res.storage == url and res.complete == 3 and len(res.best) == 1
+    assert (tmp_path / "out" / "history.png").exists()
+    b = res.best[0]
+    assert b["values"][0] == min(t.values[0] for t in optuna.load_study(study_name="tiny-tune", storage=url).trials)
+    assert len(b["test_values"]) == 1
+
+
+def test_pareto_front_helper():
+    pts = [(1, 5), (2, 2), (5, 1), (3, 3), (2, 2)]
+    assert pareto_front(pts, ["minimize", "minimize"]) == [0, 1, 2, 4]
+    assert pareto_front([(1, 1), (2, 2)], ["maximize", "maximize"]) == [1]
+
+
+@pytest.mark.parametrize("extra_grid, params, tune_extra, match", [
+    ('policy = ["weighted", "fcfs"]', '"options.w_age" = { low = 0.0, high = 1.0 }', "", "fixes every grid axis"),
+    ("", '"w_age" = { low = 0.0, high = 1.0 }', "", "options.<name>"),
+    ("", '"options.w_age" = { low = 1.0, high = 0.0 }', "", "low must be < high"),
+    ("", '"options.w_age" = { low = 0.0, high = 1.0 }', 'objectives = ["speed"]', "not a metric"),
+    ("", '"options.w_age" = { low = 0.0, high = 1.0 }', 'train_windows = ["nope"]', "no window 'nope'"),
+])
+def test_spec_errors(tmp_path, extra_grid, params, tune_extra, match):
+    trace = _trace(tmp_path / "t.swf", n=10)
+    grid = extra_grid or 'policy = ["weighted"]'
+    obj = "" if "objectives" in tune_extra else 'objectives = ["bsld_mean"]'
+    p = tmp_path / "bad.toml"
+    p.write_text(f'[study]\nname = "x"\n[[datasets]]\ntrace = "{trace}"\n[grid]\n{grid}\n'
+                 f'[tune]\n{obj}\n{tune_extra}\n[tune.params]\n{params}\n')
+    with pytest.raises(ConfigError, match=match):
+        load_tune_spec(p)
+
+
+def test_cli_tune(tmp_path, capsys):
+    from sweep.cli import main
+
+    spec = _spec(tmp_path, trials=2)
+    assert main(["tune", str(spec), "--trials", "2", "--out", str(tmp_path / "cli")]) == 0
+    out = capsys.readouterr().out
+    assert "best trial" in out and "optuna-dashboard" in out
+    assert (tmp_path / "cli" / "best.json").exists()
