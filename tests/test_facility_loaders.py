@@ -359,3 +359,35 @@ def test_eurora_bad_line(tmp_path):
     with pytest.raises(TraceFormatError) as e:
         load_workload(p, format="eurora")
     assert e.value.line == 4
+
+
+# ----------------------------------------------------------------------------------------- Lassen RAPS snapshot
+
+def test_lassen_raps_snapshot_rows(tmp_path):
+    cols = ("job_id,account_hash,name_hash,nodes_required,scheduled_nodes,submit_time_s,start_time_s,end_time_s,"
+            "time_limit_s,wall_time_s,trace_quanta_s,trace_start_time_s,trace_end_time_s,n_samples,cpu_util_mean,"
+            "cpu_util_min,cpu_util_max,gpu_util_mean,gpu_util_min,gpu_util_max,net_tx_mean,net_rx_mean")
+    p = tmp_path / "snap_summary.csv"
+    p.write_text(cols + "\n"
+                 "7,acct1,n1,2,805 12,100.0,200.0,260.0,3600.0,60.0,20,200.0,260.0,3,1.5,1.5,1.5,2.0,2.0,2.0,1.0,2.0\n"
+                 "8,acct2,n2,1,40,150.0,300.0,320.0,600.0,20.0,20,300.0,320.0,1,0.2,0.2,0.2,0.0,0.0,0.0,0.0,0.0\n")
+    assert detect_format(read_trace(p)) == "lassen-raps"
+    wl = load_workload(p)
+    assert wl.epoch == 1566432000 - 31497370
+    a = row(wl, 7)
+    assert (a.submit_time, a.start_time, a.end_time, a.run_time, a.time_limit) == (100, 200, 260, 60, 3600)
+    # RAPS indexes 12, 40, 805 -> ranks 0, 1, 2
+    assert a.node_ids == [0, 2] and row(wl, 8).node_ids == [1] and a.raps_nodes == [805, 12]
+    assert a.cpu_util == pytest.approx(0.75) and a.gpu_util == pytest.approx(0.5)  # 1.5 of 2 sockets, 2 of 4 GPUs
+    assert a.user == "acct1" and a.account == "acct1" and a.status == "unknown"
+    pq = tmp_path / "snap.parquet"
+    df = pd.read_csv(p, dtype={"scheduled_nodes": str})
+    df["scheduled_nodes"] = [[805, 12], [40]]
+    df["cpu_trace"] = [[1.5, 1.5, 1.5], [0.2]]
+    df["gpu_trace"] = [[2.0, 2.0, 2.0], [0.0]]
+    df.to_parquet(pq, index=False)
+    wl2 = load_workload(pq)
+    assert row(wl2, 7).node_ids == [0, 2]
+    assert wl2.traces["7"]["period"] == 20
+    np.testing.assert_allclose(wl2.traces["7"]["cpu_util"], [0.75] * 3)
+    np.testing.assert_allclose(wl2.traces["7"]["gpu_util"], [0.5] * 3)

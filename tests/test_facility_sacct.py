@@ -127,6 +127,11 @@ def test_node_indexes_rank_hostnames_of_the_dump(tmp_path):
     assert job(wl, "1001_1").node_ids == [10]
 
 
+def test_duplicate_rows_keep_the_first(tmp_path):
+    wl = load_workload(dump(tmp_path, rows=ROWS + [ROWS[0].replace("COMPLETED", "REQUEUED")]))
+    assert job(wl, "1000").status == "completed" and wl.header["sacct_duplicate_rows"] == 1
+
+
 def test_parsable_with_trailing_bar(tmp_path):
     wl = load_workload(dump(tmp_path, trailing=True))
     assert len(wl) == 8 and job(wl, "1000").run_time == 3600

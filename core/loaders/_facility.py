@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np

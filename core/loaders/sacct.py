@@ -22,6 +22,8 @@ Rows
     * ``123_[5-10%2]``, ``123_[5,7,9-10]`` — the **pending remainder** of an array (tasks not yet
       started when sacct ran; ``%N`` is the concurrency throttle): one job per listed task, with
       no start (they never ran in this dump: ``not_run`` in the twin), ``sacct_state = PENDING``.
+    * a job id listed more than once (``sacct -D`` shows every requeue): the first row is kept,
+      the others are counted in ``header["sacct_duplicate_rows"]``.
     * ``123+0``, ``123+1`` — components of a **heterogeneous job**: merged into one job
       ``"123"`` (Slurm starts all components together): nodes and CPUs summed, node lists joined,
       submit/start the earliest, end the latest, time limit the largest, energy summed; the
@@ -219,6 +221,7 @@ def load_sacct(trace: TraceText, lenient: bool = False, tz: str | None = None) -
     counts = {"sacct_dst_ambiguous": 0, "sacct_dst_nonexistent": 0}
     skipped: list[tuple[int, str]] = []
     step_rows = 0
+    dup_rows = 0
 
     def g(f, name):
         i = col.get(name)
@@ -321,7 +324,10 @@ def load_sacct(trace: TraceText, lenient: bool = False, tz: str | None = None) -
             else:
                 _merge_het(prev, rec)
             continue
-        jobs.setdefault(key, rec)
+        if key in jobs:
+            dup_rows += 1  # e.g. `sacct -D` lists every requeue of a job: the first row is kept
+            continue
+        jobs[key] = rec
     # assemble
     keys = list(jobs)
     n = len(keys)
@@ -336,9 +342,8 @@ def load_sacct(trace: TraceText, lenient: bool = False, tz: str | None = None) -
     start = arr("start") - epoch
     end = arr("end") - epoch
     elapsed = arr("elapsed")
-    run = np.where(np.isfinite(start) & np.isfinite(end), end - start,
-                   np.where(np.isfinite(start), np.nan, np.nan))
-    # a started job without an end is still running: run time unknown. Without a start, no run.
+    # a started job without an end is still running: run time unknown; without a start, no run
+    run = np.where(np.isfinite(start) & np.isfinite(end), end - start, np.nan)
     energy = arr("energy")
     for i, k in enumerate(keys):
         if not np.isfinite(energy[i]) and k in step_energy:
@@ -377,7 +382,8 @@ def load_sacct(trace: TraceText, lenient: bool = False, tz: str | None = None) -
         "array_task_id": int_or_na(arr("array_task_id")),
         "het_components": np.array([jobs[k]["het"] for k in keys], dtype=np.int64),
     }
-    header = {"sacct_timezone": tz_name, "sacct_step_rows": step_rows, "sacct_node_names": names, **counts}
+    header = {"sacct_timezone": tz_name, "sacct_step_rows": step_rows, "sacct_duplicate_rows": dup_rows,
+              "sacct_node_names": names, **counts}
     return Workload(
         jobs=jobs_frame(cols), epoch=int(epoch), checksum=trace.checksum, source=trace.path, format="sacct",
         header=header, procs_unit="nodes", skipped_lines=skipped, provenance=PROVENANCE,
