@@ -206,3 +206,23 @@ def test_no_finished_jobs_gives_none_not_nan():
 def test_bad_window():
     with pytest.raises(ValueError):
         compute_stats(JOBS, STEPS, four_node_system(), 10, 10, {})
+
+
+def test_censored_wait_counts_jobs_left_in_the_queue():
+    # N=10, window [0, 50): J0 runs [0,100) on all nodes (still running at 50, wait 0); J1 (submitted
+    # at 10) is still queued at 50: its wait so far is 40. Censored mean = (0 + 40) / 2 = 20; no job
+    # finished, so the finished-job mean is None.
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from twin_helpers import simulate_tiny
+
+    from core.system import System
+
+    jobs, res = simulate_tiny([dict(submit=0, run=100, limit=100, nodes=10), dict(submit=10, run=5, limit=5, nodes=10)],
+                              backfill="easy", start=0, duration=50)
+    st = compute_stats(jobs, res.steps, System(name="tiny", title="tiny", nodes=10), res.t_start, res.t_end, res.counts)
+    assert st["system"]["wait_censored_mean_s"] == 20.0
+    assert st["system"]["wait_mean_s"] is None
+    assert st["counts"]["still_queued"] == 1 and st["counts"]["still_running"] == 1
