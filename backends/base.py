@@ -104,8 +104,9 @@ class Backend(abc.ABC):
 
 
 def make_backend(name: str, workers: int | None = None, address: str | None = None, **options) -> Backend:
-    """Backend by name: ``local`` (:class:`backends.local.LocalBackend`) or ``ray``
-    (:class:`backends.ray_backend.RayBackend`). Raises UnknownNameError for other names and
+    """Backend by name: ``local`` (:class:`backends.local.LocalBackend`), ``ray``
+    (:class:`backends.ray_backend.RayBackend`) or ``slurm`` (:class:`backends.slurm.SlurmBackend`;
+    ``options``: its Slurm options and ``folder``). Raises UnknownNameError for other names and
     ConfigError for options a backend does not take."""
     from core.errors import ConfigError, UnknownNameError
 
@@ -119,4 +120,11 @@ def make_backend(name: str, workers: int | None = None, address: str | None = No
         from .ray_backend import RayBackend
 
         return RayBackend(workers=workers, address=address, **options)
-    raise UnknownNameError("backend", name, ["local", "ray"])
+    if name == "slurm":
+        if address:
+            raise ConfigError("backend 'slurm' takes no address (only 'ray' does; see slurm/ray-on-slurm.sbatch "
+                              "for a Ray cluster inside a Slurm allocation)")
+        from .slurm import SlurmBackend
+
+        return SlurmBackend(workers=workers, **options)
+    raise UnknownNameError("backend", name, ["local", "ray", "slurm"])

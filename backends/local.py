@@ -1,8 +1,10 @@
 """``local`` backend: serial in-process execution, or a process pool with ``workers`` > 1.
 
-The pool uses the ``spawn`` start method (safe whatever threads the driver runs); each worker
-receives the shared objects once, at start-up, and exits by itself if the driver dies (it watches
-its parent pid), so a ``kill -9`` of the driver leaves no orphans running.
+The pool uses the ``spawn`` start method (safe whatever threads the driver runs; a script that
+uses it needs the usual ``if __name__ == "__main__":`` guard). The shared objects are pickled
+once to a temporary file that every worker reads at start-up (not pushed through the start-up
+pipe), and each worker exits by itself if the driver dies (it watches its parent pid), so a
+``kill -9`` of the driver leaves no orphans running.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import os
+import pickle
+import tempfile
 import threading
 import time
 from typing import Any, Iterable, Iterator, Mapping
@@ -27,12 +31,14 @@ def _watch_parent(ppid: int) -> None:
             os._exit(1)
 
 
-def _init_worker(fn: RunFn, shared: Mapping[str, Any], ppid: int) -> None:
+def _init_worker(fn: RunFn, shared_path: str | None, ppid: int) -> None:
     global _FN
+    threading.Thread(target=_watch_parent, args=(ppid,), daemon=True).start()
     _FN = fn
     _SHARED.clear()
-    _SHARED.update(shared)
-    threading.Thread(target=_watch_parent, args=(ppid,), daemon=True).start()
+    if shared_path is not None:
+        with open(shared_path, "rb") as fh:
+            _SHARED.update(pickle.load(fh))
 
 
 def _pool_call(task: Task) -> Outcome:
@@ -52,6 +58,7 @@ class LocalBackend(Backend):
         super().__init__(workers if workers is not None else 1)
         self.max_pending = max_pending or 2 * self.workers
         self._pool: cf.ProcessPoolExecutor | None = None
+        self._shared_path: str | None = None
 
     def run(self, tasks: Iterable[Task], fn: RunFn, shared: Mapping[str, Any] | None = None) -> Iterator[Outcome]:
         shared = dict(shared or {})
@@ -69,7 +76,8 @@ class LocalBackend(Backend):
             self.in_flight = 0
 
     def _run_pool(self, tasks, fn, shared) -> Iterator[Outcome]:
-        self._pool = self._new_pool(fn, shared)
+        self._write_shared(shared)
+        self._pool = self._new_pool(fn)
         it = iter(tasks)
         pending: dict[cf.Future, Task] = {}
         try:
@@ -101,7 +109,7 @@ class LocalBackend(Backend):
                     rest = list(pending.values())
                     pending.clear()
                     self._terminate()
-                    self._pool = self._new_pool(fn, shared)
+                    self._pool = self._new_pool(fn)
                     for task in rest:
                         pending[self._pool.submit(_pool_call, task)] = task
         except BaseException:  # Ctrl-C, or the caller closed the generator: stop the workers now
@@ -111,10 +119,26 @@ class LocalBackend(Backend):
             self.in_flight = 0
             self.close()
 
-    def _new_pool(self, fn, shared) -> cf.ProcessPoolExecutor:
+    def _write_shared(self, shared: Mapping[str, Any]) -> None:
+        self._drop_shared()
+        if shared:
+            fd, path = tempfile.mkstemp(prefix="twinsweep-shared-", suffix=".pkl")
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(dict(shared), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            self._shared_path = path
+
+    def _drop_shared(self) -> None:
+        if self._shared_path is not None:
+            try:
+                os.unlink(self._shared_path)
+            except OSError:
+                pass
+            self._shared_path = None
+
+    def _new_pool(self, fn) -> cf.ProcessPoolExecutor:
         return cf.ProcessPoolExecutor(
             max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_init_worker, initargs=(fn, shared, os.getpid()))
+            initializer=_init_worker, initargs=(fn, self._shared_path, os.getpid()))
 
     def _terminate(self) -> None:
         pool, self._pool = self._pool, None
@@ -132,3 +156,4 @@ class LocalBackend(Backend):
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        self._drop_shared()

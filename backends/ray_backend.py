@@ -31,6 +31,7 @@ class _TwinActor:
         self._cache: dict[str, Any] = {}
 
     def ping(self) -> int:
+        """The actor's pid (a cheap liveness check)."""
         return os.getpid()
 
     def run(self, task: Task, ref_box: list) -> Outcome:

@@ -5,7 +5,7 @@
 1. ``quickstart``: wall time of ``studies/quickstart.toml`` (ray, 2 workers) from scratch, split
    into runs / aggregation / report.
 2. ``efficiency``: Ray parallel efficiency on 2 workers vs serial ``local`` for runs of about 1 s
-   (SDSC SP2, 7-day windows): ``T_serial / (2 * T_ray)``; Ray start-up is excluded (reported apart),
+   (SDSC SP2, 150-day windows): ``T_serial / (2 * T_ray)``; Ray start-up is excluded (reported apart),
    actor creation and dataset transfer are included. Goal >= 0.8.
 3. ``memory``: driver RSS while 2,000 small runs stream through the ray backend (sampled every
    0.5 s); goal: flat, peak < 500 MB.
@@ -68,7 +68,7 @@ def _efficiency_items(workdir: Path):
         "study": {"name": "eff", "seeds": [0, 1], "output": str(workdir / "eff")},
         "perturbation": {"runtime_sigma": 0.2, "submit_jitter": "5m"},
         "datasets": [{"name": "sdsc-sp2", "trace": "pwa-swf/SDSC-SP2-1998-4.2-cln.swf.gz",
-                      "windows": [{"name": "w", "start": "97d", "duration": "10d"}]}],
+                      "windows": [{"name": "w", "start": "97d", "duration": "150d"}]}],
         "grid": {"policy": ["fcfs", "sjf", "ljf"], "backfill": ["none", "firstfit", "easy", "conservative"]},
     }
     return plan_sweep(parse_spec(doc))

@@ -1,7 +1,7 @@
-"""The ``sweep`` and ``report`` subcommands of ``twinsweep`` (registered by :mod:`sweep.cli`).
+"""The ``sweep``, ``report`` and ``status`` subcommands of ``twinsweep`` (registered by :mod:`sweep.cli`).
 
-Thin shells over :func:`sweep.api.run_sweep`, :func:`sweep.api.dry_run` and
-:func:`sweep.api.report`.
+Thin shells over :func:`sweep.api.run_sweep`, :func:`sweep.api.dry_run`, :func:`sweep.api.report`
+and :func:`sweep.api.sweep_status`.
 """
 
 from __future__ import annotations
@@ -17,19 +17,71 @@ def add_parsers(sub) -> None:
         "Ends by building the report."))
     p.add_argument("spec", help="study spec (TOML)")
     p.add_argument("--out", default=None, help="output folder (overrides [study] output)")
-    p.add_argument("--backend", default=None, choices=("local", "ray"), help="overrides [backend] name")
+    p.add_argument("--backend", default=None, choices=("local", "ray", "slurm"), help="overrides [backend] name")
     p.add_argument("--workers", type=int, default=None, help="parallel workers (overrides [backend] workers)")
     p.add_argument("--address", default=None, help="Ray cluster address (default: embedded local Ray)")
     p.add_argument("--retries", type=int, default=None, help="extra attempts of a failing run (overrides [study] retries)")
     p.add_argument("--dry-run", action="store_true", help="print the grid size and a few run keys; run nothing")
     p.add_argument("--no-report", action="store_true", help="do not build the report at the end")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_slurm_args(p, detach=True)
     p.set_defaults(func=_cmd_sweep)
+
+    st = sub.add_parser("status", help="progress of a sweep's results folder (also a detached Slurm sweep)",
+                        description=(
+        "Show how many runs of a sweep are complete, missing and failed; for a Slurm sweep also its array "
+        "tasks (pending / running / ended) and the failed tasks with their log files. When every run is "
+        "complete and runs.parquet is stale, it is rebuilt (then `twinsweep report RESULTS` builds the report)."))
+    st.add_argument("results", help="results folder of a sweep")
+    st.set_defaults(func=_cmd_status)
 
     r = sub.add_parser("report", help="build the HTML report of a sweep's results folder", description=(
         "Aggregate runs.parquet (exact statistics with Dask) and write report/index.html with PNGs and CSVs."))
     r.add_argument("results", help="results folder of a sweep")
     r.set_defaults(func=_cmd_report)
+
+
+def add_slurm_args(p, detach: bool = False) -> None:
+    """The Slurm options of ``sweep`` / ``tune`` (they override ``[backend.slurm]``)."""
+    g = p.add_argument_group("Slurm (with --backend slurm; override [backend.slurm])")
+    g.add_argument("--partition", default=None, help="Slurm partition (checked against sinfo before submitting)")
+    g.add_argument("--account", default=None, help="Slurm account")
+    g.add_argument("--qos", default=None, help="Slurm QOS")
+    g.add_argument("--time", default=None, metavar="LIMIT",
+                   help="time limit per array task: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS")
+    g.add_argument("--mem", default=None, help="memory per array task's node, e.g. 4G")
+    g.add_argument("--cpus-per-task", type=int, default=None, help="CPUs per array task")
+    g.add_argument("--array-parallelism", type=int, default=None,
+                   help="array tasks running at once (default: --workers, else no cap)")
+    g.add_argument("--runs-per-task", type=int, default=None, help="runs per array task (default: automatic)")
+    g.add_argument("--sbatch", action="append", default=[], metavar="OPT[=VALUE]",
+                   help="extra sbatch option, e.g. --sbatch constraint=cpu --sbatch exclusive (repeatable)")
+    if detach:
+        g.add_argument("--detach", action="store_true",
+                       help="submit the missing runs and return at once; follow with `twinsweep status OUT`")
+
+
+def slurm_overrides(args) -> dict:
+    """The Slurm options given on the command line (``{}`` when none)."""
+    from backends.slurm import parse_sbatch_items
+
+    d = {k: getattr(args, k, None) for k in ("partition", "account", "qos", "time", "mem", "cpus_per_task",
+                                               "array_parallelism", "runs_per_task")}
+    d = {k: v for k, v in d.items() if v is not None}
+    if getattr(args, "sbatch", None):
+        d["sbatch"] = parse_sbatch_items(args.sbatch)
+    return d
+
+
+def _check_slurm_cli(args, spec) -> dict:
+    from core.errors import ConfigError
+
+    over = slurm_overrides(args)
+    name = args.backend or spec.backend.name
+    if (over or getattr(args, "detach", False)) and name != "slurm":
+        given = ", ".join("--" + k.replace("_", "-") for k in over) or "--detach"
+        raise ConfigError(f"{given}: Slurm options need the slurm backend (--backend slurm); this sweep uses {name!r}")
+    return over
 
 
 def _cmd_sweep(args) -> int:
@@ -40,6 +92,7 @@ def _cmd_sweep(args) -> int:
 
     console = Console(stderr=True)
     spec = load_spec(args.spec)
+    slurm = _check_slurm_cli(args, spec)
     if args.dry_run:
         info = dry_run(spec.with_overrides(backend=args.backend, workers=args.workers, address=args.address),
                        out=args.out)
@@ -56,10 +109,21 @@ def _cmd_sweep(args) -> int:
     try:
         res = run_sweep(spec, out=args.out, backend=args.backend, workers=args.workers, address=args.address,
                         retries=args.retries, progress=not args.no_progress and sys.stderr.isatty(),
-                        report=not args.no_report)
+                        report=not args.no_report, slurm=slurm or None, detach=args.detach,
+                        log=lambda msg: print(msg, file=sys.stderr, flush=True))
     except KeyboardInterrupt:
         console.print("interrupted: the complete runs are kept; run the same command again to resume")
         raise
+    if res.slurm is not None:
+        s = res.slurm
+        jobs = ", ".join(s["jobs"]) or "none"
+        print(f"submitted {s['tasks']} run(s) as Slurm array(s) {jobs}"
+              + (f"; {s['adopted']} run(s) already queued by an earlier submission" if s["adopted"] else "")
+              + f" ({res.skipped} of {res.planned} already complete)")
+        print(f"results: {res.out}")
+        print(f"follow:  twinsweep status {res.out}")
+        print(f"logs:    {s['folder']}")
+        return 0
     print(f"{res.ran} run(s) done now, {res.skipped} already complete, {len(res.failed)} failed "
           f"(of {res.planned}) in {res.wall_s:.1f} s")
     print(f"results: {res.out}")
@@ -69,6 +133,42 @@ def _cmd_sweep(args) -> int:
     if res.report:
         print(f"report:  {res.report}")
     return 1 if res.failed else 0
+
+
+def _cmd_status(args) -> int:
+    from .api import sweep_status
+
+    try:
+        st = sweep_status(args.results)
+    except FileNotFoundError as exc:
+        print(f"twinsweep status: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"results: {st['out']}" + (f" (study {st['study']})" if st["study"] else ""))
+    print(f"runs:    {st['done']} of {st['planned']} complete, {st['missing']} missing, {len(st['failed'])} failed")
+    if st["busy"]:
+        print(f"a sweep is writing here: {st['busy']}")
+    sl = st["slurm"]
+    if sl is not None:
+        jobs = [j for s in sl["submissions"] for j in s["jobs"]]
+        tasks = ", ".join(f"{n} {state.lower()}" for state, n in sorted(sl["tasks"].items())) or "none waiting"
+        print(f"slurm:   {len(sl['submissions'])} submission(s), array(s) {', '.join(jobs) or 'none'}; "
+              f"array tasks with runs to do: {tasks}; runs running {sl['running_runs']}, queued {sl['queued_runs']}")
+        if not sl["squeue"]:
+            print("         (squeue could not be asked: job states unknown)")
+        for f in sl["failed_tasks"]:
+            print(f"failed task {f['slurm_id']}: {f['state']}, {f['missing']} run(s) not done; log {f['log']}")
+    for f in st["failed"][:50]:
+        where = f"log {f['log']}" if f.get("log") else f"record {f.get('record')}"
+        print(f"failed run {f['key']}: {f['error']}; {where}")
+    if len(st["failed"]) > 50:
+        print(f"... {len(st['failed']) - 50} more failed run(s)")
+    if st["complete"]:
+        print(f"complete. table: {st['table']}; report: twinsweep report {st['out']}")
+    elif sl is not None and sl["active"]:
+        print("in progress: run this again to follow, or `twinsweep sweep SPEC --backend slurm` to wait for the end")
+    else:
+        print("not complete and nothing queued: run the same `twinsweep sweep` command again to run what is missing")
+    return 0
 
 
 def _cmd_report(args) -> int:

@@ -38,10 +38,12 @@ class LoadedDataset:
 
     @property
     def name(self) -> str:
+        """The dataset's name in the spec."""
         return self.spec.name
 
     @property
     def checksum(self) -> str:
+        """``"sha256:<hex>"`` of the uncompressed trace (part of every run key)."""
         return self.workload.checksum
 
     def describe(self) -> dict[str, Any]:

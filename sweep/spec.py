@@ -20,7 +20,14 @@ annotated example; the tables and keys are:
                    ``"options.<name>"`` (policy options); every run gets the product of all axes.
 ``[rank]``         metric -> ``"min"`` | ``"max"`` (order = priority, the first is primary); or
                    ``metrics = [names]`` with default directions.
-``[backend]``      ``name`` (``local`` | ``ray``), ``workers`` (int >= 1), ``address`` (ray only).
+``[backend]``      ``name`` (``local`` | ``ray`` | ``slurm``), ``workers`` (int >= 1; for ``slurm``: array
+                   tasks at once), ``address`` (ray only).
+``[backend.slurm]`` Slurm options of the ``slurm`` backend (:func:`backends.slurm.parse_options`):
+                   ``partition``, ``account``, ``qos``, ``time`` (``MM``, ``HH:MM:SS``, ``D-HH`` ...),
+                   ``mem``, ``cpus_per_task``, ``array_parallelism``, ``runs_per_task``,
+                   ``max_array_size``, ``sbatch`` (table of extra sbatch options), ``setup`` (shell
+                   lines), ``requeue``, ``max_requeues``, ``signal_delay_s``, ``poll_s``, ``job_name``,
+                   ``python``. Ignored by the other backends.
 ``[report]``       ``timeline = {dataset, window, seed}`` (overlay of all policies),
                    ``bootstrap`` (resamples), ``seed`` (bootstrap RNG seed).
 
@@ -53,7 +60,7 @@ SYSTEM_METRICS: dict[str, str] = {
 #: Grid axes that map onto :class:`core.config.RunConfig` fields (plus ``options.<name>``).
 GRID_AXES = ("policy", "backfill", "kill", "sample_period")
 #: Backends the sweep knows (``backends/``).
-BACKEND_NAMES = ("local", "ray")
+BACKEND_NAMES = ("local", "ray", "slurm")
 DEFAULT_RANK = {"bsld_mean": "min", "wait_mean_s": "min", "utilization": "max", "facility_energy_j": "min"}
 
 _TOP_KEYS = ("study", "perturbation", "datasets", "grid", "rank", "backend", "report")
@@ -61,7 +68,7 @@ _STUDY_KEYS = ("name", "description", "output", "seeds", "retries")
 _PERTURB_KEYS = ("runtime_sigma", "submit_jitter", "submit_jitter_s")
 _DATASET_KEYS = ("name", "trace", "system", "format", "lenient", "windows")
 _WINDOW_KEYS = ("name", "start", "duration")
-_BACKEND_KEYS = ("name", "workers", "address")
+_BACKEND_KEYS = ("name", "workers", "address", "slurm")
 _REPORT_KEYS = ("timeline", "bootstrap", "seed")
 _TIMELINE_KEYS = ("dataset", "window", "seed")
 
@@ -101,11 +108,13 @@ class Dataset:
 @dataclasses.dataclass(frozen=True)
 class BackendSpec:
     """Backend choice: ``name`` in :data:`BACKEND_NAMES`, ``workers`` (None: ``local`` runs serially,
-    ``ray`` uses every CPU of the cluster), ``address`` (Ray cluster address; None = embedded local Ray)."""
+    ``ray`` uses every CPU of the cluster), ``address`` (Ray cluster address; None = embedded local Ray),
+    ``slurm``: the ``[backend.slurm]`` options, normalised (:func:`backends.slurm.parse_options`)."""
 
     name: str = "ray"
     workers: int | None = None
     address: str | None = None
+    slurm: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,16 +149,24 @@ class StudySpec:
 
     @property
     def axis_names(self) -> tuple[str, ...]:
+        """Grid axis names in spec order (``policy`` and ``backfill`` always present)."""
         return tuple(a for a, _ in self.grid)
 
     @property
     def primary_metric(self) -> tuple[str, str]:
+        """``(metric, "min"|"max")`` ranked first."""
         return self.rank[0]
 
     def with_overrides(self, output: str | None = None, backend: str | None = None,
-                       workers: int | None = None, address: str | None = None) -> "StudySpec":
-        """A copy with the CLI overrides applied (None keeps the spec's value)."""
+                       workers: int | None = None, address: str | None = None,
+                       slurm: dict | None = None) -> "StudySpec":
+        """A copy with the CLI overrides applied (None keeps the spec's value; ``slurm``: Slurm
+        options merged over ``[backend.slurm]``)."""
         b = self.backend
+        if slurm:
+            from backends.slurm import parse_options
+
+            b = dataclasses.replace(b, slurm=parse_options({**b.slurm, **slurm}, "slurm options"))
         if backend is not None:
             _check_choice("backend.name", backend, BACKEND_NAMES)
             b = dataclasses.replace(b, name=backend)
@@ -396,7 +413,12 @@ def parse_spec(doc: dict, source: str | None = None) -> StudySpec:
     address = b.get("address") or None
     if address is not None and bname != "ray":
         raise ConfigError("backend.address: only the 'ray' backend takes an address")
-    backend = BackendSpec(bname, workers, address)
+    slurm_opts = {}
+    if b.get("slurm") is not None:
+        from backends.slurm import parse_options
+
+        slurm_opts = parse_options(b["slurm"], "backend.slurm")
+    backend = BackendSpec(bname, workers, address, slurm_opts)
 
     r = _check_keys("report", doc.get("report", {}), _REPORT_KEYS)
     tl = _check_keys("report.timeline", r.get("timeline", {}), _TIMELINE_KEYS)

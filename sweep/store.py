@@ -186,9 +186,11 @@ class ResultStore:
         return {p.name for p in self.runs_dir.iterdir() if p.is_dir() and not p.name.startswith(TMP_PREFIX)}
 
     def is_done(self, key: str) -> bool:
+        """True when ``runs/<key>/`` exists (complete: folders appear only by atomic rename)."""
         return (self.runs_dir / key).is_dir()
 
     def run_dir(self, key: str) -> Path:
+        """Path of ``runs/<key>/`` (whether or not it exists)."""
         return self.runs_dir / key
 
     # ------------------------------------------------------------------ failures
@@ -284,4 +286,5 @@ class ResultStore:
         return path
 
     def read_json(self, name: str) -> Any:
+        """Parse ``root/name``. Raises FileNotFoundError / ValueError."""
         return json.loads((self.root / name).read_text())

@@ -28,6 +28,16 @@ worker would otherwise idle, and told as soon as its last run is in.
 A run that fails makes its trial fail (recorded in ``failed/<key>/error.json`` and in the trial's
 ``error`` attribute); runs are not retried within a tuning (``[study] retries`` is ignored).
 
+On Slurm (``--backend slurm``) the trials run inside the cluster: the driver submits an array of
+Optuna workers (``workers`` of them, default 4, never more than the trials wanted), each an array
+task that opens the same ``storage`` on the shared filesystem (the journal file by default), asks
+its share of the trials, evaluates each trial's runs itself (serially, or with a local process pool
+of ``cpus_per_task`` workers) into the shared result store and tells Optuna. The driver follows the
+array, reports trials as they finish and then writes the outputs below (the winners' test runs
+go through the slurm backend too). A worker that is requeued (timeout, preemption) resumes: its
+trial cut by the requeue is marked failed and queued again, and it asks only the trials it still
+owes; a worker that ends for good leaves its running trial to the next session.
+
 Resume: the Optuna study lives in ``storage`` (a journal file by default; any SQLAlchemy URL, e.g.
 ``sqlite:///tune.db``); running the same command again continues it, with the sampler seeded by
 ``sampler_seed`` + the number of trials already stored (recorded in the study's ``sessions``
@@ -305,6 +315,7 @@ class TuneResult:
     files: dict = dataclasses.field(default_factory=dict)
     interrupted: bool = False
     wall_s: float = 0.0
+    worker_errors: list = dataclasses.field(default_factory=list)  # Slurm: workers that failed
 
 
 def _storage(spec: TuneSpec, out: Path, override: str | None):
@@ -383,6 +394,7 @@ class _Evaluator:
         self.failed: dict[str, str] = {}
         self.executed = 0
         self.told = 0
+        self.trial_attrs: dict[str, Any] = {}  # extra user attributes of every trial asked (e.g. its worker)
 
     def _finish(self, rec: dict) -> None:
         import optuna
@@ -421,6 +433,8 @@ class _Evaluator:
             trial.set_user_attr("seeds", list(self.spec.study.seeds))
             trial.set_user_attr("windows", ["/".join(w) for w in self.spec.train])
             trial.set_user_attr("run_keys", keys)
+            for k, v in self.trial_attrs.items():
+                trial.set_user_attr(k, v)
             rec = {"trial": trial, "params": params, "keys": keys, "missing": set(), "errors": set()}
             submit = []
             for it in items:  # register every missing run before the first task can come back
@@ -483,14 +497,17 @@ def _counted(study) -> int:
 def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None = None, backend: str | None = None,
              trials: int | None = None, workers: int | None = None, address: str | None = None,
              storage: str | None = None, run_fn: Callable | None = None, test: bool = True,
-             on_trial: Callable | None = None) -> TuneResult:
+             on_trial: Callable | None = None, slurm: dict | None = None,
+             log: Callable[[str], None] | None = None) -> TuneResult:
     """Run (or resume) a tuning study; returns a :class:`TuneResult` (module docstring).
 
     ``out``/``backend``/``workers``/``address`` override the spec's ``[study] output`` and
     ``[backend]``; ``trials``: finished trials wanted (overrides ``tune.trials``); ``storage``:
     overrides ``tune.storage``; ``run_fn``: the backend's run function (default
     :func:`sweep.runner.execute_run`); ``test``: evaluate the winners on the test windows;
-    ``on_trial(number, params, values, errors)``: called as each trial is told.
+    ``on_trial(number, params, values, errors)``: called as each trial is told (on Slurm: as the
+    driver sees it finished); ``slurm``: Slurm options over ``[backend.slurm]``; ``log``: one-line
+    backend messages.
     Raises ConfigError for a bad spec or a storage holding a study with other objectives;
     KeyboardInterrupt propagates (the study and the finished runs are kept: run again to resume).
     """
@@ -506,7 +523,7 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
     if not isinstance(spec, TuneSpec):
         spec = load_tune_spec(spec)
     study_spec = spec.study.with_overrides(output=str(out) if out is not None else None, backend=backend,
-                                           workers=workers, address=address)
+                                           workers=workers, address=address, slurm=slurm)
     spec = dataclasses.replace(spec, study=study_spec)
     n_wanted = spec.trials if trials is None else int(trials)
     if n_wanted < 1:
@@ -543,7 +560,9 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
         remaining = max(0, n_wanted - _counted(study))
         ev = _Evaluator(spec, study, store, datasets, run_fn or execute_run, on_trial)
         shared = {name: (ds.workload, ds.system) for name, ds in datasets.items()}
-        if remaining:
+        if remaining and study_spec.backend.name == "slurm":
+            _tune_on_slurm(spec, store, study, datasets, remaining, n_before, ev, res, on_trial, log, t_wall)
+        elif remaining:
             bk = make_backend(study_spec.backend.name, workers=study_spec.backend.workers,
                               address=study_spec.backend.address)
             try:
@@ -560,7 +579,7 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
         res.complete = _counted(study)
         res.best = _best(study, spec)
         if test and spec.test and res.best:
-            _evaluate_test(spec, study_spec, store, datasets, res.best, run_fn or execute_run, shared, ev)
+            _evaluate_test(spec, study_spec, store, datasets, res.best, run_fn or execute_run, shared, ev, log)
             study.set_user_attr("test", [{"number": b["number"], "test_values": b["test_values"]} for b in res.best])
         res.files = write_outputs(study, spec, store.root, res.best)
     res.wall_s = time.perf_counter() - t_wall
@@ -579,7 +598,7 @@ def _best(study, spec: TuneSpec) -> list[dict]:
              "test_values": None} for t in best]
 
 
-def _evaluate_test(spec, study_spec, store, datasets, best, run_fn, shared, ev) -> None:
+def _evaluate_test(spec, study_spec, store, datasets, best, run_fn, shared, ev, log=None) -> None:
     from backends.base import Task, make_backend
 
     from .runner import make_payload
@@ -594,8 +613,10 @@ def _evaluate_test(spec, study_spec, store, datasets, best, run_fn, shared, ev) 
                 tasks[it.key] = Task(it.key, make_payload(it, store.runs_dir), it.dataset)
     failed = {}
     if tasks:
+        from .api import _backend_options
+
         bk = make_backend(study_spec.backend.name, workers=study_spec.backend.workers,
-                          address=study_spec.backend.address)
+                          address=study_spec.backend.address, **_backend_options(study_spec, store, None, log))
         with bk:
             for out in bk.run(list(tasks.values()), run_fn, shared):
                 if out.ok:
@@ -613,6 +634,118 @@ def _evaluate_test(spec, study_spec, store, datasets, best, run_fn, shared, ev) 
             b["test_values"] = _metric_means(store, keys, spec.objectives)
         except (ValueError, OSError) as exc:
             b["test_values"], b["test_error"] = None, str(exc)
+
+
+# ------------------------------------------------------------------------------------------ Slurm
+def tune_worker(payload: dict[str, Any], datasets: dict) -> dict[str, Any]:
+    """One Optuna worker of a tuning on Slurm (runs as an array task; see the module docstring).
+
+    ``payload``: ``spec`` (TuneSpec), ``out`` (results folder), ``storage`` (URL or journal path),
+    ``tag`` (this worker's id, stored on its trials as the user attribute ``worker``), ``trials``
+    (its share), ``seed_offset`` (sampler seed offset), ``run_fn``. ``datasets``: the loaded datasets.
+    Returns ``{"tag", "trials" (told now), "executed" (runs simulated now)}``.
+    """
+    import optuna
+
+    from backends.base import make_backend
+
+    from .store import ResultStore
+
+    spec: TuneSpec = payload["spec"]
+    store = ResultStore(payload["out"])
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    stor, _ = _storage(spec, store.root, payload["storage"])
+    study = optuna.load_study(study_name=spec.study_name, storage=stor,
+                              sampler=_sampler(spec, offset=payload["seed_offset"]))
+    tag = payload["tag"]
+    fin = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
+    owed = payload["trials"]
+    for t in study.get_trials(deepcopy=False):
+        if t.user_attrs.get("worker") != tag:
+            continue
+        if t.state == optuna.trial.TrialState.RUNNING:  # cut when this very worker was requeued
+            optuna.trial.Trial(study, t._trial_id).set_user_attr("interrupted", True)
+            study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+            if t.params:
+                study.enqueue_trial(t.params, user_attrs={"resumed_from": t.number})
+        elif t.state in fin and not t.user_attrs.get("interrupted"):
+            owed -= 1
+    ev = _Evaluator(spec, study, store, datasets, payload["run_fn"], None)
+    ev.trial_attrs = {"worker": tag}
+    if owed > 0:
+        shared = {name: (ds.workload, ds.system) for name, ds in datasets.items()}
+        cpus = max(1, int(os.environ.get("SLURM_CPUS_PER_TASK", "1") or 1))
+        with make_backend("local", workers=cpus) as bk:
+            for outcome in bk.run(ev.tasks(owed), ev.run_fn, shared):
+                ev.outcome(outcome)
+    print(f"[twinsweep] tune worker {tag}: {ev.told} trial(s), {ev.executed} run(s)", flush=True)
+    return {"tag": tag, "trials": ev.told, "executed": ev.executed}
+
+
+def _tune_on_slurm(spec: TuneSpec, store, study, datasets, remaining: int, n_before: int, ev, res, on_trial,
+                   log, t_wall) -> None:
+    """Run ``remaining`` trials as an array of :func:`tune_worker` tasks and follow them."""
+    import optuna
+
+    from backends.base import Task, make_backend
+
+    from .api import _backend_options
+
+    study_spec = spec.study
+    n_workers = max(1, min(remaining, study_spec.backend.workers or 4))
+    base, extra = divmod(remaining, n_workers)
+    session = f"s{n_before}-{_dt.datetime.now().strftime('%Y%m%d%H%M%S')}"
+    tasks = []
+    for i in range(n_workers):
+        tag = f"{session}-w{i}"
+        payload = {"spec": spec, "out": str(store.root.absolute()), "storage": res.storage, "tag": tag,
+                   "trials": base + (1 if i < extra else 0), "seed_offset": n_before + i, "run_fn": ev.run_fn}
+        tasks.append(Task(f"tune-{tag}", payload, "datasets"))
+    fin = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
+    reported: set[int] = set()
+
+    def report_trials() -> None:
+        if on_trial is None:
+            return
+        for t in study.get_trials(deepcopy=False, states=fin):
+            if t.number in reported or not str(t.user_attrs.get("worker", "")).startswith(session + "-"):
+                continue
+            reported.add(t.number)
+            err = t.user_attrs.get("error")
+            on_trial(t.number, {k: v for k, v in t.params.items()},
+                     list(t.values) if t.values is not None else None, [err] if err else [])
+
+    opts = _backend_options(study_spec, store, {"runs_per_task": 1, "folder": str(store.root.absolute() / "slurm-tune"),
+                                                "poll_hook": report_trials}, log)
+    bk = make_backend("slurm", workers=n_workers, **opts)
+    errors = []
+    try:
+        with bk:
+            for out in bk.run(tasks, tune_worker, {"datasets": datasets}):
+                if out.ok:
+                    ev.executed += out.result["executed"]
+                    ev.told += out.result["trials"]
+                else:
+                    errors.append(f"{out.key}: {out.error}")
+    except KeyboardInterrupt:
+        res.interrupted = True
+        res.executed, res.ran_trials = ev.executed, ev.told
+        res.complete = _counted(study)
+        res.wall_s = time.perf_counter() - t_wall
+        raise
+    finally:
+        # trials left running by workers of this session that ended for good: failed, queued again
+        for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+            if str(t.user_attrs.get("worker", "")).startswith(session + "-"):
+                optuna.trial.Trial(study, t._trial_id).set_user_attr("interrupted", True)
+                study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+                if t.params:
+                    study.enqueue_trial(t.params, user_attrs={"resumed_from": t.number})
+    report_trials()
+    res.worker_errors = errors
+    if errors and log is not None:
+        for e in errors:
+            log(f"tune worker failed: {e}")
 
 
 # ------------------------------------------------------------------------------------------ outputs
@@ -843,13 +976,17 @@ def add_parser(sub) -> None:
         "pareto.png/history.png, importances, and winners.toml (a sweep spec re-running the winners)."))
     p.add_argument("spec", help="tune spec (TOML), e.g. studies/tune-incentives.toml")
     p.add_argument("--out", default=None, help="output folder (overrides [study] output)")
-    p.add_argument("--backend", default=None, choices=("local", "ray"), help="overrides [backend] name")
-    p.add_argument("--workers", type=int, default=None, help="parallel workers (overrides [backend] workers)")
+    p.add_argument("--backend", default=None, choices=("local", "ray", "slurm"), help="overrides [backend] name")
+    p.add_argument("--workers", type=int, default=None,
+                   help="parallel workers (overrides [backend] workers; slurm: Optuna worker array tasks, default 4)")
     p.add_argument("--address", default=None, help="Ray cluster address (default: embedded local Ray)")
     p.add_argument("--trials", type=int, default=None, help="finished trials wanted (overrides tune.trials)")
     p.add_argument("--storage", default=None,
                    help="Optuna storage: a journal file path or a SQLAlchemy URL (overrides tune.storage)")
     p.add_argument("--no-test", action="store_true", help="do not evaluate the winners on the test windows")
+    from .cli_sweep import add_slurm_args
+
+    add_slurm_args(p)
     p.set_defaults(func=_cmd_tune)
 
 
@@ -859,9 +996,15 @@ def _cmd_tune(args) -> int:
         what = f"values {[round(v, 6) for v in values]}" if values else f"FAILED {'; '.join(errors)[:200]}"
         print(f"trial {number}: {short} -> {what}", file=sys.stderr, flush=True)
 
+    from .cli_sweep import slurm_overrides
+
+    slurm = slurm_overrides(args)
+    if slurm and args.backend not in (None, "slurm"):
+        raise ConfigError(f"Slurm options ({', '.join('--' + k.replace('_', '-') for k in slurm)}) need --backend slurm")
     try:
         res = run_tune(args.spec, out=args.out, backend=args.backend, trials=args.trials, workers=args.workers,
-                       address=args.address, storage=args.storage, test=not args.no_test, on_trial=on_trial)
+                       address=args.address, storage=args.storage, test=not args.no_test, on_trial=on_trial,
+                       slurm=slurm or None, log=lambda msg: print(msg, file=sys.stderr, flush=True))
     except KeyboardInterrupt:
         print("interrupted: finished trials and runs are kept; run the same command again to resume", file=sys.stderr)
         raise

@@ -1,0 +1,119 @@
+"""Slurm backend overhead (prints figures; not a test). Needs a usable Slurm (e.g. the local one:
+``sudo bash slurm/local-cluster.sh``).
+
+    .venv/bin/python bench/bench_slurm.py [N_RUNS]        (default 32 runs)
+
+A small study (synthetic 16-node SWF trace of 300 jobs; policies x backfills x seeds, N_RUNS runs)
+is executed through the backends directly (same tasks, same run function, planning excluded):
+
+- ``local``: process pool with as many workers as the Slurm node has CPUs (the same parallelism);
+- ``slurm auto``: default chunking (one array, runs split evenly over min(runs, MaxArraySize,
+  2 x parallelism) array tasks), array parallelism = node CPUs;
+- ``slurm 1/task``: one run per array task (the worst case: one Python start-up per run).
+
+Per-run overhead = (T_slurm - T_local) / N_RUNS: what Slurm adds per run (submission, queueing,
+array-task start-up and imports, loading the shared dataset, outcome files, polling). Also shown:
+time spent submitting (sbatch + pickles) and the latency to the first finished run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+
+def _study(workdir: Path, n_runs: int) -> Path:
+    from test_sweep_support import write_spec, write_swf
+
+    policies = ["fcfs", "sjf", "ljf", "priority"]
+    backfills = ["none", "firstfit", "easy", "conservative"]
+    seeds = max(1, n_runs // (len(policies) * len(backfills)))
+    if n_runs < 16:
+        policies, backfills, seeds = policies[:2], backfills[: max(1, n_runs // 2)], 1
+    trace = write_swf(workdir / "bench.swf", n_jobs=300, nodes=16, span_s=6 * 3600)
+    return write_spec(workdir, name="bench-slurm", seeds=seeds, policies=policies, backfills=backfills, trace=trace)
+
+
+def _timed(backend, tasks, shared, fn) -> tuple[float, float, int]:
+    t0 = time.perf_counter()
+    first = None
+    n_ok = 0
+    with backend as bk:
+        for out in bk.run(tasks, fn, shared):
+            if first is None:
+                first = time.perf_counter() - t0
+            n_ok += out.ok
+            if not out.ok:
+                print(f"  run {out.key} failed: {out.error}")
+    return time.perf_counter() - t0, first or 0.0, n_ok
+
+
+def main(argv: list[str]) -> int:
+    import shutil
+
+    from backends.base import Task, make_backend
+    from backends.slurm import slurm_ready
+    from sweep.api import plan_sweep
+    from sweep.runner import execute_run, make_payload
+
+    ok, why = slurm_ready()
+    if not ok:
+        print(f"[slurm] no usable Slurm here: {why}; start one with `sudo bash slurm/local-cluster.sh`")
+        return 1
+    n_runs = int(argv[0]) if argv else 32
+    cpus = int(subprocess.run(["sinfo", "-h", "-N", "-o", "%c"], capture_output=True, text=True).stdout.split()[0])
+    with tempfile.TemporaryDirectory(prefix="bench-slurm-", dir=os.environ.get("TWINSWEEP_BENCH_DIR")) as tmp:
+        work = Path(tmp)
+        spec, datasets, items = plan_sweep(_study(work, n_runs))
+        shared = {name: (ds.workload, ds.system) for name, ds in datasets.items()}
+        n = len(items)
+
+        def tasks(tag: str):
+            runs = work / tag / "runs"
+            runs.mkdir(parents=True)
+            return [Task(it.key, make_payload(it, runs), it.dataset) for it in items]
+
+        t_serial, _, _ = _timed(make_backend("local", workers=1), tasks("serial"), shared, execute_run)
+        t_local, first_local, ok_local = _timed(make_backend("local", workers=cpus), tasks("local"), shared,
+                                                execute_run)
+        print(f"[slurm] study: {n} runs on a 300-job synthetic trace; one run {t_serial / n:.3f} s serial; "
+              f"node: {cpus} CPUs")
+        print(f"[slurm] local ({cpus} workers):  {t_local:6.2f} s  ({ok_local}/{n} ok)")
+        rows = []
+        for label, opts in (("auto chunks", {}), ("1 run/task", {"runs_per_task": 1})):
+            submit_s = []
+            t_sub = [time.perf_counter()]
+
+            def log(msg, submit_s=submit_s, t_sub=t_sub):
+                if msg.startswith("slurm: submitted"):
+                    submit_s.append(time.perf_counter() - t_sub[0])
+
+            bk = make_backend("slurm", workers=cpus, folder=str(work / f"slurm-{len(rows)}"), log=log, poll_s=0.5,
+                              **opts)
+            bk.validate()  # cluster checks (sinfo, sbatch --test-only) counted apart
+            tk = tasks(f"slurm-{len(rows)}")
+            t_sub[0] = time.perf_counter()
+            t, first, n_ok = _timed(bk, tk, shared, execute_run)
+            chunks = len(bk.last_submission["chunks"]) if bk.last_submission else 0
+            over = (t - t_local) / n
+            rows.append((label, t, over))
+            print(f"[slurm] slurm {label:12s} {t:6.2f} s  ({n_ok}/{n} ok, {chunks} array task(s)); submit "
+                  f"{sum(submit_s):.2f} s, first run back after {first:.2f} s; "
+                  f"overhead per run vs local: {over * 1000:.0f} ms")
+        shutil.rmtree(work, ignore_errors=True)
+    best = min(rows, key=lambda r: r[2])
+    print(f"[slurm] per-run overhead of the slurm backend vs local ({n} runs, {cpus} CPUs): "
+          f"{best[2] * 1000:.0f} ms with {best[0]}, {rows[1][2] * 1000:.0f} ms with 1 run/task")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
