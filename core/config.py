@@ -167,3 +167,9 @@ class RunConfig:
         h = hashlib.sha256(self.canonical_json().encode())
         h.update(workload_checksum.encode())
         return h.hexdigest()[:16]
+
+
+def run_key(config: RunConfig, workload_checksum: str, system_checksum: str = "") -> str:
+    """A run's identity: :meth:`RunConfig.key` over the workload checksum and the system's
+    parameters (so that a changed trace or system file never reuses an old result)."""
+    return config.key(workload_checksum + ("|" + system_checksum if system_checksum else ""))

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import __version__
-from .config import RunConfig
+from .config import RunConfig, run_key
 from .engine import Engine, select_window
 from .perturb import perturb
 from .power import build_timeline, idle_node_power_w, job_node_power_w
@@ -141,12 +141,13 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         "workload": {"source": Path(workload.source).name, "format": workload.format,
                      "checksum": workload.checksum, "epoch": int(workload.epoch), "jobs": len(workload),
                      "provenance": workload.provenance},
-        "run_key": config.key(workload.checksum),
+        "run_key": run_key(config, workload.checksum, system.checksum),
         **({"accounts": accounts_manifest} if accounts_manifest is not None else {}),
         **({"cooling": cooling_manifest} if cooling_manifest is not None else {}),
         "versions": {"python": platform.python_version(), "pandas": pd.__version__, "pyarrow": pa.__version__},
     }
     jobs = res.jobs.drop(columns=[c for c in ("replay_start",) if c in res.jobs.columns])
+    jobs.attrs = {}  # nothing machine-specific (paths) may reach the output files
     return RunResult(jobs=jobs, timeline=timeline, stats=stats, manifest=manifest,
                      wall_time_s=time.perf_counter() - t_wall)
 

@@ -184,6 +184,18 @@ class System:
         """JSON-ready description (for manifests and reports)."""
         return dataclasses.asdict(self)
 
+    @property
+    def checksum(self) -> str:
+        """``"sha256:<hex>"`` of every parameter (not the file path): editing a system file changes
+        the identity of the runs that use it."""
+        import hashlib
+        import json
+
+        d = self.to_dict()
+        d.pop("path", None)
+        blob = json.dumps(d, sort_keys=True, default=str, separators=(",", ":")).encode()
+        return "sha256:" + hashlib.sha256(blob).hexdigest()
+
 
 def _converter(d: dict | None, where: str) -> Converter:
     if d is None:

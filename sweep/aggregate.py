@@ -23,8 +23,9 @@ import pandas as pd
 
 #: Metrics summarised by default (stats.json "system" names; DESIGN.md §5).
 AGG_METRICS = (
-    "wait_mean_s", "wait_p95_s", "bsld_mean", "awrt_s", "utilization", "facility_energy_j", "edp_js",
-    "peak_power_w", "ramp_1min_max_w", "ramp_1min_p95_w", "ramp_15min_max_w", "ramp_15min_p95_w",
+    "wait_mean_s", "wait_p95_s", "wait_censored_mean_s", "bsld_mean", "awrt_s", "utilization",
+    "facility_energy_j", "edp_js", "peak_power_w", "ramp_1min_max_w", "ramp_1min_p95_w", "ramp_15min_max_w",
+    "ramp_15min_p95_w", "pue_avg", "tower_return_temp_swing_c",
 )
 #: Summary columns, in order.
 STAT_COLUMNS = ("n", "min", "mean", "median", "std", "max", "q05", "q25", "q75", "q95")

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from core.config import RunConfig
+from core.config import run_key, RunConfig
 from core.errors import ConfigError
 
 from .spec import Dataset, StudySpec
@@ -181,7 +181,7 @@ def expand(spec: StudySpec, datasets: dict[str, LoadedDataset]) -> list[RunItem]
                 axes = dict(zip(axis_names, values))
                 for seed in spec.seeds:
                     cfg = _config(ds, window, axes, seed, spec)
-                    item = RunItem(cfg.key(ds.checksum), ds.name, window.name, seed,
+                    item = RunItem(run_key(cfg, ds.checksum, ds.system.checksum), ds.name, window.name, seed,
                                    tuple(zip(axis_names, values)), cfg, ds.checksum)
                     if item.key in seen:
                         o = seen[item.key]

@@ -32,6 +32,12 @@ METRIC_DISPLAY: dict[str, tuple[str, float, str, bool]] = {
     "wait_median_s": ("median wait", 3600.0, "h", False),
     "wait_p95_s": ("p95 wait", 3600.0, "h", False),
     "wait_max_s": ("max wait", 3600.0, "h", False),
+    "wait_censored_mean_s": ("mean wait incl. jobs still queued (lower bound)", 3600.0, "h", False),
+    "pue_avg": ("average PUE", 1.0, "", True),
+    "cooling_energy_j": ("cooling energy", 3.6e9, "MWh", True),
+    "tower_return_temp_swing_c": ("cooling-tower return temperature swing", 1.0, "K", True),
+    "supply_temp_swing_c": ("secondary supply temperature swing", 1.0, "K", True),
+    "return_temp_swing_c": ("secondary return temperature swing", 1.0, "K", True),
     "turnaround_mean_s": ("mean turnaround", 3600.0, "h", False),
     "slowdown_mean": ("mean slowdown", 1.0, "", False),
     "bsld_mean": ("mean bounded slowdown (τ=10 s)", 1.0, "", False),
@@ -395,17 +401,25 @@ def _section_timelines(pg: _Page, root: Path, runs: pd.DataFrame, variants: list
         if g.empty:
             pg.p(f"{ds} / {win} / seed {seed}: no complete runs.")
             continue
-        fig, (a1, a2) = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True)
+        paths = {v: root / "runs" / g.loc[g["variant"] == v, "key"].iloc[0] / "timeline.parquet"
+                 for v in variants if (g["variant"] == v).any()}
+        paths = {v: p for v, p in paths.items() if p.exists()}
+        import pyarrow.parquet as _pq
+
+        cooled = any("pue" in _pq.read_schema(p).names for p in paths.values())
+        if cooled:  # cooling runs: PUE and cooling-tower return temperature too (S-RAPS Fig. 6)
+            fig, (a1, a2, a3, a4) = plt.subplots(4, 1, figsize=(11, 11), sharex=True)
+        else:
+            fig, (a1, a2) = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True)
         assumed = _is_assumed(g["power_label"])
         t0 = None
         for v in variants:
-            row = g[g["variant"] == v]
-            if row.empty:
+            path = paths.get(v)
+            if path is None:
                 continue
-            path = root / "runs" / row["key"].iloc[0] / "timeline.parquet"
-            if not path.exists():
-                continue
-            tl = pd.read_parquet(path, columns=["time", "facility_power_w", "utilization"])
+            cols = ["time", "facility_power_w", "utilization"]
+            has_cool = cooled and "pue" in _pq.read_schema(path).names
+            tl = pd.read_parquet(path, columns=cols + (["pue", "tower_return_temp_c"] if has_cool else []))
             if t0 is None:
                 t0 = int(tl["time"].iloc[0]) if len(tl) else 0
             hours = (tl["time"].to_numpy() - t0) / 3600.0
@@ -413,10 +427,19 @@ def _section_timelines(pg: _Page, root: Path, runs: pd.DataFrame, variants: list
             kw = dict(color=cmap(pols.index(pol) % 10), ls=styles[bfs.index(bf) % len(styles)], lw=1.0, label=v)
             a1.plot(hours, tl["facility_power_w"] / 1e3, drawstyle="steps-post", **kw)
             a2.plot(hours, 100 * tl["utilization"], drawstyle="steps-post", **kw)
+            if has_cool:
+                a3.plot(hours, tl["pue"], drawstyle="steps-post", **kw)
+                a4.plot(hours, tl["tower_return_temp_c"], drawstyle="steps-post", **kw)
         a1.set_ylabel("facility power [kW]" + (" (assumed)" if assumed else ""))
         a2.set_ylabel("utilisation [%]")
+        if cooled:
+            a3.set_ylabel("PUE" + (" (assumed)" if assumed else ""))
+            a4.set_ylabel("tower return [°C]" + (" (assumed)" if assumed else ""))
+            a4.set_xlabel(" ")
+            for a in (a3, a4):
+                a.grid(alpha=0.3)
         epoch = datasets.get(ds, {}).get("epoch", 0)
-        a2.set_xlabel(f"hours since {_utc(epoch, t0) if t0 is not None else 'window start'}")
+        (a4 if cooled else a2).set_xlabel(f"hours since {_utc(epoch, t0) if t0 is not None else 'window start'}")
         a1.set_title(f"{ds} / {win} / seed {seed}", fontsize=10)
         for a in (a1, a2):
             a.grid(alpha=0.3)

@@ -54,11 +54,16 @@ SYSTEM_METRICS: dict[str, str] = {
     "it_energy_j": "min", "loss_energy_j": "min", "facility_energy_j": "min", "mean_power_w": "min",
     "peak_power_w": "min", "edp_js": "min", "ed2p_js2": "min", "job_edp_sum_js": "min",
     "job_ed2p_sum_js2": "min", "ramp_1min_max_w": "min", "ramp_1min_p95_w": "min",
-    "ramp_15min_max_w": "min", "ramp_15min_p95_w": "min",
+    "ramp_15min_max_w": "min", "ramp_15min_p95_w": "min", "wait_censored_mean_s": "min",
+    # cooling (runs with cooling = true)
+    "cooling_energy_j": "min", "pue_avg": "min", "supply_temp_mean_c": "min", "supply_temp_max_c": "min",
+    "supply_temp_swing_c": "min", "return_temp_mean_c": "min", "return_temp_max_c": "min",
+    "return_temp_swing_c": "min", "tower_return_temp_mean_c": "min", "tower_return_temp_max_c": "min",
+    "tower_return_temp_swing_c": "min",
 }
 
 #: Grid axes that map onto :class:`core.config.RunConfig` fields (plus ``options.<name>``).
-GRID_AXES = ("policy", "backfill", "kill", "sample_period")
+GRID_AXES = ("policy", "backfill", "kill", "sample_period", "cooling", "wetbulb")
 #: Backends the sweep knows (``backends/``).
 BACKEND_NAMES = ("local", "ray", "slurm")
 DEFAULT_RANK = {"bsld_mean": "min", "wait_mean_s": "min", "utilization": "max", "facility_energy_j": "min"}
