@@ -134,6 +134,8 @@ def aggregate_results(root: str | os.PathLike, metrics: Sequence[str] | None = N
             from .spec import study_rank
 
             metrics += [m for m in study_rank(json.loads(p.read_text())) if m not in metrics]
+    # metrics no run of this study reports (e.g. cooling metrics in a study without cooling)
+    metrics = [m for m in metrics if m in df.columns and df[m].notna().any()]
     out = root / "aggregate.parquet"
     if df.empty or "dataset" not in df.columns:
         agg = pd.DataFrame(columns=["dataset", "window", "metric", *STAT_COLUMNS])

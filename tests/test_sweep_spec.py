@@ -135,7 +135,9 @@ def test_expansion_order_and_keys_stable_across_processes(tmp_path):
     assert _keys_in_subprocess(spec_path) == json.loads(json.dumps(here))
     # the key is RunConfig.key(workload checksum) and changes with the trace's content
     ds = load_datasets(spec)["tiny"]
-    assert items[0].key == items[0].config.key(ds.workload.checksum)
+    from core.config import run_key
+
+    assert items[0].key == run_key(items[0].config, ds.workload.checksum, ds.system.checksum)
     write_swf(tmp_path / "tiny.swf", n_jobs=41)
     assert expand(spec, load_datasets(spec))[0].key != items[0].key
 
