@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 
 import numpy as np
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 
 class NodePool:

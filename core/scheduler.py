@@ -26,7 +26,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from .errors import ConfigError, UnknownNameError
 from .resources import Cluster

@@ -61,7 +61,6 @@ are not powered (RAPS sets their power to zero), so every per-node quantity coun
 from __future__ import annotations
 
 import dataclasses
-import math
 import tomllib
 from pathlib import Path
 from typing import Any

@@ -443,16 +443,22 @@ def parse_spec(doc: dict, source: str | None = None) -> StudySpec:
                      description=str(st.get("description", "")), source=source)
 
 
-def load_spec(path: str | os.PathLike) -> StudySpec:
-    """Read and validate a TOML study file. Raises ConfigError (file name + key) when it is bad."""
+def load_toml_spec(path: str | os.PathLike, parse, what: str = "study spec"):
+    """Read a TOML file and hand it to ``parse(doc, path)``; every ConfigError is prefixed with the
+    file name. Raises ConfigError when the file cannot be read or is not valid TOML."""
     p = Path(path)
     try:
         doc = tomllib.loads(p.read_text())
     except OSError as exc:
-        raise ConfigError(f"{p}: cannot read study spec: {exc}") from exc
+        raise ConfigError(f"{p}: cannot read {what}: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from exc
     try:
-        return parse_spec(doc, str(p))
+        return parse(doc, str(p))
     except ConfigError as exc:
         raise ConfigError(f"{p}: {exc}") from exc
+
+
+def load_spec(path: str | os.PathLike) -> StudySpec:
+    """Read and validate a TOML study file. Raises ConfigError (file name + key) when it is bad."""
+    return load_toml_spec(path, parse_spec, "study spec")

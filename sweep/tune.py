@@ -64,7 +64,6 @@ import math
 import os
 import sys
 import time
-import tomllib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -284,17 +283,9 @@ def parse_tune_spec(doc: dict, source: str | None = None) -> TuneSpec:
 
 def load_tune_spec(path: str | os.PathLike) -> TuneSpec:
     """Read and validate a tune spec (TOML). Raises ConfigError (file name + key)."""
-    p = Path(path)
-    try:
-        doc = tomllib.loads(p.read_text())
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read tune spec: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{p}: not valid TOML: {exc}") from exc
-    try:
-        return parse_tune_spec(doc, str(p))
-    except ConfigError as exc:
-        raise ConfigError(f"{p}: {exc}") from exc
+    from .spec import load_toml_spec
+
+    return load_toml_spec(path, parse_tune_spec, "tune spec")
 
 
 # ------------------------------------------------------------------------------------------ running
