@@ -47,7 +47,6 @@ the wagap-2013 layout above is assumed (``header["loader_placement"]["machines"]
 
 from __future__ import annotations
 
-import heapq
 import re
 from collections import Counter
 from pathlib import Path
@@ -57,6 +56,7 @@ import numpy as np
 from ..errors import TraceFormatError
 from ..workload import Workload
 from ._registry import TraceText, register_loader
+from .nodelist import replay_slots
 from ._swfcore import build_frame, int_col, obj_array, parse_table, subset_cols, swf_jobs_frame
 from .swf import _share_with_fields
 
@@ -209,30 +209,8 @@ def assign_slots(start, release, host_counts, specs, clusters):
                     used.add((name, free_idx))
                     break
             base += nodes * cpus
-    free = {h: list(range(v[2], v[2] + v[3])) for h, v in host_map.items()}  # sorted lists are heaps
-    running: list[tuple[int, int, list[tuple[int, list[int]]]]] = []
-    node_ids: list[list[int] | None] = [None] * n
-    collisions = unplaced = 0
-    for j in sorted((j for j in range(n) if start[j] is not None), key=lambda j: (start[j], j)):
-        t = start[j]
-        while running and running[0][0] <= t:
-            _, _, held = heapq.heappop(running)
-            for h, slots in held:
-                for s in slots:
-                    heapq.heappush(free[h], s)
-        hc = host_counts[j]
-        if not hc:
-            continue
-        if any(h not in host_map for h in hc):
-            unplaced += 1
-            continue
-        if all(len(free[h]) >= k for h, k in hc.items()):
-            held = [(h, [heapq.heappop(free[h]) for _ in range(k)]) for h, k in hc.items()]
-            heapq.heappush(running, (release[j], j, held))
-            node_ids[j] = sorted(s for _, slots in held for s in slots)
-        else:
-            collisions += 1
-            node_ids[j] = sorted(s for h, k in hc.items() for s in range(host_map[h][2], host_map[h][2] + min(k, host_map[h][3])))
+    node_ids, collisions, unplaced = replay_slots(start, release, host_counts,
+                                                  {h: (v[2], v[3]) for h, v in host_map.items()})
     info = {
         "slots": total_slots,
         "clusters": [{"id": c[0], "name": c[1], "nodes": c[2], "cpus_per_node": c[3]} for c in clusters],

@@ -170,25 +170,25 @@ class NodeIndex:
         return sorted(self(n) for n in names)
 
 
-def assign_core_slots(start: Sequence[int | None], release: Sequence[int | None],
-                      host_cores: Sequence[dict[int, int]], cores_per_host: int,
-                      hosts: int) -> tuple[list[list[int] | None], int]:
+def replay_slots(start: Sequence[int | None], release: Sequence[int | None],
+                 host_cores: Sequence[dict[int, int]], blocks: dict[int, tuple[int, int]],
+                 ) -> tuple[list[list[int] | None], int, int]:
     """Translate per-host core counts into collision-free core-slot indexes.
 
-    Host ``h`` (0-based) owns slots ``[h·c, (h+1)·c)`` with ``c = cores_per_host``. Jobs are
-    replayed in (recorded start, position) order; a job's ``k`` cores on host ``h`` take the
-    ``k`` lowest free slots of that block and are freed at ``release`` (the recorded end, or
-    start + 1 for a zero-length job). Jobs without a start or hosts get None. When a block is
-    over-full (the trace over-subscribes a host) or a host is outside ``[0, hosts)``, the job
-    gets the block's first slots without holding them and is counted as a collision.
+    ``blocks[h] = (first_slot, size)``: host ``h`` owns slots ``[first, first + size)``. Jobs are
+    replayed in (recorded start, position) order; a job's ``k`` cores on host ``h`` take the ``k``
+    lowest free slots of that block and are freed at ``release`` (the recorded end, or start + 1
+    for a zero-length job). Jobs without a start or hosts get None. A job on a host without a block
+    gets None and is counted as unplaced; when a block is over-full (the trace over-subscribes a
+    host) the job gets the block's first slots without holding them and is counted as a collision.
 
-    Returns ``(slot_lists, collisions)``.
+    Returns ``(slot_lists, collisions, unplaced)``.
     """
     n = len(start)
-    free = {h: list(range(h * cores_per_host, (h + 1) * cores_per_host)) for h in range(hosts)}
+    free = {h: list(range(f, f + s)) for h, (f, s) in blocks.items()}  # sorted lists are heaps
     running: list[tuple[int, int, list[tuple[int, list[int]]]]] = []
     out: list[list[int] | None] = [None] * n
-    collisions = 0
+    collisions = unplaced = 0
     order = sorted((j for j in range(n) if start[j] is not None and host_cores[j]), key=lambda j: (start[j], j))
     for j in order:
         t = start[j]
@@ -198,12 +198,28 @@ def assign_core_slots(start: Sequence[int | None], release: Sequence[int | None]
                 for s in slots:
                     heapq.heappush(free[h], s)
         hc = host_cores[j]
-        if all(h in free and len(free[h]) >= k for h, k in hc.items()):
+        if any(h not in blocks for h in hc):
+            unplaced += 1
+            continue
+        if all(len(free[h]) >= k for h, k in hc.items()):
             held = [(h, [heapq.heappop(free[h]) for _ in range(k)]) for h, k in hc.items()]
             heapq.heappush(running, (release[j], j, held))
             out[j] = sorted(s for _, sl in held for s in sl)
         else:
             collisions += 1
-            out[j] = sorted(s for h, k in hc.items() if 0 <= h < hosts
-                            for s in range(h * cores_per_host, h * cores_per_host + min(k, cores_per_host)))
-    return out, collisions
+            out[j] = sorted(s for h, k in hc.items()
+                            for s in range(blocks[h][0], blocks[h][0] + min(k, blocks[h][1])))
+    return out, collisions, unplaced
+
+
+def assign_core_slots(start: Sequence[int | None], release: Sequence[int | None],
+                      host_cores: Sequence[dict[int, int]], cores_per_host: int,
+                      hosts: int) -> tuple[list[list[int] | None], int]:
+    """:func:`replay_slots` for ``hosts`` equal hosts: host ``h`` owns ``[h·c, (h+1)·c)`` with
+    ``c = cores_per_host``; a job on a host outside ``[0, hosts)`` counts as a collision.
+
+    Returns ``(slot_lists, collisions)``.
+    """
+    blocks = {h: (h * cores_per_host, cores_per_host) for h in range(hosts)}
+    out, collisions, unplaced = replay_slots(start, release, host_cores, blocks)
+    return out, collisions + unplaced
