@@ -241,6 +241,19 @@ GENERIC = {
 }
 
 
+
+def _inputs(heat_w, wetbulb_c, dt_s):
+    """Heat (W), wet bulb (°C) and piece lengths (s) as float64 arrays of the heat's length
+    (scalars broadcast)."""
+    heat = np.asarray(heat_w, dtype="float64").ravel()
+    n = len(heat)
+
+    def arr(x):
+        return np.broadcast_to(np.asarray(x, dtype="float64"), (n,)) if np.ndim(x) == 0 else \
+            np.asarray(x, dtype="float64").ravel()
+
+    return heat, arr(wetbulb_c), arr(dt_s)
+
 def generic_cooling(design_heat_w: float, **overrides) -> CoolingModel:
     """The generic warm-water plant (marked assumed) sized for ``design_heat_w`` (W).
 
@@ -525,12 +538,8 @@ def integrate(model: CoolingModel, heat_w, wetbulb_c, dt_s, initial=None) -> Coo
     divided differences of the scalar function over the eigenvalues (:func:`_exp_dd`). The
     eigenvalues are all negative, so ``|exp(A h)|`` decays for every h: unconditionally stable.
     """
-    heat = np.asarray(heat_w, dtype="float64").ravel()
+    heat, wb, h = _inputs(heat_w, wetbulb_c, dt_s)
     n = len(heat)
-    wb = np.broadcast_to(np.asarray(wetbulb_c, dtype="float64"), (n,)) if np.ndim(wetbulb_c) == 0 else \
-        np.asarray(wetbulb_c, dtype="float64").ravel()
-    h = np.broadcast_to(np.asarray(dt_s, dtype="float64"), (n,)) if np.ndim(dt_s) == 0 else \
-        np.asarray(dt_s, dtype="float64").ravel()
     if len(wb) != n or len(h) != n:
         raise ValueError(f"integrate: heat_w ({n}), wetbulb_c ({len(wb)}) and dt_s ({len(h)}) differ in length")
     if n and not (np.all(np.isfinite(heat)) and np.all(np.isfinite(wb))):
@@ -749,7 +758,7 @@ class FMUCoolingModel:
         by_name = {v.name: v for v in self.md.modelVariables}
         for k in ("heat_w",):
             if k not in self.variables:
-                raise ConfigError(f"cooling: fmu_variables must map 'heat_w' to the FMU's heat input")
+                raise ConfigError("cooling: fmu_variables must map 'heat_w' to the FMU's heat input")
         self._vars: dict[str, list] = {}
         for k, names in self.variables.items():
             if k not in FMU_NAMES:
@@ -791,12 +800,8 @@ class FMUCoolingModel:
         from fmpy import extract
         from fmpy.fmi2 import FMU2Slave
 
-        heat = np.asarray(heat_w, dtype="float64").ravel()
+        heat, wb, h = _inputs(heat_w, wetbulb_c, dt_s)
         n = len(heat)
-        wb = np.broadcast_to(np.asarray(wetbulb_c, dtype="float64"), (n,)) if np.ndim(wetbulb_c) == 0 else \
-            np.asarray(wetbulb_c, dtype="float64").ravel()
-        h = np.broadcast_to(np.asarray(dt_s, dtype="float64"), (n,)) if np.ndim(dt_s) == 0 else \
-            np.asarray(dt_s, dtype="float64").ravel()
         outs = [k for k in FMU_OUTPUTS if k in self._vars]
         res = {k: np.full(n, np.nan) for k in outs}
         unzip = extract(self.path)
