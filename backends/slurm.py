@@ -649,8 +649,10 @@ class SlurmBackend(Backend):
             for first, count in arrays:
                 ex = submitit.SlurmExecutor(folder=logs, max_num_timeout=self.options.get("max_requeues", 3),
                                             python=self.options.get("python"))
+                # the checkpoint signal comes signal_delay_s before the limit, at most a quarter of it
+                delay = min(self.options.get("signal_delay_s", 90), max(5, info["time_min"] * 60 // 4))
                 params = dict(time=info["time_min"], job_name=self.options.get("job_name", "twinsweep"),
-                              signal_delay_s=self.options.get("signal_delay_s", 90), wckey=None,
+                              signal_delay_s=delay, wckey=None,
                               array_parallelism=min(count, self.parallelism or count),
                               additional_parameters=self._additional())
                 if self.options.get("setup"):

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from backends.base import make_backend
-from backends.slurm import (ACTIVE_STATES, cluster_max_array_size, load_submissions, parse_options,
+from backends.slurm import (ACTIVE_STATES, cluster_max_array_size, cluster_partitions, load_submissions, parse_options,
                             parse_sbatch_items, parse_time, plan_chunks, slurm_ready, split_arrays)
 from core.errors import ConfigError
 from sweep.api import run_sweep, sweep_status
@@ -137,6 +137,13 @@ def test_make_backend_slurm_checks_options_first():
 @pytest.fixture(scope="session")
 def slurm_cluster():
     """A usable Slurm, or skip (locally) / fail (CI) with the reason."""
+    try:
+        import submitit  # noqa: F401
+    except ImportError:
+        msg = "submitit is not installed (pip install -e '.[slurm]')"
+        if _in_ci():
+            pytest.fail(msg)
+        pytest.skip(msg)
     ok, why = slurm_ready()
     if not ok and _in_ci() and shutil.which("sinfo") and os.geteuid() == 0:
         subprocess.run(["bash", str(ROOT / "slurm" / "local-cluster.sh")], capture_output=True, timeout=180)
@@ -215,6 +222,8 @@ def test_bad_options_give_clear_errors_before_submitting(slurm_env, tmp_path, tr
         (["--cpus-per-task", "512"], r"rejected by `sbatch --test-only`"),
         (["--sbatch", "array=0-3"], r"set by the backend"),
     ]
+    if "short" in cluster_partitions()[0]:  # the local cluster's partition with MaxTime 10 minutes
+        cases.append((["--partition", "short", "--time", "20"], r"'20' exceeds partition short's MaxTime"))
     for extra, match in cases:
         if match is None:
             continue
