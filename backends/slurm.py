@@ -302,7 +302,7 @@ def slurm_ready(timeout: float = 15) -> tuple[bool, str]:
     if p.returncode != 0:
         return False, f"sinfo failed: {p.stderr.strip() or p.stdout.strip()}"
     states = [s.strip() for s in p.stdout.split()]
-    if not any(s.startswith(("idle", "mix", "alloc", "comp")) for s in states):
+    if not any(s.startswith(("idle", "mix", "alloc", "comp", "plnd", "planned", "resv")) for s in states):
         return False, f"no usable node (node states: {', '.join(states) or 'none'})"
     return True, ""
 
