@@ -28,9 +28,9 @@ from core.run import load_run_workload, resolve_system, simulate
 data, system, backfill = sys.argv[1:4]
 cfg = RunConfig(data=data, system=system, policy="fcfs", backfill=backfill, sample_period=60)
 t0 = time.perf_counter(); wl = load_run_workload(cfg); sysm = resolve_system(cfg, wl); t_load = time.perf_counter() - t0
-t0 = time.perf_counter(); res = simulate(cfg, workload=wl, system=sysm); t_sim = time.perf_counter() - t0
+t0 = time.perf_counter(); c0 = time.process_time(); res = simulate(cfg, workload=wl, system=sysm); t_sim = time.perf_counter() - t0; c_sim = time.process_time() - c0
 w = res.manifest["window"]
-print(json.dumps({"load_s": t_load, "sim_s": t_sim, "jobs": len(res.jobs), "span_s": w["duration"],
+print(json.dumps({"load_s": t_load, "sim_s": t_sim, "cpu_s": c_sim, "jobs": len(res.jobs), "span_s": w["duration"],
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "wait_mean_s": res.stats["system"]["wait_mean_s"]}))
 """
@@ -41,7 +41,7 @@ def main() -> None:
     ap.add_argument("--traces", default="SDSC,CURIE")
     ap.add_argument("--backfills", default="none,firstfit,easy,conservative")
     args = ap.parse_args()
-    print(f"{'trace':6} {'backfill':12} {'load s':>7} {'sim s':>7} {'sim-s/wall-s':>13} {'jobs/s':>9} {'peak MB':>8}")
+    print(f"{'trace':6} {'backfill':12} {'load s':>7} {'sim s':>7} {'cpu s':>7} {'sim-s/wall-s':>13} {'jobs/s':>9} {'peak MB':>8}")
     for name in args.traces.split(","):
         data, system = TRACES[name]
         for bf in args.backfills.split(","):
@@ -50,7 +50,7 @@ def main() -> None:
                 print(f"{name:6} {bf:12} FAILED: {r.stderr.strip().splitlines()[-1]}")
                 continue
             d = json.loads(r.stdout.strip().splitlines()[-1])
-            print(f"{name:6} {bf:12} {d['load_s']:7.2f} {d['sim_s']:7.2f} {d['span_s'] / d['sim_s']:13.3g} "
+            print(f"{name:6} {bf:12} {d['load_s']:7.2f} {d['sim_s']:7.2f} {d['cpu_s']:7.2f} {d['span_s'] / d['sim_s']:13.3g} "
                   f"{d['jobs'] / d['sim_s']:9.0f} {d['peak_rss_mb']:8.0f}", flush=True)
 
 
