@@ -25,11 +25,15 @@ import pyarrow.parquet as pq
 from . import __version__
 from .config import RunConfig, run_key
 from .engine import Engine, select_window
+from .errors import ConfigError
 from .perturb import perturb
 from .power import build_timeline, idle_node_power_w, job_node_power_w
 from .stats import compute_stats
 from .system import System, load_system, system_for_trace, system_from_swf_header
 from .workload import Workload
+
+#: Largest timeline a run may ask for (bins); a guard against a mistyped duration (e.g. 9999999d).
+MAX_TIMELINE_BINS = 50_000_000
 
 #: Output file names of a run directory (DESIGN.md §5).
 RUN_FILES = ("jobs.parquet", "timeline.parquet", "stats.json", "manifest.json")
@@ -89,6 +93,13 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     wl = workload.with_nodes(system.cores_per_node)
     wl = perturb(wl, config.perturbation, config.seed)
     replay = config.policy == "replay"
+    if len(wl) == 0:
+        raise ConfigError(f"{workload.source}: the trace holds no job lines; nothing to simulate")
+    if config.duration is not None and config.duration // config.sample_period > MAX_TIMELINE_BINS:
+        raise ConfigError(
+            f"duration {config.duration} s at sample_period {config.sample_period} s gives "
+            f"{config.duration // config.sample_period:,} timeline bins (limit {MAX_TIMELINE_BINS:,}); "
+            "choose a shorter duration or a longer --sample-period")
     frame, t0, t1 = select_window(wl.jobs, config.start, config.duration, replay, config.kill)
     frame.attrs["source"] = workload.source
     npow = job_node_power_w(system, frame)
@@ -107,6 +118,10 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     eng = Engine(frame, system, config.policy, config.backfill, config.kill, npow,
                  idle_node_power_w(system), t0, t1, options=options, progress=cb)
     res = eng.run()
+    if res.t_end <= res.t_start:
+        raise ConfigError(
+            f"{workload.source}: nothing to simulate in the window [{res.t_start}, {res.t_end}) s "
+            "(no job is submitted or running in it); check --start/--duration against the trace's span")
     if workload.traces:  # recorded per-job power/utilisation samples replace the constant job power
         from .power import apply_power_traces, traces_node_power
 
@@ -173,11 +188,16 @@ def _jobs_table(jobs: pd.DataFrame) -> pa.Table:
     return table.add_column(pos, "node_ids", ids)
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600: shared results folders need the umask's mode
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -286,6 +286,8 @@ def load_system(name_or_path: str | Path) -> System:
     Raises UnknownNameError listing the valid names, or ConfigError for a malformed file.
     """
     p = Path(name_or_path)
+    if p.suffix == ".toml" and not p.exists() and (len(p.parts) > 1 or not (SYSTEMS_DIR / p.name).exists()):
+        raise ConfigError(f"system file not found: {p}")
     if not (p.suffix == ".toml" and p.exists()):
         p = SYSTEMS_DIR / f"{str(name_or_path).lower()}.toml"
         if not p.exists():
