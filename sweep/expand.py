@@ -75,8 +75,22 @@ class LoadedDataset:
                 "power": _jsonable(dataclasses.asdict(s.power)),
                 "sources": _jsonable(list(s.sources)),
                 "path": s.path,
+                "cooling": _cooling_description(s),
             },
         }
+
+
+def _cooling_description(system) -> dict[str, Any]:
+    """The cooling plant a run with ``cooling = true`` uses for this system (for the report)."""
+    from core.cooling import cooling_model_for
+
+    try:
+        m = cooling_model_for(system)
+    except Exception as exc:  # noqa: BLE001 - the report says why instead of failing the sweep
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    d = _jsonable(dataclasses.asdict(m)) if dataclasses.is_dataclass(m) else {"model": str(m)}
+    d["from_system_file"] = system.cooling is not None
+    return d
 
 
 @dataclasses.dataclass(frozen=True)

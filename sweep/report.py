@@ -374,7 +374,7 @@ def _section_agreement(pg: _Page, runs: pd.DataFrame, variants: list[str], rank:
 def _section_timelines(pg: _Page, root: Path, runs: pd.DataFrame, variants: list[str], study: dict,
                        datasets: dict) -> None:
     plt = _plt()
-    pg.h(2, "Power and utilisation timelines", "timelines")
+    pg.h(2, "Power, utilisation and cooling timelines", "timelines")
     rep = study.get("report", {})
     seeds = sorted(runs["seed"].dropna().unique().tolist())
     seed = rep.get("timeline_seed")
@@ -445,8 +445,10 @@ def _section_timelines(pg: _Page, root: Path, runs: pd.DataFrame, variants: list
             a.grid(alpha=0.3)
         a1.legend(fontsize=7, ncol=4, loc="upper left", bbox_to_anchor=(1.0, 1.0) if len(variants) > 12 else None)
         fig.tight_layout()
+        what = "facility power, utilisation, PUE and cooling-tower return temperature" if cooled else \
+            "facility power and utilisation"
         pg.figure(fig, _fname("timeline", ds, win, f"seed{seed}") + ".png",
-                  f"{ds} / {win}, seed {seed}: facility power{' (assumed)' if assumed else ''} and utilisation",
+                  f"{ds} / {win}, seed {seed}: {what}{' (power model assumed)' if assumed else ''}",
                   bbox="tight")
 
 
@@ -488,12 +490,13 @@ def _section_provenance(pg: _Page, datasets: dict) -> None:
                 ("checksum", d.get("checksum")), ("epoch", _utc(d.get("epoch", 0), 0))]
         for k in ("Computer", "Installation", "Acknowledge", "Information", "Conversion", "Version"):
             if k in hdr:
-                rows.append((k, hdr[k]))
+                rows.append((k, str(hdr[k]).replace("\\n", " ").replace("\n", " ")))
         for w in d.get("windows", []):
             rows.append((f"window {w['name']}", f"start {_utc(d.get('epoch', 0), w.get('start'))}, "
                                                 f"duration {_fmt_duration(w.get('duration'))}"))
         pg.table(pd.DataFrame(rows, columns=["", "value"]))
-        pg.raw(f"<pre>{html.escape(d.get('provenance') or 'no provenance recorded by the loader')}</pre>")
+        prov = (d.get("provenance") or "no provenance recorded by the loader").replace("\\n", "\n")
+        pg.raw(f"<pre>{html.escape(prov)}</pre>")
 
 
 def _section_power(pg: _Page, datasets: dict) -> None:
@@ -531,6 +534,15 @@ def _section_power(pg: _Page, datasets: dict) -> None:
             pg.raw(f"<p>Sources:</p><ul>{items}</ul>")
         else:
             pg.p("No sources cited in the system file.")
+        cool = s.get("cooling") or {}
+        if cool and "error" not in cool:
+            origin = "the system file's [cooling] table" if cool.get("from_system_file") else \
+                "the generic warm-water plant sized from the system's peak IT power (all values assumed)"
+            pg.raw(f"<p>Cooling plant (used by runs with <code>cooling = true</code>): {html.escape(origin)}; "
+                   "model and sources in docs/cooling.md. PUE and coolant temperatures of such runs carry the "
+                   "same label as the power model.</p>")
+            rows = [(k, str(v)) for k, v in cool.items() if k != "from_system_file" and not isinstance(v, (dict, list))]
+            pg.table(pd.DataFrame(rows, columns=["cooling parameter", "value"]))
 
 
 def _section_failures(pg: _Page, failed: list[dict]) -> None:
