@@ -31,7 +31,7 @@ def _add_run_parser(sub):
     p.add_argument("--data", required=True, help="trace file (relative paths resolve against $TWINSWEEP_DATA)")
     p.add_argument("--format", default=None, help="loader name (default: detect)")
     p.add_argument("--system", default=None, help="system name or TOML path (default: generic system from the trace header)")
-    p.add_argument("--policy", required=True, help="replay, fcfs, sjf, ljf, priority, or a registered plug-in")
+    p.add_argument("--policy", required=True, help="replay, fcfs, sjf, ljf, priority, weighted, acct_avg_power, acct_low_avg_power, acct_edp, acct_ed2p, acct_fugaku_pts, or a registered plug-in")
     p.add_argument("--backfill", default="none", help=f"one of {', '.join(BACKFILLS)} (default none)")
     p.add_argument("--start", type=_duration, default=None, help="window start, s from the trace epoch")
     p.add_argument("--duration", type=_duration, default=None, help="window length (e.g. 7d)")
