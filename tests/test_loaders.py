@@ -584,3 +584,21 @@ def test_default_data_dir_is_beside_the_repo(monkeypatch):
         assert data_dir() == beside
     else:
         assert data_dir().parts[-2:] == ("shared", "data")
+
+
+def test_out_of_range_number_names_the_line_and_lenient_skips_it(tmp_path):
+    # a 23-digit submit time passes the line pattern but not int64 parsing: the error must still
+    # name the file and line, and --lenient must skip and count it
+    from core.errors import TraceFormatError
+    from core.loaders import load_workload
+
+    lines = ["; MaxNodes: 4", "; MaxProcs: 4"]
+    for i in range(1, 6):
+        submit = "99999999999999999999999" if i == 3 else str(10 * i)
+        lines.append(f"{i} {submit} 0 10 1 -1 -1 1 100 -1 1 1 1 -1 -1 -1 -1 -1")
+    p = tmp_path / "big.swf"
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceFormatError, match=r"big\.swf:5: field 2 is out of range"):
+        load_workload(p)
+    wl = load_workload(p, lenient=True)
+    assert len(wl) == 4 and wl.skipped_lines[0][0] == 5

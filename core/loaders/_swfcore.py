@@ -178,6 +178,7 @@ def parse_table(trace: TraceText, nfields: int, text_cols: Sequence[int] = (),
     line_re = _line_regex(nfields, text_cols)
     text = trace.data.decode("latin-1")
     good: list[str] = []
+    good_no: list[int] = []
     skipped: list[tuple[int, str]] = []
     for no, line in enumerate(text.split("\n"), 1):
         s = line.split(";", 1)[0].strip()
@@ -185,14 +186,37 @@ def parse_table(trace: TraceText, nfields: int, text_cols: Sequence[int] = (),
             continue
         if line_re.match(s):
             good.append(s)
+            good_no.append(no)
             continue
         reason = _diagnose(s.split(), nfields, text_cols)
         if not lenient:
             raise TraceFormatError(trace.path, no, f"{reason} (line starts {s[:60]!r})")
         skipped.append((no, reason))
     df = _read_fast("\n".join(good).encode("latin-1"), nfields, text_cols)
-    if df is None:  # pragma: no cover - the regex accepts only what pandas parses
-        raise TraceFormatError(trace.path, None, "job lines could not be parsed after validation")
+    if df is None:  # a line the pattern accepts but pandas cannot parse: a number out of range
+        bad = []
+        for i, (no, s) in enumerate(zip(good_no, good)):
+            for f, tok in enumerate(s.split()[:nfields], 1):
+                if f - 1 in text_cols:
+                    continue
+                try:
+                    v = float(tok)
+                except ValueError:
+                    continue
+                if not np.isfinite(v) or abs(v) >= 2.0 ** 62:
+                    reason = f"field {f} is out of range: {tok[:30]!r}"
+                    if not lenient:
+                        raise TraceFormatError(trace.path, no, reason)
+                    bad.append(i)
+                    skipped.append((no, reason))
+                    break
+        if bad:
+            drop = set(bad)
+            good = [s for i, s in enumerate(good) if i not in drop]
+            skipped.sort()
+            df = _read_fast("\n".join(good).encode("latin-1"), nfields, text_cols)
+        if df is None:
+            raise TraceFormatError(trace.path, None, "job lines could not be parsed after validation")
     return df, skipped
 
 
