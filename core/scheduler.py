@@ -74,6 +74,7 @@ class Policy:
 class FCFS(Policy):
     """First come, first served: submit time ascending."""
 
+    OPTIONS = frozenset()
     name = "fcfs"
 
     def key(self, job):
@@ -83,6 +84,7 @@ class FCFS(Policy):
 class SJF(Policy):
     """Shortest job first by requested time limit (the scheduler never sees run times)."""
 
+    OPTIONS = frozenset()
     name = "sjf"
 
     def key(self, job):
@@ -92,6 +94,7 @@ class SJF(Policy):
 class LJF(Policy):
     """Largest job first: nodes descending."""
 
+    OPTIONS = frozenset()
     name = "ljf"
 
     def key(self, job):
@@ -101,6 +104,7 @@ class LJF(Policy):
 class TracePriority(Policy):
     """The trace's priority column, descending. Raises ConfigError when the trace has none."""
 
+    OPTIONS = frozenset()
     name = "priority"
 
     def __init__(self, jobs, options):
@@ -131,10 +135,24 @@ def available_policies() -> list[str]:
     return sorted(set(_POLICIES) | {"replay"})
 
 
+#: Run options any policy accepts (handled by ``simulate``: accounts loaded for every policy).
+COMMON_OPTIONS = frozenset({"accounts_in", "acct_level"})
+
+
 def make_policy(name: str, jobs: JobView, options: dict) -> Policy:
+    """Build policy ``name``. A factory with an ``OPTIONS`` attribute (a set of names) accepts
+    only those options (plus :data:`COMMON_OPTIONS` and internal ``_``-prefixed ones); an unknown
+    option is a ConfigError naming it, so that a typo never silently makes a new run."""
     if name not in _POLICIES:
         raise UnknownNameError("policy", name, available_policies())
-    return _POLICIES[name](jobs, options)
+    factory = _POLICIES[name]
+    allowed = getattr(factory, "OPTIONS", None)
+    if allowed is not None:
+        unknown = sorted(k for k in options if not k.startswith("_") and k not in allowed and k not in COMMON_OPTIONS)
+        if unknown:
+            ok = sorted(set(allowed) | COMMON_OPTIONS)
+            raise ConfigError(f"policy {name!r} takes no option(s) {unknown}; its options: {', '.join(ok) or 'none'}")
+    return factory(jobs, options)
 
 
 class QueueScheduler:

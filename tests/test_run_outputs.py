@@ -115,3 +115,9 @@ def test_cli_run_and_errors(trace, tmp_path):
     r = subprocess.run([sys.executable, "-m", "sweep.cli", "run", "--data", str(trace), "--policy", "fcfs",
                         "--duration", "7 parsecs", "--out", str(out)], capture_output=True, text=True)
     assert r.returncode == 2 and "duration" in r.stderr
+
+
+def test_unknown_policy_option_is_an_error(trace):
+    # a typo in an option must not silently make a new run (a new key) with the same schedule
+    with pytest.raises(ConfigError, match="takes no option"):
+        simulate(RunConfig(data=str(trace), policy="fcfs", options=(("foo", 1),)))
