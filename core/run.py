@@ -156,7 +156,9 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         "workload": {"source": Path(workload.source).name, "format": workload.format,
                      "checksum": workload.checksum, "epoch": int(workload.epoch), "jobs": len(workload),
                      "provenance": workload.provenance},
-        "run_key": run_key(config, workload.checksum, system.checksum),
+        # the system as resolved (not None) so that `twinsweep run` and a sweep key a run alike
+        "run_key": run_key(config if config.system or system.generic else dataclasses.replace(config, system=system.name),
+                           workload.checksum, system.checksum),
         **({"accounts": accounts_manifest} if accounts_manifest is not None else {}),
         **({"cooling": cooling_manifest} if cooling_manifest is not None else {}),
         "versions": {"python": platform.python_version(), "pandas": pd.__version__, "pyarrow": pa.__version__},
