@@ -457,13 +457,14 @@ def _section_aggregate(pg: _Page, root: Path, runs: pd.DataFrame, variants: list
     pg.p("Mean ± sample standard deviation across seeds, per dataset, window and variant (display units). "
          "Every exact statistic (n, min, mean, median, std, max, q05, q25, q75, q95) of every metric is in "
          "aggregate.csv / aggregate.parquet beside the results; quantiles use the full sorted sample.")
-    keep = [m for m in metrics if m in runs.columns]
+    keep = [m for m in metrics if m in runs.columns and runs[m].notna().any()]
     rows = []
     for (ds, win, v), g in runs.groupby(["dataset", "window", "variant"], sort=False):
         r = {"dataset": ds, "window": win, "variant": v, "seeds": len(g)}
         for m in keep:
             x = g[m].to_numpy(dtype="float64") / _scale(m)
             x = x[~np.isnan(x)]
+            x = np.where(np.abs(x) < 1e-9, 0.0, x)  # float round-off (e.g. 1e-15 kW ramps) is zero
             if len(x) == 0:
                 r[m] = "—"
             else:
