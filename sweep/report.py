@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import html
+import textwrap
 import io
 import json
 import os
@@ -237,7 +238,7 @@ def _section_distributions(pg: _Page, runs: pd.DataFrame, variants: list[str], m
         for ax, ((ds, win), g) in zip(axes[:, 0], groups):
             data = [g.loc[g["variant"] == v, metric].dropna().to_numpy() / _scale(metric) for v in variants]
             _boxes(ax, pos, data)
-            ax.set_ylabel(axis_label(metric, _is_assumed(g["power_label"])), fontsize=8)
+            ax.set_ylabel(textwrap.fill(axis_label(metric, _is_assumed(g["power_label"])), 34), fontsize=8)
             ax.set_title(f"{ds} / {win}", fontsize=9)
             ax.grid(axis="y", alpha=0.3)
         axes[-1, 0].set_xticks(pos)
@@ -245,7 +246,8 @@ def _section_distributions(pg: _Page, runs: pd.DataFrame, variants: list[str], m
         axes[-1, 0].set_xlim(0.4, len(variants) + 0.6)
         fig.subplots_adjust(left=0.9 / width, right=1 - 0.2 / width, top=1 - 0.35 / height,
                             bottom=label_in / height, hspace=0.35 * len(groups) / max(len(groups), 1))
-        pg.figure(fig, f"box_{metric}.png", f"{METRIC_DISPLAY.get(metric, (metric,))[0]} per variant across seeds")
+        pg.figure(fig, f"box_{metric}.png", f"{METRIC_DISPLAY.get(metric, (metric,))[0]} per variant across seeds",
+                  bbox="tight")  # long axis labels (units) must not be clipped
 
 
 def _boxes(ax, pos: np.ndarray, data: list[np.ndarray]) -> None:
