@@ -61,6 +61,7 @@ are not powered (RAPS sets their power to zero), so every per-node quantity coun
 from __future__ import annotations
 
 import dataclasses
+import functools
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -183,7 +184,7 @@ class System:
         """JSON-ready description (for manifests and reports)."""
         return dataclasses.asdict(self)
 
-    @property
+    @functools.cached_property
     def checksum(self) -> str:
         """``"sha256:<hex>"`` of every parameter (not the file path): editing a system file changes
         the identity of the runs that use it."""

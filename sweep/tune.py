@@ -478,6 +478,14 @@ def _recover_interrupted(study) -> int:
     return n
 
 
+def _record_interrupt(res, ev, study, t_wall: float) -> None:
+    """What an interrupted tune call leaves in its result: progress so far and its wall time."""
+    res.interrupted = True
+    res.executed, res.ran_trials = ev.executed, ev.told
+    res.complete = _counted(study)
+    res.wall_s = time.perf_counter() - t_wall
+
+
 def _counted(study) -> int:
     import optuna
 
@@ -561,10 +569,7 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
                     for outcome in bk.run(ev.tasks(remaining), ev.run_fn, shared):
                         ev.outcome(outcome)
             except KeyboardInterrupt:
-                res.interrupted = True
-                res.executed, res.ran_trials = ev.executed, ev.told
-                res.complete = _counted(study)
-                res.wall_s = time.perf_counter() - t_wall
+                _record_interrupt(res, ev, study, t_wall)
                 raise
         res.executed, res.ran_trials = ev.executed, ev.told
         res.complete = _counted(study)
@@ -719,10 +724,7 @@ def _tune_on_slurm(spec: TuneSpec, store, study, datasets, remaining: int, n_bef
                 else:
                     errors.append(f"{out.key}: {out.error}")
     except KeyboardInterrupt:
-        res.interrupted = True
-        res.executed, res.ran_trials = ev.executed, ev.told
-        res.complete = _counted(study)
-        res.wall_s = time.perf_counter() - t_wall
+        _record_interrupt(res, ev, study, t_wall)
         raise
     finally:
         # trials left running by workers of this session that ended for good: failed, queued again
