@@ -1,11 +1,12 @@
 """Speed of one twin run (issue: the twin). Prints figures; not a test.
 
-Usage: python bench/bench_twin.py [--quick] [--traces SDSC,CURIE] [--backfills none,easy,...]
+Usage: python bench/bench_twin.py [--traces SDSC,CURIE,RICC,KTH] [--backfills none,easy,...]
 
 For each trace × backfill variant under fcfs, runs the full trace with a 60 s timeline in a fresh
 subprocess (so the peak RSS is that run's own) and prints: load time, simulation wall time, simulated
 seconds per wall second, jobs per second and peak memory. Goals (issue #2): full SDSC-SP2 fcfs+easy
-<= 3 s on one core; full CEA-Curie fcfs+easy <= 60 s and <= 1 GiB peak.
+<= 3 s on one core; full CEA-Curie fcfs+easy <= 60 s and <= 1 GiB peak. The first conservative
+run on a machine also compiles the profile pass (numba, a few seconds; cached afterwards).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ TRACES = {
     "SDSC": ("pwa-swf/SDSC-SP2-1998-4.2-cln.swf.gz", "sdsc-sp2"),
     "KTH": ("pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz", "kth-sp2"),
     "CURIE": ("pwa-swf/CEA-Curie-2011-2.1-cln.swf.gz", "cea-curie"),
+    "RICC": ("pwa-swf/RICC-2010-2.swf.gz", "ricc"),  # 447,794 jobs; fcfs queues reach ~20,000 jobs
 }
 
 CHILD = r"""

@@ -28,6 +28,8 @@ import dataclasses
 import math
 from typing import Any, Callable
 
+import numpy as np
+
 from .errors import ConfigError, UnknownNameError
 from .resources import Cluster
 
@@ -162,6 +164,10 @@ class QueueScheduler:
     reservation moved later than the one it held at the previous pass.
     """
 
+    #: conservative: reuse the previous pass's profile where that is exact (tests turn it off to
+    #: compare with a rebuild at every pass)
+    reuse_profile = True
+
     def __init__(self, policy: Policy, backfill: str):
         if backfill not in _BACKFILL:
             raise UnknownNameError("backfill", backfill, _BACKFILL)
@@ -171,7 +177,7 @@ class QueueScheduler:
         self.jobs = policy.jobs
         self._k: dict[int, tuple] = {}  # job -> sort key (policy key, submit, trace_index, job)
         self._q: list[int] = []
-        self._reservations: dict[int, int] = {}
+        self._cons: _Conservative | None = None
         self.stats = {"reservation_delays": 0}
         # optional usage hooks of dynamic policies (see the module docstring)
         self._observe = getattr(policy, "observe", None)
@@ -280,61 +286,75 @@ class QueueScheduler:
         return started
 
     def _conservative(self, now, cluster):
-        nodes, limit = self.jobs.nodes, self.jobs.time_limit
-        # availability profile: times[k] -> free nodes on [times[k], times[k+1]); last holds forever
-        times, free = [now], [cluster.free_nodes]
-        for exp_end, j in cluster.running:
-            t = max(exp_end, now + 1)
-            if t == times[-1]:
-                free[-1] += nodes[j]
+        # the profile pass is compiled (core/_profile.py); here the marshalling, and the reuse of
+        # the previous pass's profile when the rebuild would give every queued job the same
+        # reservation again
+        from ._profile import Profile  # numba: imported on first use (it takes ~1 s)
+
+        c = self._cons
+        if c is None:
+            nodes = np.asarray(self.jobs.nodes, dtype=np.int64)
+            dur = np.maximum(np.asarray(self.jobs.time_limit, dtype=np.int64), 1)
+            c = self._cons = _Conservative(nodes, dur, np.full(len(nodes), -1, dtype=np.int64))
+        q, run = self._q, cluster.running
+        m = c.kept
+        if (c.profile is not None and self.reuse_profile and not self.policy.dynamic
+                and len(run) == c.n_running and (not run or run[0][0] > now)
+                and (m == 0 or (len(q) >= m and q[m - 1] == c.tail))
+                and c.profile.free_now == cluster.free_nodes):
+            # Only submissions since the last pass (no end: starts happen only in passes), no
+            # running job past its expected end, and every new job queued behind every old
+            # one: the old jobs' reservations are unchanged (no breakpoint lies between the two
+            # passes, the profile ahead is the same, and a start between them failed before),
+            # so only the new jobs are reserved, on the previous pass's final profile.
+            qa = np.array(q[m:], dtype=np.int64)
+            c.profile.move_to(now)
+            c.reused += 1
+        else:
+            if run:
+                r = np.array(run, dtype=np.int64)
+                run_end, run_nodes = r[:, 0], c.nodes[r[:, 1]]
             else:
-                times.append(t)
-                free.append(free[-1] + nodes[j])
-        started = []
-        res = {}
-        old = self._reservations
-        for j in self._q:
-            # a zero-length job still holds its nodes for the pass: reserve at least 1 s
-            n, d = nodes[j], max(limit[j], 1)
-            k = _earliest_fit(times, free, n, d)
-            t = times[k]
-            end = t + d  # reserve n nodes on [t, t + d)
-            pos = bisect.bisect_left(times, end)
-            if pos == len(times) or times[pos] != end:
-                times.insert(pos, end)
-                free.insert(pos, free[pos - 1])
-            for x in range(k, pos):
-                free[x] -= n
-            if t == now:
-                cluster.start(j)
-                started.append(j)
-            else:
-                res[j] = t
-                if j in old and t > old[j]:
-                    self.stats["reservation_delays"] += 1
-        self._reservations = res
+                run_end = run_nodes = np.empty(0, dtype=np.int64)
+            qa = np.array(q, dtype=np.int64)
+            c.profile = Profile(now, run_end, run_nodes, cluster.free_nodes, len(qa))
+        t = np.empty(len(qa), dtype=np.int64)
+        self.stats["reservation_delays"] += c.profile.reserve(now, c.nodes[qa], c.dur[qa], c.prev[qa], t)
+        later = t > now
+        c.prev[qa[later]] = t[later]  # a started job leaves the queue: its entry is never read again
+        started = qa[~later].tolist()
+        for j in started:  # in queue order: placement takes the lowest free nodes in that order
+            cluster.start(j)
+        c.n_running = len(run)
+        c.kept = len(q) - len(started)
+        if c.kept:
+            c.tail = q[-1] if not started or started[-1] != q[-1] else _last_not_in(q, set(started))
         return started
 
 
-def _earliest_fit(times: list, free: list, n: int, d: int) -> int:
-    """Index k of the earliest breakpoint from which ``n`` nodes stay free for ``d`` seconds.
+@dataclasses.dataclass
+class _Conservative:
+    """Conservative backfilling's state between passes: per job (index = job) ``nodes``,
+    reserved duration ``dur`` (time limit, >= 1 s) and last reservation ``prev`` (-1: none); the
+    last pass's final ``profile``, how many jobs it left queued (``kept``), the last of them
+    (``tail``), the number of running jobs after it (``n_running``); ``reused`` counts passes
+    that reused the profile."""
 
-    ``times``/``free``: the availability profile (free[k] holds on [times[k], times[k+1]), the last
-    entry forever and equal to the machine size, so a job that fits the machine always fits).
-    """
-    nt = len(times)
-    k = 0
-    while True:
-        while free[k] < n:
-            k += 1
-        t_end = times[k] + d
-        m = k + 1
-        while m < nt and times[m] < t_end and free[m] >= n:
-            m += 1
-        if m < nt and times[m] < t_end:  # segment m lacks nodes: retry after it
-            k = m + 1
-            continue
-        return k
+    nodes: np.ndarray
+    dur: np.ndarray
+    prev: np.ndarray
+    profile: Any = None  # core._profile.Profile
+    kept: int = 0
+    tail: int = -1
+    n_running: int = -1
+    reused: int = 0  # passes that reused the profile (tests check that the path runs)
+
+
+def _last_not_in(q: list, gone: set) -> int:
+    for j in reversed(q):
+        if j not in gone:
+            return j
+    raise RuntimeError("no job left in the queue")
 
 
 _BACKFILL = {
