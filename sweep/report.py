@@ -13,6 +13,7 @@ power parameters and their sources) and ``failures``. Every power or energy axis
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import textwrap
 import io
@@ -178,8 +179,14 @@ class _Page:
 
 
 def _fname(*parts) -> str:
-    """A safe file name from parts (anything but letters, digits, ``.``, ``_``, ``-`` becomes ``-``)."""
-    return "_".join(re.sub(r"[^A-Za-z0-9._-]+", "-", str(p)) for p in parts)
+    """A safe file name from parts: anything but letters, digits, ``.``, ``_``, ``-`` becomes
+    ``-``, and a part that was changed gets 6 hex digits of its SHA-1, so that names differing
+    only there (dataset ``a/b`` and ``a-b``) still give different files."""
+    out = []
+    for p in map(str, parts):
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "-", p)
+        out.append(safe if safe == p else f"{safe}-{hashlib.sha1(p.encode()).hexdigest()[:6]}")
+    return "_".join(out)
 
 
 def _fmt_duration(s) -> str:

@@ -158,3 +158,11 @@ def test_sweep_cli_prints_report_path(tmp_path, capsys):
     assert main(["sweep", str(spec), "--backend", "local", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "2 run(s) done now" in out and "report:" in out and "index.html" in out
+
+
+def test_figure_file_names_differ_for_names_that_differ_only_in_unsafe_characters():
+    from sweep.report import _fname
+    names = {_fname("wins", ds, "wait_mean_s") for ds in ("pwa/KTH", "pwa-KTH", "pwa KTH", "pwa_KTH")}
+    assert len(names) == 4
+    assert _fname("box", "wait_mean_s") == "box_wait_mean_s"  # safe parts are kept as they are
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]+", n) for n in names)
