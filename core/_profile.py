@@ -75,9 +75,11 @@ class Profile:
     def reserve(self, now, q_nodes, q_dur, q_prev, out_start) -> int:
         """Reserve jobs in order on this profile (see :func:`conservative_pass`); returns the
         number of reservations later than ``q_prev``. Grows the arrays when they could fill."""
-        # a block splits only when full and starts at most half full: <= 1 split per half a
-        # block of new breakpoints, and each reservation adds at most one breakpoint
-        need = self.nblk + q_nodes.shape[0] // (self.block // 2) + 2
+        # every block but one holds >= half a block of breakpoints (blocks start half full or
+        # less only when built, split into halves, never shrink), and each reservation adds at
+        # most one breakpoint: blocks after this call <= (breakpoints + Q) // half + 1
+        breakpoints = int(self.bn[: self.nblk].sum())
+        need = (breakpoints + q_nodes.shape[0]) // (self.block // 2) + 2
         if need > self.BT.shape[0]:
             self._grow(2 * need)
         if 2 * (self.hcount + q_nodes.shape[0]) > self.hn.shape[0]:  # keep the table half empty
@@ -341,6 +343,8 @@ def _reserve(BT, BF, bn, blz, bmin, bmax, order, nblk, total, hn, hd, hv, hcount
         ins = last_j + 1
         if bn[lb] == block:  # full: move the upper half to a new block
             nb_ = nblk
+            if nb_ >= BT.shape[0]:  # Profile.reserve sizes the arrays so that this cannot happen
+                raise ValueError("profile blocks exhausted")
             for x in range(half):
                 BT[nb_, x] = BT[lb, half + x]
                 BF[nb_, x] = BF[lb, half + x]

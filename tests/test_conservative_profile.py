@@ -68,15 +68,20 @@ def test_compiled_pass_equals_brute_force(p, block):
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(passes(), st.sampled_from([4, 6, BLOCK]), st.data())
-def test_reserving_in_two_calls_on_a_kept_profile_equals_one_pass(p, block, data):
+def test_reserving_in_several_calls_on_a_kept_profile_equals_one_pass(p, block, data):
     # what reuse does: the jobs behind the queue are reserved on the kept profile (which also
     # grows its arrays and its shape table when they could fill)
     now, running, free_now, queue, prev = p
     cut = data.draw(st.integers(0, len(queue)))
+    # the rest in calls of 1-3 jobs: a kept profile's blocks may be nearly full, so each call
+    # may split as many blocks as it has jobs
+    cuts = [0, cut]
+    while cuts[-1] < len(queue):
+        cuts.append(min(len(queue), cuts[-1] + data.draw(st.integers(1, 3))))
     a = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
     prof = Profile(now, a([e for e, _ in running]), a([n for _, n in running]), free_now, cut, block)
     starts = []
-    for part in (slice(0, cut), slice(cut, None)):
+    for part in (slice(x, y) for x, y in zip(cuts, cuts[1:])):
         qn, qd = a([n for n, _ in queue[part]]), a([d for _, d in queue[part]])
         out = np.empty(len(qn), dtype=np.int64)
         prof.reserve(now, qn, qd, a(prev[part]), out)
