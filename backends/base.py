@@ -63,8 +63,19 @@ def call_safely(fn: RunFn, task: Task, shared_value: Any) -> Outcome:
         result = fn(task.payload, shared_value)
         return Outcome(task.key, True, result=result, wall_s=time.perf_counter() - t0, worker=worker_id())
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, none stops the batch
+        if _is_interrupt(exc):
+            raise KeyboardInterrupt from exc
         return Outcome(task.key, False, error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(),
                        wall_s=time.perf_counter() - t0, worker=worker_id())
+
+
+def _is_interrupt(exc: BaseException) -> bool:
+    """True for Ctrl-C turned into an ordinary exception by a library: pyarrow cancels a read or
+    write on SIGINT/SIGTERM and re-raises ``ArrowCancelled`` (carrying ``signum``) when the
+    re-emitted signal has not reached Python yet; as a failed run it would swallow the Ctrl-C."""
+    import signal
+
+    return type(exc).__name__ == "ArrowCancelled" and getattr(exc, "signum", None) in (signal.SIGINT, signal.SIGTERM)
 
 
 class Backend(abc.ABC):

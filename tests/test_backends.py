@@ -84,3 +84,28 @@ def test_local_pool_and_ray_give_byte_identical_runs(tmp_path, ray_session):
     assert outs["serial"][0] == outs["pool"][0] == outs["ray"][0]
     assert outs["serial"][1] == outs["pool"][1] == outs["ray"][1]
     assert len(outs["serial"][0]) == 8 * 5
+
+
+def _cancelled_by_sigint(payload, shared):
+    import signal
+
+    import pyarrow as pa
+
+    raise pa.lib.ArrowCancelled("Operation cancelled", signum=signal.SIGINT)
+
+
+def _cancelled_otherwise(payload, shared):
+    import pyarrow as pa
+
+    raise pa.lib.ArrowCancelled("Operation cancelled")
+
+
+def test_ctrl_c_inside_pyarrow_stops_the_batch_instead_of_failing_a_run():
+    # pyarrow turns a SIGINT during a read/write into ArrowCancelled(signum=SIGINT) when the
+    # re-emitted signal has not reached Python yet: that must stop the sweep like Ctrl-C does
+    from backends.base import call_safely
+
+    with pytest.raises(KeyboardInterrupt):
+        call_safely(_cancelled_by_sigint, Task("k", {}, None), None)
+    out = call_safely(_cancelled_otherwise, Task("k", {}, None), None)  # no signal: a failed run
+    assert not out.ok and "ArrowCancelled" in out.error
