@@ -51,7 +51,11 @@ def test_lock_refuses_a_second_sweep(tmp_path):
 
 def _killed_sweep(spec_path: Path, kill_after: int, sig: int = signal.SIGKILL) -> int:
     """Start a sweep in a subprocess (slow runs), send ``sig`` once ``kill_after`` runs are complete."""
+    # the child installs Python's Ctrl-C handler itself: started from a background job of a
+    # non-interactive shell (a CI runner may be one) it would inherit SIGINT ignored
     code = textwrap.dedent(f"""
+        import signal
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         from sweep.api import run_sweep
         from test_sweep_support import slow_run
         run_sweep({str(spec_path)!r}, backend="local", run_fn=slow_run, report=False)
