@@ -16,6 +16,7 @@ from core.config import RunConfig
 from core.engine import Engine, select_window
 from core.errors import ConfigError
 from core.system import System
+from twin_helpers import write_swf_rows
 from twin_helpers import frame
 
 
@@ -168,17 +169,12 @@ def test_missing_file(tmp_path):
 # ------------------------------------------------------------------ run + CLI plumbing
 def _trace(tmp_path):
     """A small SWF trace with users and groups (field 12 user, 13 group)."""
-    lines = ["; MaxNodes: 8", "; MaxProcs: 8"]
-    rows = [  # id submit wait run procs cpu mem req_procs req_time req_mem status user group
+    rows = [  # job submit wait run procs user group
         (1, 0, 0, 500, 4, 4, 1000), (2, 10, 0, 300, 4, 5, 1001), (3, 20, 0, 100, 2, 6, 1000),
         (4, 30, 0, 200, 8, 7, 1002), (5, 40, 0, 50, 1, 5, 1001), (6, 50, 0, 400, 2, 4, 1000),
         (7, 60, 0, 100, 4, 6, 1002), (8, 70, 0, 250, 2, 7, 1001),
     ]
-    for jid, sub, wait, run, procs, user, group in rows:
-        lines.append(f"{jid} {sub} {wait} {run} {procs} -1 -1 {procs} {run * 2} -1 1 {user} {group} -1 -1 -1 -1 -1")
-    p = tmp_path / "tiny.swf"
-    p.write_text("\n".join(lines) + "\n")
-    return p
+    return write_swf_rows(tmp_path / "tiny.swf", rows)
 
 
 def test_simulate_with_accounts(tmp_path):

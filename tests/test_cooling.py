@@ -22,13 +22,14 @@ import pytest
 
 from core.config import RunConfig
 from core.cooling import (
-    COOLING_COLUMNS, CP_WATER, CoolingModel, apply_cooling, cooling_from_table, cooling_model_for,
+    COOLING_COLUMNS, CP_WATER, CoolingModel, apply_cooling, cooling_model_for,
     generic_cooling, integrate, peak_heat_w, steady_state, wetbulb_bins,
 )
 from core.errors import ConfigError
-from core.power import bin_step, build_timeline
+from core.power import build_timeline
 from core.stats import COOLING_KEYS, SYSTEM_KEYS, compute_stats
 from core.system import Converter, PowerModel, System, system_from_dict
+from twin_helpers import write_swf_rows
 
 QD = 1.0e6  # design heat of the test plant (W)
 
@@ -466,14 +467,9 @@ def test_run_config_options():
 
 
 def _trace(tmp_path):
-    lines = ["; MaxNodes: 8", "; MaxProcs: 8"]
     rows = [(1, 0, 0, 3000, 8), (2, 10, 0, 600, 4), (3, 20, 0, 1200, 2), (4, 3000, 0, 2000, 8),
             (5, 4000, 0, 500, 1), (6, 6000, 0, 4000, 6)]
-    for jid, sub, wait, run, procs in rows:
-        lines.append(f"{jid} {sub} {wait} {run} {procs} -1 -1 {procs} {run * 2} -1 1 1 1 -1 -1 -1 -1 -1")
-    p = tmp_path / "tiny.swf"
-    p.write_text("\n".join(lines) + "\n")
-    return p
+    return write_swf_rows(tmp_path / "tiny.swf", rows)
 
 
 def test_simulate_with_cooling(tmp_path):

@@ -45,3 +45,15 @@ def schedule_of(jobs_out):
         e = None if pd.isna(r.sim_end_time) else int(r.sim_end_time)
         out[int(r.job_id)] = (s, e)
     return out
+
+
+def write_swf_rows(path, rows, max_nodes=8):
+    """Write an SWF file of hand-written jobs: rows of (job, submit, wait, run, procs[, user,
+    group]) in s and processors; requested time is twice the run time, status 1; user and group
+    default to 1. Returns ``path``."""
+    lines = [f"; MaxNodes: {max_nodes}", f"; MaxProcs: {max_nodes}"]
+    for jid, sub, wait, run, procs, *ug in rows:
+        user, group = ug or (1, 1)
+        lines.append(f"{jid} {sub} {wait} {run} {procs} -1 -1 {procs} {run * 2} -1 1 {user} {group} -1 -1 -1 -1 -1")
+    path.write_text("\n".join(lines) + "\n")
+    return path
