@@ -761,6 +761,16 @@ def _importance_evaluator():
         return None, "Optuna default evaluator"
 
 
+def _save_plot(plt, fig, ax, path: Path) -> Path:
+    """Grid, legend, tight layout; write ``path`` (PNG, 110 dpi) and close the figure."""
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def write_outputs(study, spec: TuneSpec, out: Path, best: list[dict]) -> dict[str, Path]:
     """best.json, trials.csv, pareto.png / history.png, importances.csv/png, winners.toml."""
     import optuna
@@ -794,12 +804,7 @@ def write_outputs(study, spec: TuneSpec, out: Path, best: list[dict]) -> dict[st
         ax.set_xlabel(f"{names[0]} ({spec.objectives[0][1]})")
         ax.set_ylabel(f"{names[1]} ({spec.objectives[1][1]})")
         ax.set_title(f"{spec.study_name}: {len(complete)} trials (train windows)", fontsize=10)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        files["pareto.png"] = out / "pareto.png"
-        fig.savefig(files["pareto.png"], dpi=110)
-        plt.close(fig)
+        files["pareto.png"] = _save_plot(plt, fig, ax, out / "pareto.png")
     elif complete:
         fig, ax = plt.subplots(figsize=(6, 4))
         nums = [t.number for t in complete]
@@ -813,12 +818,7 @@ def write_outputs(study, spec: TuneSpec, out: Path, best: list[dict]) -> dict[st
         ax.plot(nums, run_best, "-", color="C3", label="best so far")
         ax.set_xlabel("trial")
         ax.set_ylabel(f"{names[0]} ({spec.objectives[0][1]})")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        files["history.png"] = out / "history.png"
-        fig.savefig(files["history.png"], dpi=110)
-        plt.close(fig)
+        files["history.png"] = _save_plot(plt, fig, ax, out / "history.png")
 
     imp_rows, imp_error = [], None
     if len(complete) >= 2 and spec.params:
