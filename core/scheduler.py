@@ -289,13 +289,13 @@ class QueueScheduler:
         # the profile pass is compiled (core/_profile.py); here the marshalling, and the reuse of
         # the previous pass's profile when the rebuild would give every queued job the same
         # reservation again
-        from ._profile import Profile  # numba: imported on first use (it takes ~1 s)
-
         c = self._cons
         if c is None:
+            from ._profile import Profile  # numba: imported on first use (it takes ~1 s)
+
             nodes = np.asarray(self.jobs.nodes, dtype=np.int64)
             dur = np.maximum(np.asarray(self.jobs.time_limit, dtype=np.int64), 1)
-            c = self._cons = _Conservative(nodes, dur, np.full(len(nodes), -1, dtype=np.int64))
+            c = self._cons = _Conservative(Profile, nodes, dur, np.full(len(nodes), -1, dtype=np.int64))
         q, run = self._q, cluster.running
         m = c.kept
         if (c.profile is not None and self.reuse_profile and not self.policy.dynamic
@@ -317,7 +317,7 @@ class QueueScheduler:
             else:
                 run_end = run_nodes = np.empty(0, dtype=np.int64)
             qa = np.array(q, dtype=np.int64)
-            c.profile = Profile(now, run_end, run_nodes, cluster.free_nodes, len(qa))
+            c.profile = c.make_profile(now, run_end, run_nodes, cluster.free_nodes, len(qa))
         t = np.empty(len(qa), dtype=np.int64)
         self.stats["reservation_delays"] += c.profile.reserve(now, c.nodes[qa], c.dur[qa], c.prev[qa], t)
         later = t > now
@@ -334,12 +334,14 @@ class QueueScheduler:
 
 @dataclasses.dataclass
 class _Conservative:
-    """Conservative backfilling's state between passes: per job (index = job) ``nodes``,
+    """Conservative backfilling's state between passes: the profile class ``make_profile``
+    (core._profile.Profile, imported on first use); per job (index = job) ``nodes``,
     reserved duration ``dur`` (time limit, >= 1 s) and last reservation ``prev`` (-1: none); the
     last pass's final ``profile``, how many jobs it left queued (``kept``), the last of them
     (``tail``), the number of running jobs after it (``n_running``); ``reused`` counts passes
     that reused the profile."""
 
+    make_profile: Any
     nodes: np.ndarray
     dur: np.ndarray
     prev: np.ndarray
