@@ -50,13 +50,20 @@ def resolve_data_path(p: str | os.PathLike) -> Path:
     if path.is_absolute():
         if path.exists():
             return path
-        raise ConfigError(f"data file not found: {path} (data folder: {data_dir()}; set {DATA_ENV} to change it)")
+        raise ConfigError(f"data file not found: {path}")
     if path.exists():
         return path
-    candidate = data_dir() / path
+    root = data_dir()
+    candidate = root / path
     if candidate.exists():
         return candidate
+    # a bare file name (as `twinsweep systems` lists traces) that sits in a subfolder: say where
+    hint = ""
+    if len(path.parts) == 1 and root.is_dir():
+        found = sorted(str(m.relative_to(root)) for m in root.glob(f"*/{path.name}"))
+        if found:
+            hint = f"; did you mean {', '.join(repr(f) for f in found)}?"
     raise ConfigError(
         f"data file not found: {str(p)!r} (neither from the working directory {Path.cwd()} nor under the "
-        f"data folder {data_dir()}; set {DATA_ENV} to point at the folder holding the traces)"
+        f"data folder {root}; set {DATA_ENV} to point at the folder holding the traces){hint}"
     )

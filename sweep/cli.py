@@ -30,15 +30,15 @@ def _add_run_parser(sub):
         "manifest.json. Times are seconds from the trace epoch; durations accept 3600, 90m, 6h, 7d."))
     p.add_argument("--data", required=True, help="trace file (relative paths resolve against $TWINSWEEP_DATA)")
     p.add_argument("--format", default=None, help="loader name (default: detect)")
-    p.add_argument("--system", default=None, help="system name or TOML path (default: generic system from the trace header)")
+    p.add_argument("--system", default=None, help="system name or TOML path (default: the named system that lists the trace, see `twinsweep systems`; else a generic one from the SWF header)")
     p.add_argument("--policy", required=True, help="replay, fcfs, sjf, ljf, priority, weighted, acct_avg_power, acct_low_avg_power, acct_edp, acct_ed2p, acct_fugaku_pts, or a registered plug-in")
     p.add_argument("--backfill", default="none", help=f"one of {', '.join(BACKFILLS)} (default none)")
-    p.add_argument("--start", type=_duration, default=None, help="window start, s from the trace epoch")
+    p.add_argument("--start", type=_duration, default=None, help="window start from the trace epoch: seconds or a duration (3600, 90m, 6h, 10d)")
     p.add_argument("--duration", type=_duration, default=None, help="window length (e.g. 7d)")
     p.add_argument("--sample-period", type=_duration, default=60, help="timeline bin width (default 60 s)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--runtime-sigma", type=float, default=0.0, help="log-normal run-time noise for seed > 0")
-    p.add_argument("--submit-jitter", type=_duration, default=0, help="submit-time jitter for seed > 0")
+    p.add_argument("--seed", type=int, default=0, help="seed of the run-time / submit perturbation (default 0: none)")
+    p.add_argument("--runtime-sigma", type=float, default=0.0, help="sigma of log-normal run-time noise, used when seed > 0 (default 0)")
+    p.add_argument("--submit-jitter", type=_duration, default=0, help="submit-time jitter, seconds or a duration, used when seed > 0 (default 0)")
     p.add_argument("--no-kill", action="store_true", help="do not end jobs at their time limit")
     p.add_argument("--lenient", action="store_true", help="skip malformed trace lines (counted in stats)")
     p.add_argument("--cooling", action="store_true",
@@ -46,7 +46,7 @@ def _add_run_parser(sub):
     p.add_argument("--wetbulb", default=None, metavar="C|CSV",
                    help="outdoor wet bulb for --cooling: constant °C, or a CSV with time and wetbulb_c "
                         "columns (default: the plant's design wet bulb)")
-    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--out", required=True, help="output directory (required)")
     p.add_argument("--accounts-in", default=None, metavar="PATH",
                    help="accounts collected by an earlier run (accounts.json or a run directory) for the "
                         "account-incentive policies (acct_*) and the account factors of 'weighted'; "
@@ -62,7 +62,7 @@ def _add_run_parser(sub):
                         "acct_points, acct_power, acct_edp, fairshare)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="any other policy option (repeatable; numbers and true/false are parsed)")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary table")
     p.set_defaults(func=_cmd_run)
 
 

@@ -573,6 +573,9 @@ def test_relative_paths_resolve_under_the_data_dir(monkeypatch, tmp_path):
     assert "sub/none.swf" in str(ei.value) and str(tmp_path.resolve()) in str(ei.value)
     with pytest.raises(ConfigError):
         resolve_data_path(tmp_path / "absent.swf")
+    monkeypatch.chdir(tmp_path)  # a bare name that lies in a subfolder of the data folder: named
+    with pytest.raises(ConfigError, match="did you mean 'sub/r.swf'"):
+        resolve_data_path("r.swf")
 
 
 def test_default_data_dir_is_beside_the_repo(monkeypatch):

@@ -157,7 +157,7 @@ def detect_format(trace: TraceText) -> str:
     if best is None:
         raise TraceFormatError(
             trace.path, None,
-            f"cannot detect the trace format; known formats: {', '.join(available_formats())} (pass format=NAME)",
+            f"cannot detect the trace format; known formats: {', '.join(available_formats())} (CLI: --format NAME; API and specs: format=NAME)",
         )
     return best
 
