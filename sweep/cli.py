@@ -211,10 +211,13 @@ def _cmd_systems(args) -> int:
 
     from core.system import list_systems
 
-    console = Console()
+    import sys
+
+    console = Console(width=None if sys.stdout.isatty() else 200)  # piped: no 80-column squeeze
     t = Table(title="twinsweep systems (power marked 'assumed' = parameters of comparable hardware)")
     for col in ("name", "title", "nodes", "cores/node", "power", "traces"):
-        t.add_column(col)
+        # names are copied into --system: never cut; long cells fold onto more lines (no "…")
+        t.add_column(col, no_wrap=col == "name", overflow="fold")
     systems = list_systems()
     for s in systems:
         t.add_row(s.name, s.title, f"{s.nodes:,}", str(s.cores_per_node), s.power_label, ", ".join(s.traces))
