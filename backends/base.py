@@ -89,7 +89,7 @@ class Backend(abc.ABC):
 
     def __init__(self, workers: int | None = None):
         if workers is not None and int(workers) < 1:
-            from core.errors import ConfigError
+            from twinsweep.core.errors import ConfigError
 
             raise ConfigError(f"backend workers must be >= 1, got {workers}")
         self.workers = int(workers) if workers is not None else None
@@ -119,7 +119,7 @@ def make_backend(name: str, workers: int | None = None, address: str | None = No
     (:class:`backends.ray_backend.RayBackend`) or ``slurm`` (:class:`backends.slurm.SlurmBackend`;
     ``options``: its Slurm options and ``folder``). Raises UnknownNameError for other names and
     ConfigError for options a backend does not take."""
-    from core.errors import ConfigError, UnknownNameError
+    from twinsweep.core.errors import ConfigError, UnknownNameError
 
     if name == "local":
         if address:

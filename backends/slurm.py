@@ -67,7 +67,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from core.errors import ConfigError, TwinError
+from twinsweep.core.errors import ConfigError, TwinError
 
 from .base import Backend, Outcome, RunFn, Task, call_safely
 

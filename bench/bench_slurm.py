@@ -58,10 +58,10 @@ def _timed(backend, tasks, shared, fn) -> tuple[float, float, int]:
 def main(argv: list[str]) -> int:
     import shutil
 
-    from backends.base import Task, make_backend
-    from backends.slurm import slurm_ready
-    from sweep.api import plan_sweep
-    from sweep.runner import execute_run, make_payload
+    from twinsweep.backends.base import Task, make_backend
+    from twinsweep.backends.slurm import slurm_ready
+    from twinsweep.sweep.api import plan_sweep
+    from twinsweep.sweep.runner import execute_run, make_payload
 
     ok, why = slurm_ready()
     if not ok:

@@ -40,9 +40,9 @@ def peak_rss_mb() -> float:
 
 
 def bench_quickstart(workdir: Path) -> None:
-    from sweep.aggregate import aggregate_results
-    from sweep.api import run_sweep
-    from sweep.report import build_report
+    from twinsweep.sweep.aggregate import aggregate_results
+    from twinsweep.sweep.api import run_sweep
+    from twinsweep.sweep.report import build_report
 
     out = workdir / "quickstart"
     t0 = time.perf_counter()
@@ -61,8 +61,8 @@ def bench_quickstart(workdir: Path) -> None:
 
 
 def _efficiency_items(workdir: Path):
-    from sweep.api import plan_sweep
-    from sweep.spec import parse_spec
+    from twinsweep.sweep.api import plan_sweep
+    from twinsweep.sweep.spec import parse_spec
 
     doc = {
         "study": {"name": "eff", "seeds": [0, 1], "output": str(workdir / "eff")},
@@ -75,8 +75,8 @@ def _efficiency_items(workdir: Path):
 
 
 def _time_backend(backend, items, datasets, runs_dir: Path) -> float:
-    from backends.base import Task
-    from sweep.runner import execute_run, make_payload
+    from twinsweep.backends.base import Task
+    from twinsweep.sweep.runner import execute_run, make_payload
 
     runs_dir.mkdir(parents=True, exist_ok=True)
     shared = {n: (d.workload, d.system) for n, d in datasets.items()}
@@ -93,8 +93,8 @@ def _time_backend(backend, items, datasets, runs_dir: Path) -> float:
 def bench_efficiency(workdir: Path) -> None:
     import ray
 
-    from backends.local import LocalBackend
-    from backends.ray_backend import RayBackend
+    from twinsweep.backends.local import LocalBackend
+    from twinsweep.backends.ray_backend import RayBackend
 
     spec, datasets, items = _efficiency_items(workdir)
     t_serial = _time_backend(LocalBackend(workers=1), items, datasets, workdir / "eff-serial")
@@ -118,7 +118,7 @@ def bench_efficiency(workdir: Path) -> None:
 
 
 def bench_memory(workdir: Path, n_seeds: int = 167) -> None:
-    from sweep.api import run_sweep
+    from twinsweep.sweep.api import run_sweep
     from test_sweep_support import write_spec
 
     d = workdir / "mem"

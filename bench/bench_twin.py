@@ -25,8 +25,8 @@ TRACES = {
 
 CHILD = r"""
 import json, resource, sys, time
-from core.config import RunConfig
-from core.run import load_run_workload, resolve_system, simulate
+from twinsweep.core.config import RunConfig
+from twinsweep.core.run import load_run_workload, resolve_system, simulate
 data, system, backfill = sys.argv[1:4]
 cfg = RunConfig(data=data, system=system, policy="fcfs", backfill=backfill, sample_period=60)
 t0 = time.perf_counter(); wl = load_run_workload(cfg); sysm = resolve_system(cfg, wl); t_load = time.perf_counter() - t0

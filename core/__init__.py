@@ -5,7 +5,7 @@ Public API (re-exported here): :func:`simulate`, :func:`write_run`, :class:`RunC
 :func:`list_systems`, :class:`System`, the error types, and the policy / backfill names.
 """
 
-__version__ = "0.1.0"
+from twinsweep import __version__  # noqa: E402,F401 - one version, set in twinsweep/__init__.py
 
 from .config import BACKFILLS, POLICIES, Perturbation, RunConfig, parse_duration  # noqa: E402
 from .errors import ConfigError, TraceFormatError, TwinError, UnknownNameError  # noqa: E402

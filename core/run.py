@@ -2,7 +2,7 @@
 
 A notebook calls these exactly as ``twinsweep run`` does::
 
-    from core import RunConfig, simulate, write_run
+    from twinsweep.core import RunConfig, simulate, write_run
     res = simulate(RunConfig(data="pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz", policy="fcfs", backfill="easy"))
     res.jobs, res.timeline, res.stats
 """

@@ -2,7 +2,7 @@
 
 Example (notebook)::
 
-    from sweep.api import run_sweep
+    from twinsweep.sweep.api import run_sweep
     res = run_sweep("studies/quickstart.toml", out="results/qs", backend="local", workers=2)
     res.table()          # runs.parquet as a DataFrame
     res.report           # path of report/index.html
@@ -101,7 +101,7 @@ def run_sweep(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None
     stopped, runs.parquet is rebuilt from what is complete and KeyboardInterrupt propagates.
     Raises ConfigError for a bad spec, StoreBusyError when another sweep holds the folder.
     """
-    from backends.base import Task, make_backend
+    from twinsweep.backends.base import Task, make_backend
 
     from .progress import SweepProgress
     from .runner import execute_run, make_payload
@@ -110,7 +110,7 @@ def run_sweep(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None
     spec = _as_spec(spec).with_overrides(output=str(out) if out is not None else None, backend=backend,
                                            workers=workers, address=address, slurm=slurm)
     if detach and spec.backend.name != "slurm":
-        from core.errors import ConfigError
+        from twinsweep.core.errors import ConfigError
 
         raise ConfigError(f"--detach needs the slurm backend (this sweep uses {spec.backend.name!r})")
     retries = spec.retries if retries is None else int(retries)
@@ -246,7 +246,7 @@ def sweep_status(results: str | os.PathLike, rebuild: bool = True) -> dict[str, 
         failed[k] = {"key": k, "error": doc.get("error"), "log": None, "record": str(store.failed_dir / k)}
     slurm_info = None
     if (root / "slurm").is_dir():
-        from backends.slurm import folder_status
+        from twinsweep.backends.slurm import folder_status
 
         slurm_info = folder_status(root / "slurm", done)
         for f in slurm_info["failed_runs"]:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 
 def _duration(text):
-    from core.config import parse_duration
-    from core.errors import ConfigError
+    from twinsweep.core.config import parse_duration
+    from twinsweep.core.errors import ConfigError
 
     try:
         return parse_duration(text)
@@ -23,7 +23,7 @@ def _duration(text):
 
 
 def _add_run_parser(sub):
-    from core.config import BACKFILLS
+    from twinsweep.core.config import BACKFILLS
 
     p = sub.add_parser("run", help="one twin run of a trace", description=(
         "Replay or reschedule one trace and write jobs.parquet, timeline.parquet, stats.json and "
@@ -68,8 +68,8 @@ def _add_run_parser(sub):
 
 def _run_options(args) -> tuple:
     """RunConfig.options from --accounts-in/--acct-level/--weights/--option (sorted pairs)."""
-    from core.errors import ConfigError
-    from core.policies import parse_weights
+    from twinsweep.core.errors import ConfigError
+    from twinsweep.core.policies import parse_weights
 
     opts: dict = {}
     for item in args.option:
@@ -100,12 +100,12 @@ def _run_options(args) -> tuple:
 
 
 def _write_accounts(args, res, console) -> None:
-    from core.accounts import accounts_of_run, load_accounts, merge, save_accounts
+    from twinsweep.core.accounts import accounts_of_run, load_accounts, merge, save_accounts
 
     acc = accounts_of_run(res)
     if args.accounts_merge:
         if str(args.accounts_in).startswith("collect:"):
-            from core.errors import ConfigError
+            from twinsweep.core.errors import ConfigError
 
             raise ConfigError("--accounts-merge needs a file in --accounts-in, not a collect: value")
         acc = merge(load_accounts(args.accounts_in), acc)
@@ -117,8 +117,8 @@ def _cmd_run(args) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from core.config import Perturbation, RunConfig
-    from core.run import load_run_workload, resolve_system, simulate, write_run
+    from twinsweep.core.config import Perturbation, RunConfig
+    from twinsweep.core.run import load_run_workload, resolve_system, simulate, write_run
 
     console = Console(stderr=True, quiet=args.quiet)
     cfg = RunConfig(
@@ -128,7 +128,7 @@ def _cmd_run(args) -> int:
         perturbation=Perturbation(args.runtime_sigma, args.submit_jitter), options=_run_options(args),
     )
     if args.wetbulb is not None and not args.cooling:
-        from core.errors import ConfigError
+        from twinsweep.core.errors import ConfigError
 
         raise ConfigError("--wetbulb needs --cooling")
     if args.cooling:
@@ -209,7 +209,7 @@ def _cmd_systems(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from core.system import list_systems
+    from twinsweep.core.system import list_systems
 
     import sys
 
@@ -246,7 +246,7 @@ def _add_data_parser(sub):
 
 
 def _cmd_data_fetch(args) -> int:
-    from core.fetch import fetch
+    from twinsweep.core.fetch import fetch
 
     paths = fetch(args.name, dest=args.dest, files=args.file or None, progress=not args.quiet)
     for p in paths:
@@ -258,7 +258,7 @@ def _cmd_data_list(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from core.fetch import list_datasets
+    from twinsweep.core.fetch import list_datasets
 
     t = Table(title="datasets `twinsweep data fetch NAME` knows")
     for col in ("name", "title", "files", "loader", "system", "licence"):
@@ -272,16 +272,16 @@ def _cmd_data_list(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="twinsweep", description=(
         "Digital twin of an HPC batch system and a sweep engine over scheduling policies."))
+    from twinsweep import __version__
+
+    parser.add_argument("--version", action="version", version=f"twinsweep {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_run_parser(sub)
     _add_systems_parser(sub)
     _add_data_parser(sub)
-    try:
-        from . import cli_sweep  # sweep / report / tune subcommands
-    except ImportError:
-        cli_sweep = None
-    if cli_sweep is not None:
-        cli_sweep.add_parsers(sub)
+    from . import cli_sweep  # sweep / report / tune subcommands
+
+    cli_sweep.add_parsers(sub)
     _add_incentives_parser(sub)
     if "tune" not in sub.choices:
         from . import tune as _tune
@@ -315,7 +315,7 @@ def _cmd_incentives(args) -> int:
 
 
 def main(argv=None) -> int:
-    from core.errors import TwinError
+    from twinsweep.core.errors import TwinError
 
     parser = build_parser()
     args = parser.parse_args(argv)

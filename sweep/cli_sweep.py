@@ -63,7 +63,7 @@ def add_slurm_args(p, detach: bool = False) -> None:
 
 def slurm_overrides(args) -> dict:
     """The Slurm options given on the command line (``{}`` when none)."""
-    from backends.slurm import parse_sbatch_items
+    from twinsweep.backends.slurm import parse_sbatch_items
 
     d = {k: getattr(args, k, None) for k in ("partition", "account", "qos", "time", "mem", "cpus_per_task",
                                                "array_parallelism", "runs_per_task")}
@@ -74,7 +74,7 @@ def slurm_overrides(args) -> dict:
 
 
 def _check_slurm_cli(args, spec) -> dict:
-    from core.errors import ConfigError
+    from twinsweep.core.errors import ConfigError
 
     over = slurm_overrides(args)
     name = args.backend or spec.backend.name

@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from core.config import run_key, RunConfig
-from core.errors import ConfigError
+from twinsweep.core.config import run_key, RunConfig
+from twinsweep.core.errors import ConfigError
 
 from .spec import Dataset, StudySpec
 
@@ -82,7 +82,7 @@ class LoadedDataset:
 
 def _cooling_description(system) -> dict[str, Any]:
     """The cooling plant a run with ``cooling = true`` uses for this system (for the report)."""
-    from core.cooling import cooling_model_for
+    from twinsweep.core.cooling import cooling_model_for
 
     try:
         m = cooling_model_for(system)
@@ -130,7 +130,7 @@ def resolve_trace(trace: str, spec_dir: Path | None) -> Path:
     elif spec_dir is not None and (spec_dir / p).exists():
         cand = spec_dir / p
     else:
-        from core.data import resolve_data_path
+        from twinsweep.core.data import resolve_data_path
 
         cand = Path(resolve_data_path(trace))
     if not cand.exists():
@@ -139,7 +139,7 @@ def resolve_trace(trace: str, spec_dir: Path | None) -> Path:
 
 
 def _resolve_system(ds: Dataset, spec_dir: Path | None, workload):
-    from core.system import load_system, system_for_trace, system_from_swf_header
+    from twinsweep.core.system import load_system, system_for_trace, system_from_swf_header
 
     if ds.system is not None:
         ref = ds.system
@@ -155,7 +155,7 @@ def _resolve_system(ds: Dataset, spec_dir: Path | None, workload):
 
 def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
     """Load one dataset's trace and resolve its system. Raises ConfigError / TraceFormatError."""
-    from core.loaders import load_workload
+    from twinsweep.core.loaders import load_workload
 
     path = resolve_trace(ds.trace, spec_dir)
     workload = load_workload(str(path), format=ds.format, lenient=ds.lenient)

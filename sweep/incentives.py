@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.accounts import Accounts, load_accounts
+from twinsweep.core.accounts import Accounts, load_accounts
 
 __all__ = ["incentive_report", "entry_outcomes", "POLICY_QUANTITY"]
 

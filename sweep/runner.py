@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from core.config import RunConfig
+from twinsweep.core.config import RunConfig
 
 from .store import SWEEP_JSON, commit_run_dir, dump_json
 
@@ -35,7 +35,7 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
     Returns ``{"key", "status": "written"|"exists", "sim_s"}`` (sim_s: seconds in simulate).
     Exceptions of the twin propagate (the backend records them as a failed run).
     """
-    from core.run import simulate, write_run
+    from twinsweep.core.run import simulate, write_run
 
     runs_dir = Path(payload["runs_dir"])
     key = payload["key"]

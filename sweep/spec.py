@@ -43,8 +43,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from core.config import BACKFILLS, POLICIES, Perturbation, parse_duration
-from core.errors import ConfigError
+from twinsweep.core.config import BACKFILLS, POLICIES, Perturbation, parse_duration
+from twinsweep.core.errors import ConfigError
 
 #: Metrics of ``stats.json["system"]`` (docs/architecture.md) with their natural direction.
 SYSTEM_METRICS: dict[str, str] = {
@@ -169,7 +169,7 @@ class StudySpec:
         options merged over ``[backend.slurm]``)."""
         b = self.backend
         if slurm:
-            from backends.slurm import parse_options
+            from twinsweep.backends.slurm import parse_options
 
             b = dataclasses.replace(b, slurm=parse_options({**b.slurm, **slurm}, "slurm options"))
         if backend is not None:
@@ -243,7 +243,7 @@ def _str(where: str, v: Any) -> str:
 def _valid_policies() -> tuple[str, ...]:
     names = set(POLICIES)
     try:  # plug-in policies registered with the scheduler (core may not provide it yet)
-        from core.scheduler import available_policies
+        from twinsweep.core.scheduler import available_policies
 
         names |= set(available_policies())
     except ImportError:
@@ -420,7 +420,7 @@ def parse_spec(doc: dict, source: str | None = None) -> StudySpec:
         raise ConfigError("backend.address: only the 'ray' backend takes an address")
     slurm_opts = {}
     if b.get("slurm") is not None:
-        from backends.slurm import parse_options
+        from twinsweep.backends.slurm import parse_options
 
         slurm_opts = parse_options(b["slurm"], "backend.slurm")
     backend = BackendSpec(bname, workers, address, slurm_opts)

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from core.errors import TwinError
+from twinsweep.core.errors import TwinError
 
 RUNS_DIR = "runs"
 FAILED_DIR = "failed"

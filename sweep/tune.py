@@ -67,7 +67,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from core.errors import ConfigError
+from twinsweep.core.errors import ConfigError
 
 from .spec import SYSTEM_METRICS, StudySpec, parse_spec
 
@@ -412,7 +412,7 @@ class _Evaluator:
             self.on_trial(trial.number, rec.get("params"), rec.get("values"), sorted(rec["errors"]))
 
     def tasks(self, n_trials: int):
-        from backends.base import Task
+        from twinsweep.backends.base import Task
 
         from .runner import make_payload
 
@@ -512,7 +512,7 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
     """
     import optuna
 
-    from backends.base import make_backend
+    from twinsweep.backends.base import make_backend
 
     from .expand import load_datasets
     from .runner import execute_run
@@ -595,7 +595,7 @@ def _best(study, spec: TuneSpec) -> list[dict]:
 
 
 def _evaluate_test(spec, study_spec, store, datasets, best, run_fn, shared, ev, log=None) -> None:
-    from backends.base import Task, make_backend
+    from twinsweep.backends.base import Task, make_backend
 
     from .runner import make_payload
 
@@ -643,7 +643,7 @@ def tune_worker(payload: dict[str, Any], datasets: dict) -> dict[str, Any]:
     """
     import optuna
 
-    from backends.base import make_backend
+    from twinsweep.backends.base import make_backend
 
     from .store import ResultStore
 
@@ -683,7 +683,7 @@ def _tune_on_slurm(spec: TuneSpec, store, study, datasets, remaining: int, n_bef
     """Run ``remaining`` trials as an array of :func:`tune_worker` tasks and follow them."""
     import optuna
 
-    from backends.base import Task, make_backend
+    from twinsweep.backends.base import Task, make_backend
 
     from .api import _backend_options
 

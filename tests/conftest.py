@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from core.data import DATA_ENV, data_dir
+from twinsweep.core.data import DATA_ENV, data_dir
 
 
 def _in_ci() -> bool:
@@ -41,7 +41,7 @@ LOAD_SECONDS: dict[str, float] = {}
 
 @functools.lru_cache(maxsize=None)
 def _load(rel: str, fmt: str | None):
-    from core.loaders import load_workload
+    from twinsweep.core.loaders import load_workload
 
     t0 = time.perf_counter()
     wl = load_workload(data_path(rel), format=fmt)

@@ -9,13 +9,13 @@ import math
 import pandas as pd
 import pytest
 
-from core.accounts import (
+from twinsweep.core.accounts import (
     KIND, SCHEMA_VERSION, Accounts, Usage, fugaku_points, from_jobs, load_accounts, merge, save_accounts,
 )
-from core.config import RunConfig
-from core.engine import Engine, select_window
-from core.errors import ConfigError
-from core.system import System
+from twinsweep.core.config import RunConfig
+from twinsweep.core.engine import Engine, select_window
+from twinsweep.core.errors import ConfigError
+from twinsweep.core.system import System
 from twin_helpers import write_swf_rows
 from twin_helpers import frame
 
@@ -178,8 +178,8 @@ def _trace(tmp_path):
 
 
 def test_simulate_with_accounts(tmp_path):
-    from core.accounts import accounts_of_run
-    from core.run import simulate
+    from twinsweep.core.accounts import accounts_of_run
+    from twinsweep.core.run import simulate
 
     trace = _trace(tmp_path)
     col = simulate(RunConfig(data=str(trace), policy="replay"))
@@ -209,7 +209,7 @@ def test_simulate_with_accounts(tmp_path):
 
 
 def test_cli_accounts_out_and_merge(tmp_path):
-    from sweep.cli import main
+    from twinsweep.sweep.cli import main
 
     trace = _trace(tmp_path)
     a1, a2 = tmp_path / "a1.json", tmp_path / "a2.json"

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from backends.base import Task, make_backend
-from core.errors import ConfigError, UnknownNameError
-from sweep.api import run_sweep
+from twinsweep.backends.base import Task, make_backend
+from twinsweep.core.errors import ConfigError, UnknownNameError
+from twinsweep.sweep.api import run_sweep
 from test_sweep_support import run_files, write_spec, write_swf
 
 
@@ -103,7 +103,7 @@ def _cancelled_otherwise(payload, shared):
 def test_ctrl_c_inside_pyarrow_stops_the_batch_instead_of_failing_a_run():
     # pyarrow turns a SIGINT during a read/write into ArrowCancelled(signum=SIGINT) when the
     # re-emitted signal has not reached Python yet: that must stop the sweep like Ctrl-C does
-    from backends.base import call_safely
+    from twinsweep.backends.base import call_safely
 
     with pytest.raises(KeyboardInterrupt):
         call_safely(_cancelled_by_sigint, Task("k", {}, None), None)

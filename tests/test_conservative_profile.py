@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core._profile import BLOCK, Profile, conservative_pass
+from twinsweep.core._profile import BLOCK, Profile, conservative_pass
 
 
 def brute_force(now, running, free_now, queue, prev):
@@ -113,7 +113,7 @@ def test_job_past_its_expected_end_is_taken_to_end_one_second_later():
 
 from twin_helpers import schedule_of, simulate_tiny  # noqa: E402
 
-from core.scheduler import QueueScheduler  # noqa: E402
+from twinsweep.core.scheduler import QueueScheduler  # noqa: E402
 
 
 @st.composite
@@ -144,7 +144,7 @@ def test_submissions_only_reuse_the_profile(monkeypatch):
     # 8 nodes. J0 holds all of them on [0, 100). J1..J5 (2 nodes, limit 10) arrive at 1..5: no
     # job ends in between, so passes 1..5 reserve only the newcomer on the kept profile:
     # J1..J4 at 100 (4 x 2 = 8 nodes), J5 at 110. The same schedule as a rebuild at every pass.
-    import core.engine as engine_mod
+    import twinsweep.core.engine as engine_mod
     made = []
 
     def recording(*a, **k):

@@ -20,15 +20,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.config import RunConfig
-from core.cooling import (
+from twinsweep.core.config import RunConfig
+from twinsweep.core.cooling import (
     COOLING_COLUMNS, CP_WATER, CoolingModel, apply_cooling, cooling_model_for,
     generic_cooling, integrate, peak_heat_w, steady_state, wetbulb_bins,
 )
-from core.errors import ConfigError
-from core.power import build_timeline
-from core.stats import COOLING_KEYS, SYSTEM_KEYS, compute_stats
-from core.system import Converter, PowerModel, System, system_from_dict
+from twinsweep.core.errors import ConfigError
+from twinsweep.core.power import build_timeline
+from twinsweep.core.stats import COOLING_KEYS, SYSTEM_KEYS, compute_stats
+from twinsweep.core.system import Converter, PowerModel, System, system_from_dict
 from twin_helpers import write_swf_rows
 
 QD = 1.0e6  # design heat of the test plant (W)
@@ -253,7 +253,7 @@ def test_energy_conservation_in_transients(plant):
 def test_exact_integration_matches_matrix_exponential():
     from scipy.linalg import expm
 
-    from core.cooling import _controls
+    from twinsweep.core.cooling import _controls
 
     rng = np.random.default_rng(11)
     for _ in range(60):
@@ -306,7 +306,7 @@ def _gpu_system(nodes=64):
 
 
 def _random_steps(system, t1, n_changes, seed):
-    from core.power import idle_node_power_w, node_power_w
+    from twinsweep.core.power import idle_node_power_w, node_power_w
 
     rng = np.random.default_rng(seed)
     t = np.unique(np.r_[0, rng.integers(1, t1, n_changes)])
@@ -441,7 +441,7 @@ def test_cooling_table_in_system_file(tmp_path):
 
 
 def test_named_systems_still_load():
-    from core.system import list_systems
+    from twinsweep.core.system import list_systems
 
     for s in list_systems():
         if peak_heat_w(s) > 0 or s.cooling is not None:
@@ -473,7 +473,7 @@ def _trace(tmp_path):
 
 
 def test_simulate_with_cooling(tmp_path):
-    from core.run import simulate, write_run
+    from twinsweep.core.run import simulate, write_run
 
     trace = _trace(tmp_path)
     off = simulate(RunConfig(data=str(trace), policy="fcfs", backfill="easy"))
@@ -510,7 +510,7 @@ def test_simulate_with_cooling(tmp_path):
 
 
 def test_cli_run_with_cooling(tmp_path):
-    from sweep.cli import main
+    from twinsweep.sweep.cli import main
 
     trace = _trace(tmp_path)
     wb = tmp_path / "wb.csv"
@@ -651,7 +651,7 @@ def tiny_fmu(tmp_path_factory):
 
 
 def test_fmu_path_drives_the_fmu(tiny_fmu):
-    from core.cooling import FMUCoolingModel
+    from twinsweep.core.cooling import FMUCoolingModel
 
     fm = FMUCoolingModel(tiny_fmu, FMU_VARS)
     n, h = 10, 60.0
@@ -677,7 +677,7 @@ def test_fmu_path_drives_the_fmu(tiny_fmu):
 
 
 def test_fmu_path_through_simulate(tiny_fmu, tmp_path):
-    from core.run import simulate
+    from twinsweep.core.run import simulate
 
     shutil.copy(tiny_fmu, tmp_path / "tinyplant.fmu")
     toml = tmp_path / "fmusys.toml"

@@ -87,7 +87,7 @@ def test_easy_and_conservative_never_start_later_than_none_for_the_first_job(job
 def test_node_pool_lowest_free_both_representations(n, ops):
     # the bit-set pool (n <= 1024) and the numpy pool (n > 1024) must both hand out the lowest free
     # node ids; checked against a plain sorted-set model
-    from core.resources import NodePool
+    from twinsweep.core.resources import NodePool
 
     pool, free, held = NodePool(n), set(range(n)), []
     for alloc, k in ops:

@@ -3,7 +3,7 @@ the comments from the semantics, not taken from a run."""
 
 import pytest
 
-from core.errors import ConfigError
+from twinsweep.core.errors import ConfigError
 from twin_helpers import schedule_of, simulate_tiny
 
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from conftest import load_cached
-from core.config import RunConfig
-from core.power import bin_step
-from core.run import simulate
+from twinsweep.core.config import RunConfig
+from twinsweep.core.power import bin_step
+from twinsweep.core.run import simulate
 
 LASSEN = "lassen-last-raps-snapshot/lassen_jobs_2019-08-22_2h_with_traces.parquet"
 LASSEN_CSV = "lassen-last-raps-snapshot/lassen_jobs_2019-08-22_2h_summary.csv"
@@ -68,8 +68,8 @@ def test_lassen_reschedule_and_gpu_power():
     assert c["jobs_in_window"] == 442 and c["rejected"] == 0 and c["power_traced_jobs"] > 0
     assert res.stats["power_label"] == "published"
     # GPU utilisation enters the node model like CPU utilisation (4 V100 at 75..300 W each)
-    from core.power import node_power_w
-    from core.system import load_system
+    from twinsweep.core.power import node_power_w
+    from twinsweep.core.system import load_system
 
     lassen = load_system("lassen")
     j = res.jobs
@@ -125,9 +125,9 @@ def test_metacentrum_replay_with_recorded_placement_and_reschedule():
 
 
 def test_facility_study_spec():
-    from sweep.spec import load_spec
+    from twinsweep.sweep.spec import load_spec
 
-    from core.data import REPO_ROOT
+    from twinsweep.core.data import REPO_ROOT
 
     spec = load_spec(REPO_ROOT / "studies" / "facility.toml")
     names = [d.name for d in spec.datasets]

@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from core import fetch as F
-from core.errors import ConfigError, UnknownNameError
+from twinsweep.core import fetch as F
+from twinsweep.core.errors import ConfigError, UnknownNameError
 
 PAYLOAD = bytes(range(256)) * 4096  # 1 MiB
 SHA = hashlib.sha256(PAYLOAD).hexdigest()
@@ -122,7 +122,7 @@ def test_fetch_registry_and_cli(server, tmp_path, monkeypatch, capsys):
                                                                          len(PAYLOAD)),))
     monkeypatch.setitem(F.REGISTRY, "fixture", ds)
     monkeypatch.setenv("TWINSWEEP_DATA", str(tmp_path))
-    from sweep.cli import main
+    from twinsweep.sweep.cli import main
 
     assert main(["data", "fetch", "fixture", "--quiet"]) == 0
     assert (tmp_path / "fixture" / "data.bin").read_bytes() == PAYLOAD
@@ -142,8 +142,8 @@ def test_fetch_registry_and_cli(server, tmp_path, monkeypatch, capsys):
 def test_registry_entries_are_well_formed():
     for d in F.list_datasets():
         assert d.cite and d.loader and d.system
-        from core.loaders import available_formats
-        from core.system import load_system
+        from twinsweep.core.loaders import available_formats
+        from twinsweep.core.system import load_system
 
         assert d.loader in available_formats()
         load_system(d.system)

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.errors import TraceFormatError
-from core.loaders import available_formats, detect_format, load_workload, read_trace
+from twinsweep.core.errors import TraceFormatError
+from twinsweep.core.loaders import available_formats, detect_format, load_workload, read_trace
 
 UTC = "UTC"
 
@@ -94,8 +94,8 @@ def test_pm100_rows(tmp_path):
 
 
 def test_pm100_replay_uses_the_recorded_trace(tmp_path):
-    from core.config import RunConfig
-    from core.run import simulate
+    from twinsweep.core.config import RunConfig
+    from twinsweep.core.run import simulate
 
     p = tmp_path / "job_table.parquet"
     write_pm100(p)

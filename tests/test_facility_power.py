@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.config import RunConfig
-from core.power import apply_power_traces, traces_node_power
-from core.run import simulate
-from core.system import system_from_dict
-from core.workload import Workload, coerce_jobs_frame
+from twinsweep.core.config import RunConfig
+from twinsweep.core.power import apply_power_traces, traces_node_power
+from twinsweep.core.run import simulate
+from twinsweep.core.system import system_from_dict
+from twinsweep.core.workload import Workload, coerce_jobs_frame
 
 IDLE = 100.0  # W per idle node of the test system
 SYSTEM = system_from_dict({

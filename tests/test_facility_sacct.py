@@ -8,10 +8,10 @@ import math
 import pandas as pd
 import pytest
 
-from core.errors import TraceFormatError
-from core.loaders import detect_format, load_workload, read_trace
-from core.loaders.nodelist import HostlistError, NodeIndex, compress_hostlist, expand_hostlist
-from core.loaders.sacct import expand_array_spec, parse_duration
+from twinsweep.core.errors import TraceFormatError
+from twinsweep.core.loaders import detect_format, load_workload, read_trace
+from twinsweep.core.loaders.nodelist import HostlistError, NodeIndex, compress_hostlist, expand_hostlist
+from twinsweep.core.loaders.sacct import expand_array_spec, parse_duration
 
 HEADER = ("JobID|JobIDRaw|JobName|User|Account|Partition|QOS|Priority|Submit|Eligible|Start|End|Elapsed|"
           "ElapsedRaw|Timelimit|TimelimitRaw|NNodes|NCPUS|AllocTRES|NodeList|State|ExitCode|ConsumedEnergyRaw")

@@ -9,9 +9,9 @@ import math
 import pytest
 
 from conftest import data_path
-from core.errors import ConfigError
-from core.power import convert, idle_node_power_w, node_power_w, power_breakdown
-from core.system import load_system, system_from_dict
+from twinsweep.core.errors import ConfigError
+from twinsweep.core.power import convert, idle_node_power_w, node_power_w, power_breakdown
+from twinsweep.core.system import load_system, system_from_dict
 
 #: system -> (node DC idle W, node DC full W, node converter (c, eta)), worked out by hand:
 HAND = {

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.accounts import load_accounts
+from twinsweep.core.accounts import load_accounts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,9 +29,9 @@ def _trace(path, n=150, seed=11):
 
 
 def test_incentive_sweep_and_report(tmp_path):
-    from sweep.api import run_sweep
-    from sweep.cli import main
-    from sweep.incentives import entry_outcomes
+    from twinsweep.sweep.api import run_sweep
+    from twinsweep.sweep.cli import main
+    from twinsweep.sweep.incentives import entry_outcomes
 
     trace = _trace(tmp_path / "tiny.swf")
     spec = tmp_path / "inc.toml"
@@ -83,8 +83,8 @@ def test_incentive_sweep_and_report(tmp_path):
 
 
 def test_shipped_specs_parse():
-    from sweep.spec import load_spec
-    from sweep.tune import load_tune_spec
+    from twinsweep.sweep.spec import load_spec
+    from twinsweep.sweep.tune import load_tune_spec
 
     inc = load_spec(ROOT / "studies" / "incentives.toml")
     pols = dict(inc.grid)["policy"]

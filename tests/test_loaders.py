@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 
 from conftest import LOAD_SECONDS, data_path, load_cached
-from core.data import data_dir, resolve_data_path
-from core.errors import ConfigError, TraceFormatError, UnknownNameError
-from core.loaders import available_formats, detect_format, load_workload, read_trace, register_loader
-from core.workload import WORKLOAD_COLUMNS
+from twinsweep.core.data import data_dir, resolve_data_path
+from twinsweep.core.errors import ConfigError, TraceFormatError, UnknownNameError
+from twinsweep.core.loaders import available_formats, detect_format, load_workload, read_trace, register_loader
+from twinsweep.core.workload import WORKLOAD_COLUMNS
 
 NA = pd.NA
 
@@ -536,7 +536,7 @@ def test_unreadable_files(tmp_path):
 
 
 def test_register_custom_loader(tmp_path):
-    from core.workload import Workload, empty_jobs_frame
+    from twinsweep.core.workload import Workload, empty_jobs_frame
 
     def detect(trace):
         return 10.0 if trace.data.startswith(b"#MYFMT") else 0.0
@@ -554,7 +554,7 @@ def test_register_custom_loader(tmp_path):
         with pytest.raises(ConfigError):
             register_loader("other", "not callable", load)
     finally:
-        from core.loaders import _registry
+        from twinsweep.core.loaders import _registry
 
         _registry._LOADERS.pop("myfmt-test", None)
 
@@ -579,7 +579,7 @@ def test_relative_paths_resolve_under_the_data_dir(monkeypatch, tmp_path):
 
 
 def test_default_data_dir_is_beside_the_repo(monkeypatch):
-    from core.data import REPO_ROOT
+    from twinsweep.core.data import REPO_ROOT
 
     monkeypatch.delenv("TWINSWEEP_DATA", raising=False)
     beside = (REPO_ROOT / ".." / "shared" / "data").resolve()
@@ -592,8 +592,8 @@ def test_default_data_dir_is_beside_the_repo(monkeypatch):
 def test_out_of_range_number_names_the_line_and_lenient_skips_it(tmp_path):
     # a 23-digit submit time passes the line pattern but not int64 parsing: the error must still
     # name the file and line, and --lenient must skip and count it
-    from core.errors import TraceFormatError
-    from core.loaders import load_workload
+    from twinsweep.core.errors import TraceFormatError
+    from twinsweep.core.loaders import load_workload
 
     lines = ["; MaxNodes: 4", "; MaxProcs: 4"]
     for i in range(1, 6):

@@ -9,13 +9,13 @@ import sys
 import numpy as np
 import pytest
 
-from core.accounts import Accounts, Usage
-from core.config import BACKFILLS, RunConfig
-from core.engine import Engine, select_window
-from core.errors import ConfigError
-from core.policies import INCENTIVE_POLICIES, Weighted, parse_weights
-from core.scheduler import JobView, available_policies
-from core.system import System
+from twinsweep.core.accounts import Accounts, Usage
+from twinsweep.core.config import BACKFILLS, RunConfig
+from twinsweep.core.engine import Engine, select_window
+from twinsweep.core.errors import ConfigError
+from twinsweep.core.policies import INCENTIVE_POLICIES, Weighted, parse_weights
+from twinsweep.core.scheduler import JobView, available_policies
+from twinsweep.core.system import System
 from twin_helpers import frame, schedule_of
 
 
@@ -143,7 +143,7 @@ def test_weighted_one_hot_equals_named(named, backfill, seed):
 
 
 def test_weighted_one_hot_on_a_real_trace(load_cached):
-    from core.run import simulate
+    from twinsweep.core.run import simulate
 
     wl = load_cached("pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz")
     for named, w in ONE_HOT.items():
@@ -247,11 +247,11 @@ def test_registered():
         assert RunConfig(data="x", policy=p).policy == p
 
 
-@pytest.mark.parametrize("module", ["core.run", "core.scheduler", "core.policies", "core"])
+@pytest.mark.parametrize("module", ["twinsweep.core.run", "twinsweep.core.scheduler", "twinsweep.core.policies", "twinsweep.core", "twinsweep"])
 def test_registered_on_import(module):
-    code = (f"import {module}\nfrom core.scheduler import available_policies\n"
+    code = (f"import {module}\nfrom twinsweep.core.scheduler import available_policies\n"
             "assert 'weighted' in available_policies() and 'acct_fugaku_pts' in available_policies()\n"
-            "from core.config import RunConfig; RunConfig(data='x', policy='acct_edp')\n")
+            "from twinsweep.core.config import RunConfig; RunConfig(data='x', policy='acct_edp')\n")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -270,7 +270,7 @@ def test_parse_weights_and_errors():
 
 
 def test_cli_weights(tmp_path):
-    from sweep.cli import main
+    from twinsweep.sweep.cli import main
 
     trace = tmp_path / "t.swf"
     trace.write_text("; MaxNodes: 4\n" + "".join(

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.errors import ConfigError
-from core.power import (
+from twinsweep.core.errors import ConfigError
+from twinsweep.core.power import (
     TIMELINE_COLUMNS,
     bin_step,
     build_timeline,
@@ -20,7 +20,7 @@ from core.power import (
     node_power_w,
     ramps,
 )
-from core.system import Converter, PowerModel, System
+from twinsweep.core.system import Converter, PowerModel, System
 
 
 def four_node_system() -> System:

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweep.aggregate import STAT_COLUMNS, aggregate, exact_stats
-from sweep.api import run_sweep
-from sweep.cli import main
-from sweep.ranking import block_ranks, bootstrap_mean_rank, kendall_w, win_matrix
-from sweep.report import report_sections
+from twinsweep.sweep.aggregate import STAT_COLUMNS, aggregate, exact_stats
+from twinsweep.sweep.api import run_sweep
+from twinsweep.sweep.cli import main
+from twinsweep.sweep.ranking import block_ranks, bootstrap_mean_rank, kendall_w, win_matrix
+from twinsweep.sweep.report import report_sections
 from test_sweep_support import write_spec
 
 
@@ -161,7 +161,7 @@ def test_sweep_cli_prints_report_path(tmp_path, capsys):
 
 
 def test_figure_file_names_differ_for_names_that_differ_only_in_unsafe_characters():
-    from sweep.report import _fname
+    from twinsweep.sweep.report import _fname
     names = {_fname("wins", ds, "wait_mean_s") for ds in ("pwa/KTH", "pwa-KTH", "pwa KTH", "pwa_KTH")}
     assert len(names) == 4
     assert _fname("box", "wait_mean_s") == "box_wait_mean_s"  # safe parts are kept as they are

@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core.config import Perturbation, RunConfig
-from core.errors import ConfigError, TraceFormatError, UnknownNameError
-from core.run import RUN_FILES, simulate, write_run
+from twinsweep.core.config import Perturbation, RunConfig
+from twinsweep.core.errors import ConfigError, TraceFormatError, UnknownNameError
+from twinsweep.core.run import RUN_FILES, simulate, write_run
 
 SWF = """; Version: 2.2
 ; Computer: test
@@ -104,15 +104,15 @@ def test_bad_names_and_inputs(trace, tmp_path):
 
 def test_cli_run_and_errors(trace, tmp_path):
     out = tmp_path / "cli"
-    r = subprocess.run([sys.executable, "-m", "sweep.cli", "run", "--data", str(trace), "--policy", "fcfs",
+    r = subprocess.run([sys.executable, "-m", "twinsweep", "run", "--data", str(trace), "--policy", "fcfs",
                         "--backfill", "easy", "--duration", "1h", "--out", str(out)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert (out / "stats.json").exists()
-    r = subprocess.run([sys.executable, "-m", "sweep.cli", "run", "--data", str(trace), "--policy", "lifo",
+    r = subprocess.run([sys.executable, "-m", "twinsweep", "run", "--data", str(trace), "--policy", "lifo",
                         "--out", str(out)], capture_output=True, text=True)
     assert r.returncode == 2 and "valid policy names" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "sweep.cli", "run", "--data", str(trace), "--policy", "fcfs",
+    r = subprocess.run([sys.executable, "-m", "twinsweep", "run", "--data", str(trace), "--policy", "fcfs",
                         "--duration", "7 parsecs", "--out", str(out)], capture_output=True, text=True)
     assert r.returncode == 2 and "duration" in r.stderr
 

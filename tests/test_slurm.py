@@ -24,13 +24,13 @@ from pathlib import Path
 
 import pytest
 
-from backends.base import make_backend
-from backends.slurm import (ACTIVE_STATES, cluster_max_array_size, cluster_partitions, load_submissions, parse_options,
+from twinsweep.backends.base import make_backend
+from twinsweep.backends.slurm import (ACTIVE_STATES, cluster_max_array_size, cluster_partitions, load_submissions, parse_options,
                             parse_sbatch_items, parse_time, plan_chunks, slurm_ready, split_arrays)
-from core.errors import ConfigError
-from sweep.api import run_sweep, sweep_status
-from sweep.cli import main
-from sweep.spec import parse_spec
+from twinsweep.core.errors import ConfigError
+from twinsweep.sweep.api import run_sweep, sweep_status
+from twinsweep.sweep.cli import main
+from twinsweep.sweep.spec import parse_spec
 from test_slurm_support import logged_run, read_runlog
 from test_sweep_support import run_files, write_spec, write_swf
 
@@ -429,7 +429,7 @@ def test_tune_through_slurm_finishes_and_resumes(slurm_env, tmp_path):
     import optuna
 
     from test_tune import _spec, _study
-    from sweep.tune import run_tune
+    from twinsweep.sweep.tune import run_tune
 
     spec = _spec(tmp_path, trials=2)
     seen = []

@@ -15,7 +15,7 @@ import time
 
 
 def logged_run(payload, shared):
-    from sweep.runner import execute_run
+    from twinsweep.sweep.runner import execute_run
 
     time.sleep(float(os.environ.get("TWINSWEEP_TEST_SLEEP", "0")))
     res = execute_run(payload, shared)

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.stats import COUNT_KEYS, GROUP_KEYS, SYSTEM_KEYS, compute_stats
-from core.system import Converter, PowerModel, System
+from twinsweep.core.stats import COUNT_KEYS, GROUP_KEYS, SYSTEM_KEYS, compute_stats
+from twinsweep.core.system import Converter, PowerModel, System
 
 
 def four_node_system(status: str = "assumed") -> System:
@@ -218,7 +218,7 @@ def test_censored_wait_counts_jobs_left_in_the_queue():
     sys.path.insert(0, str(Path(__file__).parent))
     from twin_helpers import simulate_tiny
 
-    from core.system import System
+    from twinsweep.core.system import System
 
     jobs, res = simulate_tiny([dict(submit=0, run=100, limit=100, nodes=10), dict(submit=10, run=5, limit=5, nodes=10)],
                               backfill="easy", start=0, duration=50)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ConfigError
-from sweep.expand import expand, grid_size, load_datasets
-from sweep.spec import load_spec, parse_spec
+from twinsweep.core.errors import ConfigError
+from twinsweep.sweep.expand import expand, grid_size, load_datasets
+from twinsweep.sweep.spec import load_spec, parse_spec
 from test_sweep_support import write_spec, write_swf
 
 HERE = Path(__file__).resolve().parent
@@ -96,7 +96,7 @@ def test_bad_toml_file_names_file(tmp_path):
 def test_cli_bad_spec_exits_2_with_message(tmp_path):
     p = tmp_path / "bad.toml"
     p.write_text('[[datasets]]\ntrace = "x"\n[backend]\nname = "slurmish"\n')
-    r = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", str(p), "--dry-run"], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "twinsweep", "sweep", str(p), "--dry-run"], capture_output=True,
                        text=True, cwd=REPO)
     assert r.returncode == 2
     assert "backend.name: 'slurmish' is not allowed; allowed: local, ray" in r.stderr
@@ -111,7 +111,7 @@ def test_missing_trace_is_a_config_error(tmp_path):
 def _keys_in_subprocess(spec_path: Path) -> list[str]:
     code = textwrap.dedent(f"""
         import json
-        from sweep.api import plan_sweep
+        from twinsweep.sweep.api import plan_sweep
         _, _, items = plan_sweep({str(spec_path)!r})
         print(json.dumps([[it.key, it.dataset, it.window, dict(it.axes), it.seed] for it in items]))
     """)
@@ -135,7 +135,7 @@ def test_expansion_order_and_keys_stable_across_processes(tmp_path):
     assert _keys_in_subprocess(spec_path) == json.loads(json.dumps(here))
     # the key is RunConfig.key(workload checksum) and changes with the trace's content
     ds = load_datasets(spec)["tiny"]
-    from core.config import run_key
+    from twinsweep.core.config import run_key
 
     assert items[0].key == run_key(items[0].config, ds.workload.checksum, ds.system.checksum)
     write_swf(tmp_path / "tiny.swf", n_jobs=41)
@@ -152,7 +152,7 @@ def test_identical_windows_rejected(tmp_path):
 
 def test_dry_run_cli_prints_size_and_keys(tmp_path):
     spec_path = write_spec(tmp_path, seeds=2)
-    r = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", str(spec_path), "--dry-run"],
+    r = subprocess.run([sys.executable, "-m", "twinsweep", "sweep", str(spec_path), "--dry-run"],
                        capture_output=True, text=True, cwd=REPO, check=True)
     assert "1 window(s) x 4 grid point(s) x 2 seed(s) = 8 runs" in r.stdout
     assert "0 complete, 8 to run" in r.stdout
@@ -177,7 +177,7 @@ def test_datetime_window_and_option_axes(tmp_path):
 
 def test_real_trace_window_end_to_end(tmp_path, data_path):
     data_path("pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz")  # skips locally when the data is absent
-    from sweep.api import run_sweep
+    from twinsweep.sweep.api import run_sweep
 
     p = tmp_path / "kth.toml"
     p.write_text(textwrap.dedent(f"""

@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sweep.api import run_sweep
-from sweep.store import ResultStore, StoreBusyError, commit_run_dir
+from twinsweep.sweep.api import run_sweep
+from twinsweep.sweep.store import ResultStore, StoreBusyError, commit_run_dir
 from test_sweep_support import flaky_run, run_files, write_spec, write_swf
 
 HERE = Path(__file__).resolve().parent
@@ -56,7 +56,7 @@ def _killed_sweep(spec_path: Path, kill_after: int, sig: int = signal.SIGKILL) -
     code = textwrap.dedent(f"""
         import signal
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        from sweep.api import run_sweep
+        from twinsweep.sweep.api import run_sweep
         from test_sweep_support import slow_run
         run_sweep({str(spec_path)!r}, backend="local", run_fn=slow_run, report=False)
     """)

@@ -71,7 +71,7 @@ bootstrap = 200
 
 def slow_run(payload, shared):
     """A run function that sleeps before the real run (so a test can kill a sweep midway)."""
-    from sweep.runner import execute_run
+    from twinsweep.sweep.runner import execute_run
 
     time.sleep(float(os.environ.get("TWINSWEEP_TEST_SLEEP", "0.3")))
     return execute_run(payload, shared)
@@ -79,7 +79,7 @@ def slow_run(payload, shared):
 
 def flaky_run(payload, shared):
     """Fails the first attempt of every run whose seed is 1; always fails policy sjf + seed 2."""
-    from sweep.runner import execute_run
+    from twinsweep.sweep.runner import execute_run
 
     sw = payload["sweep"]
     marker = Path(payload["runs_dir"]).parent / "attempts" / payload["key"]

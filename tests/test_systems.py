@@ -8,9 +8,9 @@ import tomllib
 import pytest
 
 from conftest import data_path, load_cached
-from core.data import data_dir
-from core.errors import ConfigError, UnknownNameError
-from core.system import SYSTEMS_DIR, list_systems, load_system, system_for_trace, system_from_swf_header
+from twinsweep.core.data import data_dir
+from twinsweep.core.errors import ConfigError, UnknownNameError
+from twinsweep.core.system import SYSTEMS_DIR, list_systems, load_system, system_for_trace, system_from_swf_header
 
 TOMLS = sorted(SYSTEMS_DIR.glob("*.toml"))
 

@@ -10,8 +10,8 @@ import numpy as np
 import optuna
 import pytest
 
-from core.errors import ConfigError
-from sweep.tune import load_tune_spec, pareto_front, run_tune
+from twinsweep.core.errors import ConfigError
+from twinsweep.sweep.tune import load_tune_spec, pareto_front, run_tune
 
 
 def _trace(path, n=120, seed=7):
@@ -69,7 +69,7 @@ class Counter:
         self.keys, self.stop_after = [], stop_after
 
     def __call__(self, payload, shared):
-        from sweep.runner import execute_run
+        from twinsweep.sweep.runner import execute_run
 
         if self.stop_after is not None and len(self.keys) >= self.stop_after:
             raise KeyboardInterrupt
@@ -140,8 +140,8 @@ def test_multi_objective_pareto(tmp_path):
     doc = json.loads((out / "best.json").read_text())
     assert doc["sampler"] == "nsga2" and doc["seeds"] == [0, 1] and len(doc["best"]) == len(best)
     # winners.toml is a valid study spec with one grid point per winner, on all windows
-    from sweep.api import plan_sweep
-    from sweep.spec import load_spec
+    from twinsweep.sweep.api import plan_sweep
+    from twinsweep.sweep.spec import load_spec
 
     _, _, items = plan_sweep(load_spec(out / "winners.toml"))
     assert len(items) == len(best) * 2 * 2  # winners x windows x seeds
@@ -183,7 +183,7 @@ def test_spec_errors(tmp_path, extra_grid, params, tune_extra, match):
 
 
 def test_cli_tune(tmp_path, capsys):
-    from sweep.cli import main
+    from twinsweep.sweep.cli import main
 
     spec = _spec(tmp_path, trials=2)
     assert main(["tune", str(spec), "--trials", "2", "--out", str(tmp_path / "cli")]) == 0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from core.engine import Engine, select_window
-from core.system import System
-from core.workload import coerce_jobs_frame
+from twinsweep.core.engine import Engine, select_window
+from twinsweep.core.system import System
+from twinsweep.core.workload import coerce_jobs_frame
 
 
 def frame(jobs):
