@@ -6,7 +6,7 @@ read it live in :mod:`core.policies`.
 
 Which jobs count
     The *finished* jobs of a run: ``status`` ``completed`` **and** ``timeout`` with known
-    ``sim_start_time``/``sim_end_time`` — the same set as ``stats.json``'s job metrics. A job killed
+    ``start_time``/``end_time`` — the same set as ``stats.json``'s job metrics. A job killed
     at its time limit still held its nodes and drew power until it was killed, and a site's
     accounting charges it (Slurm bills TIMEOUT jobs), so it is charged here too. Jobs still
     ``running`` or ``queued`` at the window end, ``rejected`` and ``not_run`` jobs are not counted.
@@ -276,7 +276,7 @@ def from_jobs(jobs: pd.DataFrame, run_info: Mapping[str, Any] | None = None,
               statuses: Iterable[str] = COUNTED_STATUSES) -> Accounts:
     """Accounts of one run from its jobs table (``RunResult.jobs`` / jobs.parquet).
 
-    Needs ``status``, ``sim_start_time``, ``sim_end_time``, ``nodes``, ``energy_j``, ``user``,
+    Needs ``status``, ``start_time``, ``end_time``, ``nodes``, ``energy_j``, ``user``,
     ``account``. ``run_info``: provenance stored in ``runs`` (e.g. run key, policy, window);
     ``statuses``: the statuses that count (default completed and timeout). Jobs with unknown
     energy add 0 J (and count for jobs / node-seconds).
@@ -284,8 +284,8 @@ def from_jobs(jobs: pd.DataFrame, run_info: Mapping[str, Any] | None = None,
     statuses = tuple(statuses)
     n = len(jobs)
     st = jobs["status"].astype("string").fillna("").to_numpy(dtype=object) if n else np.array([], dtype=object)
-    start = pd.to_numeric(jobs["sim_start_time"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
-    end = pd.to_numeric(jobs["sim_end_time"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    start = pd.to_numeric(jobs["start_time"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    end = pd.to_numeric(jobs["end_time"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
     keep = np.isin(st, statuses) & np.isfinite(start) & np.isfinite(end)
     run = (end - start)[keep]
     nodes = pd.to_numeric(jobs["nodes"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)[keep]
@@ -371,7 +371,7 @@ def load_accounts(path: str | os.PathLike) -> Accounts:
             jobs = pd.read_parquet(p)
         except Exception as exc:  # noqa: BLE001 - any reader error is a bad input file
             raise ConfigError(f"{p}: cannot read jobs table: {exc}") from exc
-        need = {"status", "sim_start_time", "sim_end_time", "nodes", "energy_j"}
+        need = {"status", "start_time", "end_time", "nodes", "energy_j"}
         if not need <= set(jobs.columns):
             raise ConfigError(f"{p}: not a run's jobs.parquet (missing {sorted(need - set(jobs.columns))})")
         info = None

@@ -45,7 +45,7 @@ def select_window(jobs: pd.DataFrame, start: int | None, duration: int | None, r
     ``t1`` is None for an open window (run until every job ends).
     """
     submit = jobs["submit_time"].to_numpy(dtype="int64")
-    rec_start = jobs["start_time"].astype("float64").to_numpy()
+    rec_start = jobs["recorded_start_time"].astype("float64").to_numpy()
     run = jobs["run_time"].astype("float64").to_numpy()
     rstart = np.where(np.isnan(rec_start), submit, rec_start)
     rstart = np.maximum(rstart, submit)  # a recorded start before submit is a trace error
@@ -145,7 +145,7 @@ class Engine:
             if run[j] is not None:
                 dur[j] = min(run[j], limit[j]) if self.kill else run[j]
 
-        start_unknown = f["start_time"].isna().tolist()
+        start_unknown = f["recorded_start_time"].isna().tolist()
         rec_nodes = f["node_ids"].tolist() if "node_ids" in f.columns else [None] * n
         view = JobView(
             submit=submit, nodes=nodes, time_limit=limit, trace_index=trace_index,
@@ -316,9 +316,9 @@ class Engine:
         jobs["prepopulated"] = [bool(prepop[j] and sim_start[j] is not None) for j in range(n)]
         jobs["time_limit"] = pd.array(limit, dtype="Int64")
         jobs["time_limit_imputed"] = imputed
-        jobs["sim_start_time"] = pd.array(sim_start, dtype="Int64")
+        jobs["start_time"] = pd.array(sim_start, dtype="Int64")
         end_out = [sim_end[j] if out_status[j] in ("completed", "timeout") else None for j in range(n)]
-        jobs["sim_end_time"] = pd.array(end_out, dtype="Int64")
+        jobs["end_time"] = pd.array(end_out, dtype="Int64")
         jobs["wait_time"] = pd.array([None if sim_start[j] is None else sim_start[j] - submit[j] for j in range(n)],
                                      dtype="Int64")
         jobs["node_power_w"] = np.asarray(npow, dtype="float64")

@@ -34,7 +34,7 @@ def perturb(workload: Workload, perturbation: Perturbation, seed: int) -> Worklo
     submit = jobs["submit_time"].to_numpy(dtype="int64")
     new_submit = np.maximum(0, submit + shift)
     delta = new_submit - submit
-    start = jobs["start_time"].astype("float64").to_numpy() + delta
+    start = jobs["recorded_start_time"].astype("float64").to_numpy() + delta
     end = start + run
 
     def to_int(a):
@@ -43,6 +43,6 @@ def perturb(workload: Workload, perturbation: Perturbation, seed: int) -> Worklo
 
     jobs["submit_time"] = new_submit.astype("int64")
     jobs["run_time"] = to_int(run)
-    jobs["start_time"] = to_int(start)
-    jobs["end_time"] = to_int(end)
+    jobs["recorded_start_time"] = to_int(start)
+    jobs["recorded_end_time"] = to_int(end)
     return dataclasses.replace(workload, jobs=jobs)

@@ -276,7 +276,7 @@ def apply_power_traces(jobs: pd.DataFrame, steps: pd.DataFrame, traces: dict, id
     end) the last known value is held; the samples so filled are counted.
 
     Args:
-        jobs: ``EngineResult.jobs`` (``job_id``, ``nodes``, ``sim_start_time``, ``sim_end_time``,
+        jobs: ``EngineResult.jobs`` (``job_id``, ``nodes``, ``start_time``, ``end_time``,
             ``status``, ``node_power_w``, ``energy_j``, ``avg_power_w``).
         steps: ``EngineResult.steps`` (``time``, ``it_power_w`` …).
         traces: ``Workload.traces``: ``job_id -> {"period": s, "node_power_w": array}`` (W per node,
@@ -305,8 +305,8 @@ def apply_power_traces(jobs: pd.DataFrame, steps: pd.DataFrame, traces: dict, id
     avgp = jobs["avg_power_w"].to_numpy(dtype="float64", copy=True)
     traced = np.zeros(len(jobs), dtype=bool)
     ids = jobs["job_id"].astype(str).tolist()
-    starts = jobs["sim_start_time"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
-    ends = jobs["sim_end_time"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
+    starts = jobs["start_time"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
+    ends = jobs["end_time"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
     status = jobs["status"].tolist()
     nodes = pd.to_numeric(jobs["nodes"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
     npow = jobs["node_power_w"].to_numpy(dtype="float64")

@@ -141,7 +141,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     stats = compute_stats(res.jobs, res.steps, system, res.t_start, res.t_end, counts,
                           cooling=cooling_pieces if config.cooling else None)
     manifest = {
-        "schema_version": 1,
+        "schema_version": 2,  # 2: jobs.parquet start_time/end_time are the simulated times, recorded_* the trace's
         "twinsweep_version": __version__,
         "config": config.to_dict(),
         "policy": config.policy,

@@ -3,9 +3,9 @@
 Definitions (standard names; every time in s, power in W, energy in J):
 
 Job set. Job metrics use the *finished* jobs: ``status`` in ``{"completed", "timeout"}`` with
-both ``sim_start_time`` and ``sim_end_time`` known (the started-and-ended set; prepopulated
+both ``start_time`` and ``end_time`` known (the started-and-ended set; prepopulated
 jobs that end in the window are included). For each:
-``run = sim_end_time − sim_start_time``, ``wait = sim_start_time − submit_time``,
+``run = end_time − start_time``, ``wait = start_time − submit_time``,
 ``turnaround = wait + run``.
 
 * ``wait_mean_s`` / ``wait_median_s`` / ``wait_p95_s`` / ``wait_max_s``: of ``wait``
@@ -25,7 +25,7 @@ jobs that end in the window are included). For each:
 * ``wait_censored_mean_s``: mean wait over every job queued in the run (started ones, prepopulated
   excluded, with their wait; still-queued ones with ``t1 − submit``, a lower bound), so that a policy
   that leaves jobs waiting at a window's end is not rewarded as finished-job means would.
-* ``makespan_s`` = (latest ``sim_end_time`` of a finished job) − t0; None when no job finished.
+* ``makespan_s`` = (latest ``end_time`` of a finished job) − t0; None when no job finished.
 * ``throughput_jobs_per_h`` = finished jobs / ((t1 − t0) / 3600 s).
 * ``it_energy_j`` = ∫ it_power_w dt over [t0, t1) (exact integral of the step function);
   ``loss_energy_j`` = ∫ loss dt (conversion losses, :func:`core.power.convert`; exact because the
@@ -187,8 +187,8 @@ def compute_stats(
     """stats.json of one run (structure in docs/architecture.md; definitions in the module doc).
 
     Args:
-        jobs: ``EngineResult.jobs`` (needs ``status``, ``submit_time``, ``sim_start_time``,
-            ``sim_end_time``, ``nodes``, ``energy_j``, ``user``, ``account``; ``prepopulated`` and
+        jobs: ``EngineResult.jobs`` (needs ``status``, ``submit_time``, ``start_time``,
+            ``end_time``, ``nodes``, ``energy_j``, ``user``, ``account``; ``prepopulated`` and
             ``time_limit_imputed`` bool columns are counted when present).
         steps: ``EngineResult.steps`` (``time``, ``busy_nodes``, ``it_power_w`` …), first time ≤ t0.
         system: the machine (node count, converters, power label).
@@ -225,8 +225,8 @@ def compute_stats(
         elif isinstance(v, (float, np.floating)):
             v = _f(v)
         c[str(k)] = v
-    start = _num(jobs, "sim_start_time")
-    end = _num(jobs, "sim_end_time")
+    start = _num(jobs, "start_time")
+    end = _num(jobs, "end_time")
     computed = {
         "jobs_in_window": len(jobs),
         "jobs_started": int(np.isfinite(start).sum()),

@@ -2,28 +2,28 @@
 
 Columns of :attr:`Workload.jobs` (a ``pandas.DataFrame``, row order = trace order):
 
-=================  ==========  ==========================================================
-column             dtype       meaning
-=================  ==========  ==========================================================
-job_id             object str  job identifier as in the source
-trace_index        int64       0-based position of the job line in its source file order
-user, account      object str  user / account (SWF: field 12 user, field 13 group); None if unknown
-submit_time        int64       seconds since the trace epoch (``Workload.epoch``, UTC)
-start_time         Int64       recorded start (s since epoch), <NA> if unknown / never ran
-end_time           Int64       recorded end, <NA> if unknown
-run_time           Int64       recorded run time (s), <NA> if the job never ran / unknown
-time_limit         Int64       requested walltime (s), <NA> if absent
-procs              Int64       processors in the source (allocated, else requested), <NA> if absent
-nodes              Int64       whole nodes, <NA> if unknown
-cpu_util           float64     0..1, NaN if unknown
-gpu_util           float64     0..1, NaN if unknown
-avg_power_w        float64     average power of the job over all its nodes (W), NaN if unknown
-energy_j           float64     recorded energy (J), NaN if unknown
-priority           float64     trace priority, NaN if absent
-partition          object str  partition / queue, None if absent
-status             object str  completed | failed | cancelled | unknown
-node_ids           object      recorded placement: list[int] of 0-based node indexes, or None
-=================  ==========  ==========================================================
+===================  ==========  ==========================================================
+column               dtype       meaning
+===================  ==========  ==========================================================
+job_id               object str  job identifier as in the source
+trace_index          int64       0-based position of the job line in its source file order
+user, account        object str  user / account (SWF: field 12 user, field 13 group); None if unknown
+submit_time          int64       seconds since the trace epoch (``Workload.epoch``, UTC)
+recorded_start_time  Int64       recorded start (s since epoch), <NA> if unknown / never ran
+recorded_end_time    Int64       recorded end, <NA> if unknown
+run_time             Int64       recorded run time (s), <NA> if the job never ran / unknown
+time_limit           Int64       requested walltime (s), <NA> if absent
+procs                Int64       processors in the source (allocated, else requested), <NA> if absent
+nodes                Int64       whole nodes, <NA> if unknown
+cpu_util             float64     0..1, NaN if unknown
+gpu_util             float64     0..1, NaN if unknown
+avg_power_w          float64     average power of the job over all its nodes (W), NaN if unknown
+energy_j             float64     recorded energy (J), NaN if unknown
+priority             float64     trace priority, NaN if absent
+partition            object str  partition / queue, None if absent
+status               object str  completed | failed | cancelled | unknown
+node_ids             object      recorded placement: list[int] of 0-based node indexes, or None
+===================  ==========  ==========================================================
 
 The epoch is the Unix time (UTC) of time 0; ``checksum`` is the sha256 of the uncompressed
 source bytes, so that a run's identity changes when its input does.
@@ -44,8 +44,8 @@ WORKLOAD_COLUMNS: dict[str, str] = {
     "user": "object",
     "account": "object",
     "submit_time": "int64",
-    "start_time": "Int64",
-    "end_time": "Int64",
+    "recorded_start_time": "Int64",
+    "recorded_end_time": "Int64",
     "run_time": "Int64",
     "time_limit": "Int64",
     "procs": "Int64",
@@ -127,10 +127,16 @@ def empty_jobs_frame() -> pd.DataFrame:
 def coerce_jobs_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Return ``df`` with every Workload column present and cast to its dtype.
 
-    Missing columns are added as all-missing. Raises ConfigError naming the column when a cast fails.
+    Missing columns are added as all-missing. Raises ConfigError naming the column when a cast fails,
+    or when the table names its recorded times ``start_time`` / ``end_time`` (the run outputs'
+    names for the simulated times) instead of ``recorded_start_time`` / ``recorded_end_time``.
     """
     from .errors import ConfigError
 
+    for legacy in ("start_time", "end_time"):  # the recorded times are named recorded_* (DESIGN.md §2)
+        if legacy in df.columns and f"recorded_{legacy}" not in df.columns:
+            raise ConfigError(f"jobs table has a column {legacy!r}: a workload's recorded times are named "
+                              f"'recorded_{legacy}' (in run outputs {legacy!r} is the simulated time); rename it")
     out = df.copy()
     n = len(out)
     for col, dtype in WORKLOAD_COLUMNS.items():

@@ -24,9 +24,9 @@ def traces(draw, max_jobs=14):
 def _max_busy(out):
     ev = []
     for _, r in out.iterrows():
-        if r.sim_start_time is None or r.sim_start_time is np.nan or str(r.sim_start_time) == "<NA>":
+        if r.start_time is None or r.start_time is np.nan or str(r.start_time) == "<NA>":
             continue
-        s, e = int(r.sim_start_time), int(r.sim_end_time)
+        s, e = int(r.start_time), int(r.end_time)
         if e > s:
             ev.append((s, r.nodes))
             ev.append((e, -r.nodes))
@@ -49,9 +49,9 @@ def test_capacity_submit_and_runtime(jobs, policy, backfill):
     assert (res.steps.busy_nodes <= N).all()
     for j, r in zip(jobs, out.itertuples()):
         assert r.status == "completed" or r.status == "timeout"
-        assert r.sim_start_time >= r.submit_time  # no start before submit
+        assert r.start_time >= r.submit_time  # no start before submit
         limit = j["limit"] if j["limit"] else j["run"]  # no limit: its own run time
-        assert r.sim_end_time - r.sim_start_time == min(j["run"], limit)
+        assert r.end_time - r.start_time == min(j["run"], limit)
 
 
 @SETTINGS
@@ -59,7 +59,7 @@ def test_capacity_submit_and_runtime(jobs, policy, backfill):
 def test_replay_reproduces_recorded_starts(jobs, policy, backfill):
     # a schedule produced by the twin is a consistent recorded trace: replay must reproduce it
     out, _ = simulate_tiny(jobs, nodes=N, policy=policy, backfill=backfill, kill=False)
-    recorded = [dict(j, start=int(r.sim_start_time), node_ids=list(r.node_ids)) for j, r in zip(jobs, out.itertuples())]
+    recorded = [dict(j, start=int(r.start_time), node_ids=list(r.node_ids)) for j, r in zip(jobs, out.itertuples())]
     rep, res = simulate_tiny(recorded, nodes=N, policy="replay", backfill="none")
     assert schedule_of(rep) == schedule_of(out)
     assert res.counts["replay_delayed"] == 0
@@ -77,9 +77,9 @@ def test_easy_and_conservative_never_start_later_than_none_for_the_first_job(job
     # conservative both protect it): compare the first-submitted job's start.
     outs = {b: simulate_tiny(jobs, nodes=N, backfill=b)[0] for b in ("none", "easy", "conservative")}
     first = min(range(len(jobs)), key=lambda i: (jobs[i]["submit"], i))
-    s_none = outs["none"].sim_start_time[first]
-    assert outs["easy"].sim_start_time[first] <= s_none
-    assert outs["conservative"].sim_start_time[first] <= s_none
+    s_none = outs["none"].start_time[first]
+    assert outs["easy"].start_time[first] <= s_none
+    assert outs["conservative"].start_time[first] <= s_none
 
 
 @settings(max_examples=200, deadline=None)

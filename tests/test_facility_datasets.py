@@ -20,8 +20,8 @@ T0, SPAN = 31497370, 7200  # RAPS's Lassen window: 2019-08-22T00:00Z, 2 h
 
 def recorded_busy(jobs, t0, t1):
     """Recorded busy-node step function of ``jobs`` on [t0, t1): (times, values)."""
-    s = jobs["start_time"].astype("float64").to_numpy()
-    e = jobs["end_time"].astype("float64").to_numpy()
+    s = jobs["recorded_start_time"].astype("float64").to_numpy()
+    e = jobs["recorded_end_time"].astype("float64").to_numpy()
     n = jobs["nodes"].astype("float64").to_numpy()
     ok = np.isfinite(s) & np.isfinite(e)
     ts = np.unique(np.concatenate([s[ok], e[ok], [t0]])).astype(np.int64)
@@ -39,8 +39,8 @@ def test_lassen_snapshot_loads():
     assert max(max(x) for x in j["node_ids"]) == 777 and wl.header["distinct_nodes"] == 778
     assert len(wl.traces) == 442
     csv = load_cached(LASSEN_CSV)
-    assert csv.jobs[["job_id", "submit_time", "start_time", "run_time", "nodes"]].equals(
-        j[["job_id", "submit_time", "start_time", "run_time", "nodes"]])
+    assert csv.jobs[["job_id", "submit_time", "recorded_start_time", "run_time", "nodes"]].equals(
+        j[["job_id", "submit_time", "recorded_start_time", "run_time", "nodes"]])
     assert list(csv.jobs["node_ids"]) == list(j["node_ids"])
 
 
@@ -55,8 +55,8 @@ def test_lassen_replay_reproduces_the_recorded_busy_node_timeline_exactly():
     got = res.timeline["busy_nodes"].to_numpy()
     assert len(got) == SPAN
     np.testing.assert_array_equal(got, expect)
-    started = res.jobs[res.jobs["sim_start_time"].notna()]
-    assert (started["sim_start_time"] == np.maximum(started["start_time"], started["submit_time"])).all()
+    started = res.jobs[res.jobs["start_time"].notna()]
+    assert (started["start_time"] == np.maximum(started["recorded_start_time"], started["submit_time"])).all()
     rec = wl.jobs.set_index("job_id")["node_ids"]
     assert all(list(r.node_ids) == rec[r.job_id] for r in started.itertuples())  # recorded placement
 
@@ -75,7 +75,7 @@ def test_lassen_reschedule_and_gpu_power():
     j = res.jobs
     expect = node_power_w(lassen.power, 2, 4, j["cpu_util"].to_numpy(), j["gpu_util"].to_numpy())
     np.testing.assert_allclose(j["node_power_w"].to_numpy(), expect)
-    busy = j[(j["gpu_util"] > 0.3) & j["sim_start_time"].notna()].iloc[0]
+    busy = j[(j["gpu_util"] > 0.3) & j["start_time"].notna()].iloc[0]
     assert busy.node_power_w > node_power_w(lassen.power, 2, 4, busy.cpu_util, 0.0) + 4 * 225 * 0.3
     assert res.stats["system"]["utilization"] > 0.8
 

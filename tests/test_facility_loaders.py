@@ -69,7 +69,7 @@ def test_pm100_rows(tmp_path):
     assert wl.format == "pm100" and wl.procs_unit == "nodes" and len(wl) == 3
     assert wl.epoch == int(pd.Timestamp("2020-05-01", tz="UTC").timestamp())
     a = row(wl, 101)
-    assert (a.submit_time, a.start_time, a.end_time, a.run_time) == (0, 600, 660, 60)
+    assert (a.submit_time, a.recorded_start_time, a.recorded_end_time, a.run_time) == (0, 600, 660, 60)
     assert a.time_limit == 1800  # 30 min
     assert a.nodes == 2 and a.procs == 2 and a.cpus == 64 and a.gpus == 8
     assert a.node_ids == [3, 4]
@@ -89,7 +89,7 @@ def test_pm100_rows(tmp_path):
     assert b.status == "failed" and pd.isna(b.time_limit)  # INFINITE
     assert (b.run_time, b.node_ids) == (100, [7])
     c = row(wl, 103)
-    assert c.status == "cancelled" and pd.isna(c.start_time) and pd.isna(c.run_time)
+    assert c.status == "cancelled" and pd.isna(c.recorded_start_time) and pd.isna(c.run_time)
     assert c.node_ids is None and math.isnan(c.avg_power_w) and "103" not in wl.traces
 
 
@@ -138,7 +138,7 @@ def test_adastra_rows(tmp_path):
     assert detect_format(read_trace(p)) == "adastra"
     wl = load_workload(p)
     a = row(wl, 1)
-    assert (a.submit_time, a.start_time, a.end_time, a.run_time, a.time_limit) == (0, 60, 160, 100, 3600)
+    assert (a.submit_time, a.recorded_start_time, a.recorded_end_time, a.run_time, a.time_limit) == (0, 60, 160, 100, 3600)
     # natural order of the three names: ...s0b0n0 (0), ...s1b0n1 (1), ...s10b0n0 (2)
     assert a.node_ids == [0, 1] and row(wl, 2).node_ids == [2]
     assert a.avg_power_w == pytest.approx(3300.0)
@@ -191,12 +191,12 @@ def test_fdata_rows(tmp_path, unit, econ, monkeypatch):
     # naive times are Asia/Tokyo (UTC+9): 2021-04-01 09:00 JST = 00:00 UTC
     assert wl.epoch == int(pd.Timestamp("2021-04-01 00:00:00", tz="UTC").timestamp())
     a = row(wl, "j1")
-    assert (a.submit_time, a.start_time, a.end_time, a.run_time, a.time_limit) == (0, 600, 2400, 1800, 3600)
+    assert (a.submit_time, a.recorded_start_time, a.recorded_end_time, a.run_time, a.time_limit) == (0, 600, 2400, 1800, 3600)
     assert a.nodes == 2 and a.cpus == 96 and a.node_ids is None and a.status == "completed"
     assert a.avg_power_w == 200.0 and a.energy_j == pytest.approx(360000.0)  # 100 Wh = 360 kJ
     assert a.cpu_util == pytest.approx(0.75)  # perf1 / (perf1 + perf6)
     b = row(wl, "j2")
-    assert b.nodes == 1 and pd.isna(b.start_time) and pd.isna(b.run_time) and b.status == "failed"  # nnuma 0 -> nnumr
+    assert b.nodes == 1 and pd.isna(b.recorded_start_time) and pd.isna(b.run_time) and b.status == "failed"  # nnuma 0 -> nnumr
     c = row(wl, "j3")
     assert c.status == "failed" and c.energy_j == pytest.approx(6000.0) and c.nodes == 4
 
@@ -240,7 +240,7 @@ def test_last_rows(tmp_path, monkeypatch):
     # naive times are America/Los_Angeles (PST in January, UTC-8): 07:30 PST = 15:30 UTC
     assert wl.epoch == int(pd.Timestamp("2019-01-10 15:30:00", tz="UTC").timestamp())
     a = row(wl, 500)
-    assert (a.submit_time, a.start_time, a.end_time, a.run_time, a.time_limit) == (0, 1800, 5400, 3600, 7200)
+    assert (a.submit_time, a.recorded_start_time, a.recorded_end_time, a.run_time, a.time_limit) == (0, 1800, 5400, 3600, 7200)
     assert a.nodes == 2 and a.status == "completed" and a.partition == "pbatch"
     assert a.user == "uA" and a.account == "gA" and a.allocation_id == "9001"
     assert a.node_ids == [0, 1]  # natural order: lassen9, lassen10, lassen100 -> 0, 1, 2
@@ -250,7 +250,7 @@ def test_last_rows(tmp_path, monkeypatch):
     # CPU: 2 x 79,200 s of CPU time / (2 nodes x 3600 s x 44 cores) = 0.5
     assert a.cpu_util == pytest.approx(0.5)
     b = row(wl, 501)
-    assert (b.submit_time, b.start_time, b.run_time, b.time_limit) == (3540, 3600, 600, 1800)
+    assert (b.submit_time, b.recorded_start_time, b.run_time, b.time_limit) == (3540, 3600, 600, 1800)
     assert b.status == "failed" and b.node_ids == [2] and math.isnan(b.energy_j) and math.isnan(b.avg_power_w)
     assert b.gpu_util == pytest.approx((300.0 / 4 - 75.0) / 225.0)  # 75 W per GPU = idle -> 0
 
@@ -287,13 +287,13 @@ def test_frontier_swf_rows(tmp_path):
     wl = load_workload(p)
     assert wl.epoch == 1704067200 and wl.procs_unit == "nodes"
     a = row(wl, 1)
-    assert (a.submit_time, a.start_time, a.run_time, a.time_limit) == (0, 10, 3600, 7200)
+    assert (a.submit_time, a.recorded_start_time, a.run_time, a.time_limit) == (0, 10, 3600, 7200)
     assert a.nodes == 2500 and a.procs == 2500 and a.gpus == 20000 and a.swf_procs == 589824
     assert a.node_mode == "excl" and a.cores_per_node == 112 and a.status == "completed"
     b = row(wl, 2)
     assert b.nodes == 8 and b.status == "failed" and pd.isna(b.gpus)
     c = row(wl, 3)
-    assert c.nodes == 1 and c.node_mode == "shared" and c.status == "cancelled" and pd.isna(c.start_time)
+    assert c.nodes == 1 and c.node_mode == "shared" and c.status == "cancelled" and pd.isna(c.recorded_start_time)
     assert wl.header["loader_descriptor_fallbacks"] == 0
 
 
@@ -330,7 +330,7 @@ def test_eurora_rows(tmp_path, monkeypatch):
     # 08:00 CEST (UTC+2 after the 2014-03-30 switch) = 06:00 UTC
     assert wl.epoch == int(pd.Timestamp("2014-03-31 06:00:00", tz="UTC").timestamp())
     a = row(wl, 10)
-    assert (a.submit_time, a.start_time, a.end_time, a.run_time, a.time_limit) == (0, 600, 4200, 3600, 5400)
+    assert (a.submit_time, a.recorded_start_time, a.recorded_end_time, a.run_time, a.time_limit) == (0, 600, 4200, 3600, 5400)
     assert a.nodes == 1 and a.node_ids == [64] and a.hosts == [5] and a.gpus == 1  # node 5 -> slots 64..79
     assert a.avg_power_w == 20.0 and a.energy_j == 72000.0
     b = row(wl, 11)
@@ -350,7 +350,7 @@ def test_eurora_dst_spring_forward(tmp_path):
     p = tmp_path / "e.txt"
     p.write_text(line + "\n")
     wl = load_workload(p, format="eurora")
-    assert row(wl, 20).run_time == 3600 and row(wl, 20).start_time == 1800
+    assert row(wl, 20).run_time == 3600 and row(wl, 20).recorded_start_time == 1800
 
 
 def test_eurora_bad_line(tmp_path):
@@ -375,7 +375,7 @@ def test_lassen_raps_snapshot_rows(tmp_path):
     wl = load_workload(p)
     assert wl.epoch == 1566432000 - 31497370
     a = row(wl, 7)
-    assert (a.submit_time, a.start_time, a.end_time, a.run_time, a.time_limit) == (100, 200, 260, 60, 3600)
+    assert (a.submit_time, a.recorded_start_time, a.recorded_end_time, a.run_time, a.time_limit) == (100, 200, 260, 60, 3600)
     # RAPS indexes 12, 40, 805 -> ranks 0, 1, 2
     assert a.node_ids == [0, 2] and row(wl, 8).node_ids == [1] and a.raps_nodes == [805, 12]
     assert a.cpu_util == pytest.approx(0.75) and a.gpu_util == pytest.approx(0.5)  # 1.5 of 2 sockets, 2 of 4 GPUs

@@ -45,7 +45,7 @@ def test_idle_and_model_power_of_the_test_system():
 
 
 def test_replay_uses_trace_samples():
-    wl = workload([dict(job_id=1, submit_time=0, start_time=10, end_time=70, run_time=60, time_limit=100, nodes=2,
+    wl = workload([dict(job_id=1, submit_time=0, recorded_start_time=10, recorded_end_time=70, run_time=60, time_limit=100, nodes=2,
                         avg_power_w=2 * 250.0)],
                   {"1": {"period": 20, "node_power_w": [200.0, 300.0, 250.0]}})
     res = run(wl, policy="replay")
@@ -65,7 +65,7 @@ def test_replay_uses_trace_samples():
 
 def test_short_trace_holds_the_last_value_and_counts_filled_samples():
     # recorded run 100 s but only 3 samples of 20 s: samples 4 and 5 take the last value (150 W)
-    wl = workload([dict(job_id=1, submit_time=0, start_time=0, end_time=100, run_time=100, time_limit=200, nodes=1)],
+    wl = workload([dict(job_id=1, submit_time=0, recorded_start_time=0, recorded_end_time=100, run_time=100, time_limit=200, nodes=1)],
                   {"1": {"period": 20, "node_power_w": [110.0, 130.0, 150.0]}})
     res = run(wl, policy="fcfs")
     j = res.jobs.iloc[0]
@@ -76,7 +76,7 @@ def test_short_trace_holds_the_last_value_and_counts_filled_samples():
 
 def test_killed_job_uses_only_the_samples_it_ran_and_a_partial_last_one():
     # limit 50 s: samples [0, 20), [20, 40), and half of [40, 60)
-    wl = workload([dict(job_id=1, submit_time=0, start_time=0, end_time=100, run_time=100, time_limit=50, nodes=1)],
+    wl = workload([dict(job_id=1, submit_time=0, recorded_start_time=0, recorded_end_time=100, run_time=100, time_limit=50, nodes=1)],
                   {"1": {"period": 20, "node_power_w": [110.0, 130.0, 150.0, 170.0, 190.0]}})
     res = run(wl, policy="fcfs")
     j = res.jobs.iloc[0]
@@ -87,11 +87,11 @@ def test_killed_job_uses_only_the_samples_it_ran_and_a_partial_last_one():
 
 def test_rescheduled_trace_follows_the_simulated_start():
     # job 2 waits for job 1 (both need all 4 nodes); its trace starts at its simulated start, 50 s
-    wl = workload([dict(job_id=1, submit_time=0, start_time=0, end_time=50, run_time=50, time_limit=60, nodes=4),
-                   dict(job_id=2, submit_time=1, start_time=1, end_time=41, run_time=40, time_limit=60, nodes=4)],
+    wl = workload([dict(job_id=1, submit_time=0, recorded_start_time=0, recorded_end_time=50, run_time=50, time_limit=60, nodes=4),
+                   dict(job_id=2, submit_time=1, recorded_start_time=1, recorded_end_time=41, run_time=40, time_limit=60, nodes=4)],
                   {"2": {"period": 20, "node_power_w": [300.0, 400.0]}})
     res = run(wl, policy="fcfs")
-    s2 = int(res.jobs.iloc[1].sim_start_time)
+    s2 = int(res.jobs.iloc[1].start_time)
     assert s2 == 50
     model = 60 + 0.5 * 100 + 2 * 20  # job 1: no trace, no average: node model at the default utilisation
     assert at(res, 10) == pytest.approx(4 * model)
@@ -99,7 +99,7 @@ def test_rescheduled_trace_follows_the_simulated_start():
 
 
 def test_missing_samples_inside_a_trace_are_filled_and_counted():
-    wl = workload([dict(job_id=1, submit_time=0, start_time=0, end_time=60, run_time=60, time_limit=60, nodes=1)],
+    wl = workload([dict(job_id=1, submit_time=0, recorded_start_time=0, recorded_end_time=60, run_time=60, time_limit=60, nodes=1)],
                   {"1": {"period": 20, "node_power_w": [200.0, np.nan, 220.0]}})
     res = run(wl, policy="replay")
     assert res.jobs.iloc[0].energy_j == pytest.approx((200 + 200 + 220) * 20.0)
@@ -107,7 +107,7 @@ def test_missing_samples_inside_a_trace_are_filled_and_counted():
 
 
 def test_recorded_average_is_used_without_a_trace():
-    wl = workload([dict(job_id=1, submit_time=0, start_time=0, end_time=10, run_time=10, time_limit=10, nodes=2,
+    wl = workload([dict(job_id=1, submit_time=0, recorded_start_time=0, recorded_end_time=10, run_time=10, time_limit=10, nodes=2,
                         avg_power_w=900.0, cpu_util=0.0)], {})
     res = run(wl, policy="replay")
     assert res.jobs.iloc[0].node_power_w == 450.0 and at(res, 5) == pytest.approx(2 * IDLE + 900.0)
@@ -123,8 +123,8 @@ def test_utilisation_traces_go_through_the_node_model_gpu_like_cpu():
 
 
 def test_apply_power_traces_without_traces_is_identity():
-    jobs = pd.DataFrame({"job_id": ["1"], "nodes": [1], "sim_start_time": pd.array([0], dtype="Int64"),
-                         "sim_end_time": pd.array([10], dtype="Int64"), "status": ["completed"],
+    jobs = pd.DataFrame({"job_id": ["1"], "nodes": [1], "start_time": pd.array([0], dtype="Int64"),
+                         "end_time": pd.array([10], dtype="Int64"), "status": ["completed"],
                          "node_power_w": [150.0], "energy_j": [1500.0], "avg_power_w": [150.0]})
     steps = pd.DataFrame({"time": [0, 10], "it_power_w": [150.0, 100.0], "busy_nodes": [1, 0],
                           "queued_jobs": [0, 0], "running_jobs": [1, 0]})

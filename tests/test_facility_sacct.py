@@ -76,7 +76,7 @@ def test_detect_and_rows(tmp_path):
     assert list(wl.jobs["job_id"]) == ["1000", "1001_1", "1001_2", "1001_3", "1001_4", "1003", "1005", "1006"]
     assert wl.header["sacct_step_rows"] == 3
     a = job(wl, "1000")
-    assert (a.submit_time, a.start_time, a.end_time, a.run_time, a.time_limit) == (0, 300, 3900, 3600, 7200)
+    assert (a.submit_time, a.recorded_start_time, a.recorded_end_time, a.run_time, a.time_limit) == (0, 300, 3900, 3600, 7200)
     assert (a.nodes, a.procs, a.cpus, a.gpus) == (4, 4, 128, 16)
     assert a.hosts == ["node001", "node002", "node003", "node004"]
     assert a.user == "alice" and a.account == "proj1" and a.partition == "batch" and a.priority == 4294
@@ -92,7 +92,7 @@ def test_array_task_and_pending_remainder(tmp_path):
     for k in (2, 3, 4):
         t = job(wl, f"1001_{k}")
         assert t.array_task_id == k and t.sacct_state == "PENDING" and t.status == "unknown"
-        assert pd.isna(t.start_time) and pd.isna(t.run_time) and t.node_ids is None and t.time_limit == 3600
+        assert pd.isna(t.recorded_start_time) and pd.isna(t.run_time) and t.node_ids is None and t.time_limit == 3600
         assert t.submit_time == 600
 
 
@@ -102,17 +102,17 @@ def test_heterogeneous_job_is_one_job(tmp_path):
     assert h.het_components == 2
     assert (h.nodes, h.cpus, h.gpus) == (4, 128, 8)
     assert h.hosts == ["node005", "node006", "gpu01", "gpu02"]
-    assert (h.start_time, h.run_time, h.time_limit) == (2400, 3600, 86400)  # the larger limit: 1 day
+    assert (h.recorded_start_time, h.run_time, h.time_limit) == (2400, 3600, 86400)  # the larger limit: 1 day
     assert h.energy_j == 3000 and h.status == "failed" and h.partition == "batch"
 
 
 def test_cancelled_before_start_and_still_running(tmp_path):
     wl = load_workload(dump(tmp_path))
     c = job(wl, "1005")
-    assert c.status == "cancelled" and pd.isna(c.start_time) and pd.isna(c.run_time) and c.time_limit == 1800
+    assert c.status == "cancelled" and pd.isna(c.recorded_start_time) and pd.isna(c.run_time) and c.time_limit == 1800
     assert c.node_ids is None and c.sacct_state == "CANCELLED by 1234"
     r = job(wl, "1006")
-    assert r.status == "unknown" and r.start_time == 3660 and pd.isna(r.end_time) and pd.isna(r.run_time)
+    assert r.status == "unknown" and r.recorded_start_time == 3660 and pd.isna(r.recorded_end_time) and pd.isna(r.run_time)
     assert r.elapsed == 93784 and pd.isna(r.time_limit)  # 1-02:03:04; Partition_Limit -> missing
     assert r.hosts == ["node007", "node009"]
 
@@ -211,12 +211,12 @@ def test_dst_changes_in_local_time(tmp_path):
     assert wl.header["sacct_timezone"] == "Europe/Paris"
     utc = lambda s: int(pd.Timestamp(s, tz="UTC").timestamp()) - wl.epoch  # noqa: E731
     a = job(wl, "1")
-    assert a.run_time == 3000 and a.start_time == utc("2023-10-29 00:30:00") and a.end_time == utc("2023-10-29 01:20:00")
+    assert a.run_time == 3000 and a.recorded_start_time == utc("2023-10-29 00:30:00") and a.recorded_end_time == utc("2023-10-29 01:20:00")
     b = job(wl, "2")
-    assert b.run_time == 600 and b.start_time == utc("2023-10-29 00:20:00")
+    assert b.run_time == 600 and b.recorded_start_time == utc("2023-10-29 00:20:00")
     assert job(wl, "3").run_time == 10800
     d = job(wl, "4")
-    assert d.run_time == 3600 and d.start_time == utc("2023-03-26 00:30:00")
+    assert d.run_time == 3600 and d.recorded_start_time == utc("2023-03-26 00:30:00")
     assert wl.header["sacct_dst_ambiguous"] >= 4
 
 

@@ -68,15 +68,15 @@ def test_real_trace_counts_and_schema(rel, count, fmt):
 def test_no_job_lost_in_status_and_quirk_counts():
     """Quirk counts listed in pwa-swf/PROVENANCE.md."""
     j = load_cached("pwa-swf/LLNL-Atlas-2006-2.1-cln.swf.gz").jobs
-    assert j["start_time"].isna().all()  # wait = -1 for all jobs
+    assert j["recorded_start_time"].isna().all()  # wait = -1 for all jobs
     assert j["status"].value_counts().to_dict() == {"completed": 21915, "cancelled": 11432, "failed": 10431}
     j = load_cached("pwa-swf/SDSC-BLUE-2000-4.2-cln.swf.gz").jobs
     assert int(j["run_time"].isna().sum()) == 10744
     assert (j["status"] == "unknown").sum() == 2
     j = load_cached("pwa-swf/LCG-2005-1.swf.gz").jobs
-    assert (j["status"] == "unknown").all() and j["start_time"].isna().all() and (j["procs"] == 1).all()
+    assert (j["status"] == "unknown").all() and j["recorded_start_time"].isna().all() and (j["procs"] == 1).all()
     j = load_cached("pwa-swf/HPC2N-2002-2.2-cln.swf.gz").jobs
-    assert int(j["start_time"].isna().sum()) == 1 and (j["status"] == "unknown").sum() == 878
+    assert int(j["recorded_start_time"].isna().sum()) == 1 and (j["status"] == "unknown").sum() == 878
     j = load_cached("pwa-swf/LANL-CM5-1994-4.1-cln.swf.gz").jobs
     assert int(j["time_limit"].isna().sum()) == 11290 and int(j["procs"].max()) == 1024
     j = load_cached("pwa-swf/CEA-Curie-2011-2.1-cln.swf.gz").jobs
@@ -98,8 +98,8 @@ def test_kth_first_rows_by_hand():
     r = _row(wl, 0)
     assert r["job_id"] == "15" and r["trace_index"] == 0
     assert r["submit_time"] == 599850
-    assert r["start_time"] == 599850 + 192180
-    assert r["run_time"] == 3477 and r["end_time"] == 599850 + 192180 + 3477
+    assert r["recorded_start_time"] == 599850 + 192180
+    assert r["run_time"] == 3477 and r["recorded_end_time"] == 599850 + 192180 + 3477
     assert r["procs"] == 4 and r["req_procs"] == 4 and r["nodes"] is NA
     assert r["time_limit"] == 53940
     assert math.isnan(r["cpu_util"]) and math.isnan(r["priority"]) and math.isnan(r["avg_power_w"])
@@ -135,7 +135,7 @@ def test_kth_gz_and_plain_give_the_same_workload(tmp_path):
 def test_hpc2n_float_cpu_time():
     # "12 342343 5 553 40 552.21 -1 40 43200 -1 1 4 1 -1 -1 1 -1 -1"
     r = _row(load_cached("pwa-swf/HPC2N-2002-2.2-cln.swf.gz"), 1)
-    assert r["job_id"] == "12" and r["start_time"] == 342348 and r["end_time"] == 342348 + 553
+    assert r["job_id"] == "12" and r["recorded_start_time"] == 342348 and r["recorded_end_time"] == 342348 + 553
     assert r["cpu_util"] == pytest.approx(552.21 / 553)
     assert r["partition"] == "1" and r["account"] == "1" and r["user"] == "4"
     # "11 342072 32 43306 32 43307 ..." -> cpu time above run time is clipped to 1
@@ -150,7 +150,7 @@ def test_lanl_rows():
     assert r["time_limit"] == 3600 and r["queue"] is None and r["partition"] is None
     # "2 465 5 3362 32 489.00 988 32 900 1024 1 3 3 3 1 -1 -1 -1"
     r = _row(wl, 1)
-    assert r["start_time"] == 470 and r["cpu_util"] == pytest.approx(489 / 3362) and r["queue"] == "1"
+    assert r["recorded_start_time"] == 470 and r["cpu_util"] == pytest.approx(489 / 3362) and r["queue"] == "1"
     assert wl.header["Queue"]["1"] == "development"
 
 
@@ -158,7 +158,7 @@ def test_lcg_first_row_unknown_start():
     # "1 0 -1 83 1 -1 -1 -1 1200 -1 -1 1 1 -1 -1 1 -1 -1"
     wl = load_cached("pwa-swf/LCG-2005-1.swf.gz")
     r = _row(wl, 0)
-    assert r["start_time"] is NA and r["end_time"] is NA and r["run_time"] == 83
+    assert r["recorded_start_time"] is NA and r["recorded_end_time"] is NA and r["run_time"] == 83
     assert r["procs"] == 1 and r["time_limit"] == 1200 and r["status"] == "unknown" and r["partition"] == "1"
     assert wl.header["Partition"]["1"] == "grid.ici.ro" and "MaxNodes" not in wl.header
 
@@ -167,7 +167,7 @@ def test_llnl_first_row_all_unknown():
     # "1435 3273240 -1 0 -1 -1 -1 -1 -1 -1 5 14 -1 184 -1 1 -1 -1"
     r = _row(load_cached("pwa-swf/LLNL-Atlas-2006-2.1-cln.swf.gz"), 0)
     assert r["job_id"] == "1435" and r["submit_time"] == 3273240
-    assert r["procs"] is NA and r["start_time"] is NA and r["end_time"] is NA and r["run_time"] == 0
+    assert r["procs"] is NA and r["recorded_start_time"] is NA and r["recorded_end_time"] is NA and r["run_time"] == 0
     assert r["time_limit"] is NA and r["status"] == "cancelled" and r["account"] is None and r["partition"] == "1"
 
 
@@ -175,7 +175,7 @@ def test_cea_rows_and_header():
     wl = load_cached("pwa-swf/CEA-Curie-2011-2.1-cln.swf.gz")
     # "272393 31656837 33492 86395 256 -1 -1 256 86400 -1 1 87 95 -1 -1 4 -1 -1"
     r = _row(wl, 0)
-    assert r["job_id"] == "272393" and r["start_time"] == 31656837 + 33492 and r["run_time"] == 86395
+    assert r["job_id"] == "272393" and r["recorded_start_time"] == 31656837 + 33492 and r["run_time"] == 86395
     assert r["procs"] == 256 and r["status"] == "completed" and r["user"] == "87" and r["account"] == "95"
     assert r["partition"] == "4"
     # "272394 31664481 249861 1189 2048 -1 -1 2048 72000 -1 0 21 89 ..." -> failed
@@ -190,19 +190,19 @@ def test_sdsc_par_nasa_osc_ricc_blue_sp2_rows():
     wl = load_cached("pwa-swf/SDSC-Par-1996-3.1-cln.swf.gz")
     # "1 0 392395 19025 64 19025 -1 -1 -1 -1 1 4 -1 -1 23 2 -1 -1"
     r = _row(wl, 0)
-    assert r["start_time"] == 392395 and r["end_time"] == 392395 + 19025 and r["cpu_util"] == 1.0
+    assert r["recorded_start_time"] == 392395 and r["recorded_end_time"] == 392395 + 19025 and r["cpu_util"] == 1.0
     assert r["time_limit"] is NA and r["req_procs"] is NA and r["queue"] == "23" and r["partition"] == "2"
     assert wl.header["MaxNodes"] == "400 (48 interactive, 352 batch, 6 service, 10 I/O)"
     assert wl.header["Partition"] == {"1": "interactive", "2": "batch"}
     # NASA "1 0 -1 1451 128 -1 -1 -1 -1 -1 -1 1 1 ..."
     r = _row(load_cached("pwa-swf/NASA-iPSC-1993-3.1-cln.swf.gz"), 0)
-    assert r["start_time"] is NA and r["procs"] == 128 and r["status"] == "unknown" and r["time_limit"] is NA
+    assert r["recorded_start_time"] is NA and r["procs"] == 128 and r["status"] == "unknown" and r["time_limit"] is NA
     # OSC "2 423 0 8977 16 9.56 -1 16 -1 ..."
     r = _row(load_cached("pwa-swf/OSC-Clust-2000-3.1-cln.swf.gz"), 1)
-    assert r["cpu_util"] == pytest.approx(9.56 / 8977) and r["start_time"] == 423 and r["time_limit"] is NA
+    assert r["cpu_util"] == pytest.approx(9.56 / 8977) and r["recorded_start_time"] == 423 and r["time_limit"] is NA
     # RICC "2 1136 0 244682 128 -1 -1 128 259200 1024000 1 2 2 -1 1 -1 -1 -1"
     r = _row(load_cached("pwa-swf/RICC-2010-2.swf.gz"), 1)
-    assert r["submit_time"] == 1136 and r["end_time"] == 1136 + 244682 and r["time_limit"] == 259200
+    assert r["submit_time"] == 1136 and r["recorded_end_time"] == 1136 + 244682 and r["time_limit"] == 259200
     assert r["queue"] == "1" and r["partition"] is None
     # BLUE "9 430593 13 50866 256 25381 -1 256 64800 -1 1 95 -1 -1 4 -1 -1 -1"
     r = _row(load_cached("pwa-swf/SDSC-BLUE-2000-4.2-cln.swf.gz"), 0)
@@ -230,7 +230,7 @@ def test_theta_test_file_first_row():
     assert wl.epoch == 1668693697 == wl.header["UnixStartTime"]
     r = _row(wl, 0)
     assert r["job_id"] == "632190" and r["submit_time"] == 0
-    assert r["start_time"] == 3962980 and r["end_time"] == 3962980 + 18431
+    assert r["recorded_start_time"] == 3962980 and r["recorded_end_time"] == 3962980 + 18431
     assert r["procs"] == 512 and r["nodes"] == 512 and r["time_limit"] == 21600
     assert r["status"] == "completed" and r["user"] == "2507" and r["account"] == "275"
     assert "ALCF" in wl.provenance and "DRAS" in wl.provenance
@@ -261,20 +261,20 @@ def test_wagap_rows(wagap):
     assert wagap.format == "swf-metacentrum" and wagap.epoch == 1356996147 and wagap.procs_unit == "cores"
     # "0 1356996147 0 56011 64 1 1024 64 86400 68719476736 1 62 1 1 -1 1 1 1 {1241 x64} q_1d 1:ppn=64:x86_64:cl_zewura#excl"
     r = _row(wagap, 0)
-    assert r["job_id"] == "0" and r["submit_time"] == 0 and r["start_time"] == 0 and r["end_time"] == 56011
+    assert r["job_id"] == "0" and r["submit_time"] == 0 and r["recorded_start_time"] == 0 and r["recorded_end_time"] == 56011
     assert r["procs"] == 64 and r["nodes"] == 64 and r["time_limit"] == 86400
     assert r["partition"] == "q_1d" == r["queue"] and r["pbs_spec"].startswith("1:ppn=64")
     assert math.isnan(r["cpu_util"]) and r["user"] == "62" and r["account"] == "1" and r["status"] == "completed"
     assert r["hosts"] == [1241] and len(r["node_ids"]) == 64
     # "1 1356996695 71 1164297 12 ... {1129 x12} q_2w 1:ppn=12"
     r = _row(wagap, 1)
-    assert r["submit_time"] == 548 and r["start_time"] == 619 and r["end_time"] == 619 + 1164297
+    assert r["submit_time"] == 548 and r["recorded_start_time"] == 619 and r["recorded_end_time"] == 619 + 1164297
     assert r["partition"] == "q_2w" and r["hosts"] == [1129]
     # "4185 1359980916 1 -1359980917 1 ..." : impossible negative run time
     for i in (4185, 4199):
         r = _row(wagap, i)
-        assert r["run_time"] is NA and r["end_time"] is NA and r["status"] == "unknown"
-        assert r["start_time"] is not NA
+        assert r["run_time"] is NA and r["recorded_end_time"] is NA and r["status"] == "unknown"
+        assert r["recorded_start_time"] is not NA
     assert (wagap.jobs["status"] == "unknown").sum() == 2
     assert "Alea" in wagap.provenance and "MetaCentrum" in wagap.provenance
 
@@ -294,7 +294,7 @@ def test_wagap_slot_placement_is_collision_free(wagap):
         assert v["first_slot"] == base + v["node"] * width and v["peak_cpus"] <= width
     j = wagap.jobs
     rows = []
-    for ids, hs, procs, s, e in zip(j["node_ids"], j["hosts"], j["procs"], j["start_time"], j["end_time"]):
+    for ids, hs, procs, s, e in zip(j["node_ids"], j["hosts"], j["procs"], j["recorded_start_time"], j["recorded_end_time"]):
         assert ids is not None and len(ids) == procs and ids == sorted(ids)
         # every slot inside the blocks of the job's recorded hosts
         allowed = set()
@@ -357,9 +357,9 @@ def test_synthetic_mapping(tmp_path):
     assert list(j["job_id"]) == ["1", "2", "3", "4", "5"]  # trace order kept
     assert list(j["submit_time"]) == [0, 5, 3, 20, 22]  # out-of-order kept; 21.6 rounds to 22
     assert list(j["trace_index"]) == [0, 1, 2, 3, 4]
-    assert list(j["start_time"]) == [10, NA, 3, 22, 23]
+    assert list(j["recorded_start_time"]) == [10, NA, 3, 22, 23]
     assert list(j["run_time"]) == [100, NA, 0, 30, 10]
-    assert list(j["end_time"]) == [110, NA, 3, 52, 33]
+    assert list(j["recorded_end_time"]) == [110, NA, 3, 52, 33]
     assert list(j["procs"]) == [4, 8, 2, 16, NA]  # field 8 when field 5 is -1
     assert list(j["time_limit"]) == [200, NA, NA, 30, 50]  # -1 and 0 -> <NA>
     assert list(j["status"]) == ["completed", "cancelled", "failed", "unknown", "failed"]  # orphan 4 -> failed
@@ -457,7 +457,7 @@ def test_theta_synthetic(tmp_path):
     wl = load_workload(p)
     j = wl.jobs
     assert wl.epoch == 1600000000 and list(j["submit_time"]) == [0, 50]
-    assert list(j["start_time"]) == [10, NA] and list(j["nodes"]) == [128, 8]
+    assert list(j["recorded_start_time"]) == [10, NA] and list(j["nodes"]) == [128, 8]
     assert list(j["status"]) == ["completed", "failed"]
     # without UnixStartTime the first (smallest) submit is the epoch
     p2 = write(tmp_path, "th2.swf", "; Note: DRAS\n" + lines)

@@ -75,7 +75,7 @@ def test_hand_table_values():
 
 def _order(policy, backfill="none", options=None):
     res = run_engine(QUEUE, 1, policy, backfill, options=options)
-    starts = {int(r.job_id): int(r.sim_start_time) for r in res.jobs.itertuples()}
+    starts = {int(r.job_id): int(r.start_time) for r in res.jobs.itertuples()}
     assert starts[0] == 0
     return [j for j in sorted(starts, key=lambda j: starts[j]) if j != 0]
 
@@ -98,9 +98,9 @@ def test_user_level():
             dict(submit=1, run=10, limit=10, nodes=1, user="u1"),
             dict(submit=2, run=10, limit=10, nodes=1, user="u2")]
     res = run_engine(jobs, 1, "acct_avg_power", options={"_accounts": acc, "acct_level": "user"})
-    assert list(res.jobs["sim_start_time"]) == [0, 100, 110]  # u1 draws 300 W per node, u2 100: u1 first
+    assert list(res.jobs["start_time"]) == [0, 100, 110]  # u1 draws 300 W per node, u2 100: u1 first
     res = run_engine(jobs, 1, "acct_low_avg_power", options={"_accounts": acc, "acct_level": "user"})
-    assert list(res.jobs["sim_start_time"]) == [0, 110, 100]
+    assert list(res.jobs["start_time"]) == [0, 110, 100]
 
 
 def test_incentive_needs_accounts():
@@ -152,7 +152,7 @@ def test_weighted_one_hot_on_a_real_trace(load_cached):
                           duration=86400 * 3)
             a = simulate(RunConfig(policy=named, **common), workload=wl)
             b = simulate(RunConfig(policy="weighted", options=((w, 1.0),), **common), workload=wl)
-            assert a.jobs["sim_start_time"].equals(b.jobs["sim_start_time"]), (named, backfill)
+            assert a.jobs["start_time"].equals(b.jobs["start_time"]), (named, backfill)
 
 
 @pytest.mark.parametrize("factor, policy, sign", [
@@ -185,10 +185,10 @@ def test_weighted_mixed_by_hand():
             dict(submit=50, run=10, limit=10, nodes=4)]
     older = {"w_age": 1.0, "w_size": 0.6, "age_norm_s": 100}   # 0.5 > 0.45: job 1 first
     larger = {"w_age": 1.0, "w_size": 0.7, "age_norm_s": 100}  # 0.5 < 0.525: job 2 first
-    assert list(run_engine(jobs, 4, "weighted", options=older).jobs["sim_start_time"]) == [0, 100, 110]
-    assert list(run_engine(jobs, 4, "weighted", options=larger).jobs["sim_start_time"]) == [0, 110, 100]
+    assert list(run_engine(jobs, 4, "weighted", options=older).jobs["start_time"]) == [0, 100, 110]
+    assert list(run_engine(jobs, 4, "weighted", options=larger).jobs["start_time"]) == [0, 110, 100]
     # all weights 0: every key ties, fcfs order
-    assert list(run_engine(jobs, 4, "weighted", options={}).jobs["sim_start_time"]) == [0, 100, 110]
+    assert list(run_engine(jobs, 4, "weighted", options={}).jobs["start_time"]) == [0, 100, 110]
 
 
 def test_weighted_static_unless_fairshare():
@@ -234,9 +234,9 @@ def test_fairshare_in_the_engine():
     jobs = [dict(submit=0, run=100, limit=100, nodes=2, user="u1"),
             dict(submit=10, run=10, limit=10, nodes=2, user="u1"),
             dict(submit=20, run=10, limit=10, nodes=2, user="u2")]
-    assert list(run_engine(jobs, 2, "fcfs").jobs["sim_start_time"]) == [0, 100, 110]
+    assert list(run_engine(jobs, 2, "fcfs").jobs["start_time"]) == [0, 100, 110]
     fs = run_engine(jobs, 2, "weighted", "easy", options={"w_fairshare": 1.0, "w_age": 0.01})
-    assert list(fs.jobs["sim_start_time"]) == [0, 110, 100]
+    assert list(fs.jobs["start_time"]) == [0, 110, 100]
 
 
 # ------------------------------------------------------------------ registration, options
@@ -283,8 +283,8 @@ def test_cli_weights(tmp_path):
                  "--quiet"]) == 0
     import pandas as pd
 
-    a = pd.read_parquet(out_w / "jobs.parquet")["sim_start_time"]
-    b = pd.read_parquet(out_l / "jobs.parquet")["sim_start_time"]
+    a = pd.read_parquet(out_w / "jobs.parquet")["start_time"]
+    b = pd.read_parquet(out_l / "jobs.parquet")["start_time"]
     assert a.equals(b)
     assert main(["run", "--data", str(trace), "--policy", "weighted", "--weights", "bogus=1", "--out",
                  str(tmp_path / "x"), "--quiet"]) == 2

@@ -44,20 +44,25 @@ def test_outputs_and_names(trace, tmp_path):
     for f in RUN_FILES + ("timing.json",):
         assert (out / f).exists()
     jobs = pd.read_parquet(out / "jobs.parquet")
-    for col in ("job_id", "trace_index", "time_limit_imputed", "sim_start_time", "sim_end_time", "wait_time",
-                "status", "reason", "energy_j", "avg_power_w", "node_ids", "submit_time", "nodes"):
+    for col in ("job_id", "trace_index", "time_limit_imputed", "start_time", "end_time", "wait_time",
+                "status", "reason", "energy_j", "avg_power_w", "node_ids", "submit_time", "nodes",
+                "recorded_start_time", "recorded_end_time"):
         assert col in jobs.columns, col
+    assert not {"sim_start_time", "sim_end_time"} & set(jobs.columns)
+    # the plain names are the simulated times; the trace's are recorded_* (job 2 waited for job 1 in
+    # the twin; the trace's own start for it is its submit + recorded wait)
+    assert (jobs.wait_time.dropna() == (jobs.start_time - jobs.submit_time).dropna()).all()
     # generic system from the header: 4 nodes x 2 cores. Job 1 (4 procs -> 2 nodes) runs [0,100),
     # job 2 (8 procs -> 4 nodes, limit 250) waits for job 1 and job 3 (2 procs -> 1 node, no limit ->
     # MaxRuntime 7200 imputed); job 4 never ran; job 5 asks 20 procs = 10 nodes > 4: rejected.
     assert list(jobs.status) == ["completed", "timeout", "completed", "not_run", "rejected"]
     assert list(jobs.time_limit_imputed) == [False, False, True, False, False]
     assert jobs.time_limit[2] == 7200
-    assert jobs.sim_start_time[0] == 0 and jobs.sim_end_time[0] == 100
+    assert jobs.start_time[0] == 0 and jobs.end_time[0] == 100
     # job 3 (1 node) is submitted at 20 behind job 2 (4 nodes, head, shadow 100): 20 + 7200 > 100 and
     # extra = 2 + 2 - 4 = 0, so it may not backfill; job 2 runs [100, 350) killed at its limit 250.
-    assert jobs.sim_start_time[1] == 100 and jobs.sim_end_time[1] == 350
-    assert jobs.sim_start_time[2] == 350 and jobs.sim_end_time[2] == 400
+    assert jobs.start_time[1] == 100 and jobs.end_time[1] == 350
+    assert jobs.start_time[2] == 350 and jobs.end_time[2] == 400
     assert list(jobs.node_ids[1]) == [0, 1, 2, 3]
     stats = json.loads((out / "stats.json").read_text())
     assert stats["counts"]["rejected"] == 1 and stats["counts"]["timeout"] == 1

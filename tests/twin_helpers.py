@@ -16,8 +16,8 @@ def frame(jobs):
         start = j.get("start")
         rows.append({
             "job_id": str(i), "trace_index": i, "user": j.get("user", "u"), "account": j.get("account", "a"),
-            "submit_time": j["submit"], "start_time": start,
-            "end_time": None if start is None or j.get("run") is None else start + j["run"],
+            "submit_time": j["submit"], "recorded_start_time": start,
+            "recorded_end_time": None if start is None or j.get("run") is None else start + j["run"],
             "run_time": j.get("run"), "time_limit": j.get("limit"), "procs": j["nodes"], "nodes": j["nodes"],
             "cpu_util": float("nan"), "gpu_util": float("nan"), "avg_power_w": float("nan"),
             "energy_j": float("nan"), "priority": j.get("priority", float("nan")), "partition": None,
@@ -41,8 +41,8 @@ def schedule_of(jobs_out):
     """{job_id: (sim_start, sim_end)} with None for missing."""
     out = {}
     for _, r in jobs_out.iterrows():
-        s = None if pd.isna(r.sim_start_time) else int(r.sim_start_time)
-        e = None if pd.isna(r.sim_end_time) else int(r.sim_end_time)
+        s = None if pd.isna(r.start_time) else int(r.start_time)
+        e = None if pd.isna(r.end_time) else int(r.end_time)
         out[int(r.job_id)] = (s, e)
     return out
 

@@ -295,9 +295,9 @@ def swf_jobs_frame(a: np.ndarray, submit_abs_offset: int = 0) -> tuple[dict, np.
     ============  =================================================================
     job_id        field 1 as str
     submit_time   field 2 (rounded to int s) - offset
-    start_time    submit + field 3 (wait) when wait >= 0, else <NA>
+    recorded_start_time  submit + field 3 (wait) when wait >= 0, else <NA>
     run_time      field 4 when >= 0, else <NA>
-    end_time      start + run when both known, else <NA>
+    recorded_end_time    start + run when both known, else <NA>
     procs         field 5 (allocated) when > 0, else field 8 (requested) when > 0, else <NA>
     cpu_util      field 6 / field 4 (avg CPU time per processor / run time) clipped to
                   [0, 1]; NaN when field 6 < 0 or run <= 0
@@ -332,8 +332,8 @@ def swf_jobs_frame(a: np.ndarray, submit_abs_offset: int = 0) -> tuple[dict, np.
         "user": id_str_col(f(12), f(12) >= 0),
         "account": id_str_col(f(13), f(13) >= 0),
         "submit_time": submit,
-        "start_time": int_col(start, has_start),
-        "end_time": int_col(start + run_i, has_start & has_run),
+        "recorded_start_time": int_col(start, has_start),
+        "recorded_end_time": int_col(start + run_i, has_start & has_run),
         "run_time": int_col(run_i, has_run),
         "time_limit": int_col(tl, tl > 0),
         "procs": int_col(procs, ~np.isnan(procs)),

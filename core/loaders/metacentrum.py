@@ -17,7 +17,7 @@ Column mapping: the standard SWF mapping (:func:`core.loaders._swfcore.swf_jobs_
 * ``partition`` = ``queue`` = field 20 (``q_1d`` …); extra columns ``pbs_spec`` (field 21) and
   ``hosts`` (distinct physical node ids of field 19, list[int]);
 * a negative run time (2 jobs: -(submit+1), i.e. the end was never recorded) is an impossible
-  value, not a malformed line: ``run_time``/``end_time`` <NA>, ``status`` ``unknown``.
+  value, not a malformed line: ``run_time``/``recorded_end_time`` <NA>, ``status`` ``unknown``.
 
 **Core-granular model and recorded placement.** Jobs share nodes here (many 1-core jobs run on
 one 80-core zewura node), so the twin models this system with one *slot* per core:
@@ -267,7 +267,7 @@ def load_metacentrum(trace: TraceText, lenient: bool = False) -> Workload:
     # placement
     mpath = machines_path(trace.path)
     clusters = read_machines(mpath) if mpath else DEFAULT_MACHINES
-    st = cols["start_time"]
+    st = cols["recorded_start_time"]
     rt = cols["run_time"]
     start = [None if (pd_na or not k) else int(s) for s, pd_na, k in zip(st.to_numpy(dtype=np.float64, na_value=0),
                                                                         st.isna(), keep)]
