@@ -1,4 +1,4 @@
-"""The one interface every backend implements (DESIGN.md §1, §6).
+"""The one interface every backend implements (DESIGN.md §1, §6), and the backend registry.
 
 A backend executes a batch of :class:`Task` s with a run function handed to it by its caller and
 yields an :class:`Outcome` per task *as tasks finish* (not in submission order). It never imports
@@ -8,17 +8,29 @@ Run function contract: ``fn(payload, shared_value) -> small picklable result``, 
 ``shared_value`` is ``shared[task.shared]`` (e.g. a (Workload, System) pair loaded once per
 dataset), or None when ``task.shared`` is None. An exception raised by ``fn`` becomes an Outcome
 with ``ok=False`` and the formatted traceback; it never stops the other tasks.
+
+Backends are plug-ins of :data:`BACKENDS` (a :class:`~twinsweep.core.registry.Registry`, the one
+plug-in mechanism): the built-ins (``local``, ``ray``, ``slurm``) register themselves when
+``twinsweep.backends`` imports them; an installed package adds one through the
+``twinsweep.backends`` entry-point group (its object: a :class:`Backend` subclass). Every
+registered backend runs the shared conformance suite (``tests/test_backend_conformance.py``);
+docs/extending.md, "How to add a backend", walks through one.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
+import inspect
 import os
+import signal
 import socket
 import time
 import traceback
 from typing import Any, Callable, Iterable, Iterator, Mapping
+
+from twinsweep.core.errors import ConfigError
+from twinsweep.core.registry import Registry
 
 RunFn = Callable[[Any, Any], Any]
 
@@ -73,8 +85,6 @@ def _is_interrupt(exc: BaseException) -> bool:
     """True for Ctrl-C turned into an ordinary exception by a library: pyarrow cancels a read or
     write on SIGINT/SIGTERM and re-raises ``ArrowCancelled`` (carrying ``signum``) when the
     re-emitted signal has not reached Python yet; as a failed run it would swallow the Ctrl-C."""
-    import signal
-
     return type(exc).__name__ == "ArrowCancelled" and getattr(exc, "signum", None) in (signal.SIGINT, signal.SIGTERM)
 
 
@@ -83,14 +93,18 @@ class Backend(abc.ABC):
 
     ``workers``: parallel workers (None = all CPUs the backend sees). ``in_flight``: tasks
     submitted and not yet returned (what a progress bar shows as running).
+
+    A backend class declares ``name`` (its registry name), ``takes_address`` (True when it joins
+    a cluster at an ``address``, as ``ray`` does; :func:`make_backend` refuses an address for the
+    others) and optionally ``address_hint`` (appended to that refusal).
     """
 
     name = "base"
+    takes_address = False
+    address_hint = ""
 
     def __init__(self, workers: int | None = None):
         if workers is not None and int(workers) < 1:
-            from twinsweep.core.errors import ConfigError
-
             raise ConfigError(f"backend workers must be >= 1, got {workers}")
         self.workers = int(workers) if workers is not None else None
         self.in_flight = 0
@@ -114,28 +128,59 @@ class Backend(abc.ABC):
         return False
 
 
+def _check_backend(name: str, obj: Any) -> None:
+    if not (isinstance(obj, type) and issubclass(obj, Backend)):
+        raise ConfigError(f"backend {name!r}: expected a subclass of twinsweep.backends.base.Backend, got {obj!r}")
+
+
+#: Every backend: built-in (registered when ``twinsweep.backends`` is imported, which importing
+#: any of its modules does first), installed (entry-point group ``twinsweep.backends``) or given
+#: as ``"module:Class"``.
+BACKENDS: Registry = Registry("backend", "twinsweep.backends", check=_check_backend)
+
+
+def register_backend(name: str, cls: type[Backend] | None = None, *, replace: bool = False):
+    """Register a :class:`Backend` subclass under ``name`` (also as a class decorator:
+    ``@register_backend("mine")``). Raises ConfigError when ``cls`` is not a Backend subclass or
+    the name is taken (unless ``replace``)."""
+    return BACKENDS.register(name, cls, replace=replace)
+
+
 def make_backend(name: str, workers: int | None = None, address: str | None = None, **options) -> Backend:
-    """Backend by name: ``local`` (:class:`backends.local.LocalBackend`), ``ray``
-    (:class:`backends.ray_backend.RayBackend`) or ``slurm`` (:class:`backends.slurm.SlurmBackend`;
-    ``options``: its Slurm options and ``folder``). Raises UnknownNameError for other names and
-    ConfigError for options a backend does not take."""
-    from twinsweep.core.errors import ConfigError, UnknownNameError
+    """The backend called ``name`` (:data:`BACKENDS`: ``local``, ``ray``, ``slurm`` or a plug-in),
+    built with ``workers``, ``address`` (only backends with ``takes_address``) and ``options``
+    (keyword arguments of its class; for ``slurm`` its Slurm options and ``folder``).
 
-    if name == "local":
-        if address:
-            raise ConfigError("backend 'local' takes no address (only 'ray' does)")
-        from .local import LocalBackend
+    Raises UnknownNameError listing the valid names, and ConfigError for an address or an option
+    the backend does not take (before anything starts).
+    """
+    cls = BACKENDS.get(name)
+    if address and not cls.takes_address:
+        takers = address_takers()
+        only = f" (only {', '.join(repr(n) for n in takers)} {'does' if len(takers) == 1 else 'do'}" \
+               f"{cls.address_hint})" if takers else ""
+        raise ConfigError(f"backend {name!r} takes no address{only}")
+    kwargs = dict(options, workers=workers)
+    if cls.takes_address:
+        kwargs["address"] = address
+    params = inspect.signature(cls.__init__).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        unknown = sorted(set(kwargs) - set(params))
+        if unknown:
+            accepted = [p for p in params if p != "self"]
+            raise ConfigError(f"backend {name!r} takes no option(s) {unknown}; it takes: {', '.join(accepted)}")
+    return cls(**kwargs)
 
-        return LocalBackend(workers=workers, **options)
-    if name == "ray":
-        from .ray_backend import RayBackend
 
-        return RayBackend(workers=workers, address=address, **options)
-    if name == "slurm":
-        if address:
-            raise ConfigError("backend 'slurm' takes no address (only 'ray' does; see slurm/ray-on-slurm.sbatch "
-                              "for a Ray cluster inside a Slurm allocation)")
-        from .slurm import SlurmBackend
 
-        return SlurmBackend(workers=workers, **options)
-    raise UnknownNameError("backend", name, ["local", "ray", "slurm"])
+def address_takers() -> list[str]:
+    """Names of the backends that join a cluster at an address (``takes_address``), sorted; an
+    installed plug-in that cannot be loaded is left out here (using it raises its own error)."""
+    out = []
+    for n in BACKENDS.names():
+        try:
+            if getattr(BACKENDS.get(n), "takes_address", False):
+                out.append(n)
+        except ConfigError:
+            continue
+    return out

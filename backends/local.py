@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any, Iterable, Iterator, Mapping
 
-from .base import Backend, Outcome, RunFn, Task, call_safely
+from .base import Backend, Outcome, RunFn, Task, call_safely, register_backend
 
 _SHARED: dict[str, Any] = {}
 _FN: RunFn | None = None
@@ -45,6 +45,7 @@ def _pool_call(task: Task) -> Outcome:
     return call_safely(_FN, task, _SHARED.get(task.shared) if task.shared is not None else None)
 
 
+@register_backend("local")
 class LocalBackend(Backend):
     """Serial (``workers`` None or 1) or process-pool (``workers`` > 1) execution on this machine.
 

@@ -20,7 +20,7 @@ import os
 import warnings
 from typing import Any, Iterable, Iterator, Mapping
 
-from .base import Backend, Outcome, RunFn, Task, call_safely
+from .base import Backend, Outcome, RunFn, Task, call_safely, register_backend
 
 
 class _TwinActor:
@@ -52,6 +52,7 @@ class _TwinActor:
 _REMOTE_ACTOR = None
 
 
+@register_backend("ray")
 class RayBackend(Backend):
     """Ray actors (see module docstring).
 
@@ -60,6 +61,7 @@ class RayBackend(Backend):
     """
 
     name = "ray"
+    takes_address = True
 
     def __init__(self, workers: int | None = None, address: str | None = None,
                  init_kwargs: Mapping[str, Any] | None = None, log_to_driver: bool = False):

@@ -69,7 +69,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from twinsweep.core.errors import ConfigError, TwinError
 
-from .base import Backend, Outcome, RunFn, Task, call_safely
+from .base import Backend, Outcome, RunFn, Task, call_safely, register_backend
 
 __all__ = ["SlurmBackend", "SlurmError", "parse_options", "parse_time", "parse_sbatch_items", "plan_chunks",
            "split_arrays", "cluster_partitions", "cluster_max_array_size", "query_states", "folder_status",
@@ -486,6 +486,7 @@ def _load_outcome(path: Path) -> Outcome | None:
         return None
 
 
+@register_backend("slurm")
 class SlurmBackend(Backend):
     """Job arrays through submitit (see the module docstring for chunking, requeue and adoption).
 
@@ -497,6 +498,7 @@ class SlurmBackend(Backend):
     """
 
     name = "slurm"
+    address_hint = "; see slurm/ray-on-slurm.sbatch for a Ray cluster inside a Slurm allocation"
 
     def __init__(self, workers: int | None = None, folder: str | os.PathLike | None = None,
                  log: Callable[[str], None] | None = None, poll_hook: Callable[[], None] | None = None,

@@ -134,6 +134,16 @@ class Registry(Generic[T]):
         """``(name, plug-in)`` for every valid name (installed plug-ins are loaded)."""
         return [(n, self.get(n)) for n in self.names()]
 
+    def in_order(self) -> list[tuple[str, T]]:
+        """``(name, plug-in)`` in registration order: the built-ins as their modules registered
+        them, then the installed plug-ins not loaded yet (by name, loaded now). The order in which
+        a kind breaks ties (e.g. two loaders that give a file the same detection score). Raises
+        ConfigError when an installed plug-in cannot be loaded (naming it)."""
+        for name in sorted(self._installed()):
+            if name not in self._items:
+                self.get(name)
+        return list(self._items.items())
+
     def _installed(self) -> dict[str, metadata.EntryPoint]:
         if self.group is None:
             return {}

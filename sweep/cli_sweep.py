@@ -6,7 +6,20 @@ and :func:`sweep.api.sweep_status`.
 
 from __future__ import annotations
 
+import argparse
 import sys
+
+
+def backend_name(text: str) -> str:
+    """argparse ``type`` of ``--backend``: a name of the backend registry (built-in or an
+    installed plug-in); any other is an argparse error that lists the valid names."""
+    from twinsweep.backends.base import BACKENDS  # lazy: CLI start-up (importing the backends)
+    from twinsweep.core.errors import ConfigError
+
+    try:
+        return BACKENDS.resolve(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_parsers(sub) -> None:
@@ -17,7 +30,8 @@ def add_parsers(sub) -> None:
         "Ends by building the report."))
     p.add_argument("spec", help="study spec (TOML)")
     p.add_argument("--out", default=None, help="output folder (overrides [study] output)")
-    p.add_argument("--backend", default=None, choices=("local", "ray", "slurm"), help="overrides [backend] name")
+    p.add_argument("--backend", default=None, type=backend_name, metavar="NAME",
+                   help="local, ray, slurm or an installed backend plug-in (overrides [backend] name)")
     p.add_argument("--workers", type=int, default=None, help="parallel workers (overrides [backend] workers)")
     p.add_argument("--address", default=None, help="Ray cluster address (default: embedded local Ray)")
     p.add_argument("--retries", type=int, default=None, help="extra attempts of a failing run (overrides [study] retries)")

@@ -13,15 +13,16 @@ annotated example; the tables and keys are:
                    unperturbed trace (:class:`core.config.Perturbation`).
 ``[[datasets]]``   ``name``, ``trace`` (path relative to the data dir, or absolute), ``system``
                    (name or TOML path; default: the named system listing this trace, else the SWF
-                   header), ``format``, ``lenient``, ``windows`` (list of ``{name, start, duration}``;
+                   header), ``format`` (a loader name, checked here), ``lenient``, ``windows`` (list of ``{name, start, duration}``;
                    ``start``: offset from the trace epoch as a duration, or a TOML date-time;
                    omitted = the whole trace).
 ``[grid]``         axes -> lists: ``policy``, ``backfill``, ``kill``, ``sample_period`` and
                    ``"options.<name>"`` (policy options); every run gets the product of all axes.
 ``[rank]``         metric -> ``"min"`` | ``"max"`` (order = priority, the first is primary); or
                    ``metrics = [names]`` with default directions.
-``[backend]``      ``name`` (``local`` | ``ray`` | ``slurm``), ``workers`` (int >= 1; for ``slurm``: array
-                   tasks at once), ``address`` (ray only).
+``[backend]``      ``name`` (``local`` | ``ray`` | ``slurm`` | an installed plug-in: any name of
+                   :data:`backends.base.BACKENDS`), ``workers`` (int >= 1; for ``slurm``: array
+                   tasks at once), ``address`` (ray only: backends with ``takes_address``).
 ``[backend.slurm]`` Slurm options of the ``slurm`` backend (:func:`backends.slurm.parse_options`):
                    ``partition``, ``account``, ``qos``, ``time`` (``MM``, ``HH:MM:SS``, ``D-HH`` ...),
                    ``mem``, ``cpus_per_task``, ``array_parallelism``, ``runs_per_task``,
@@ -43,8 +44,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from twinsweep.backends.base import BACKENDS, address_takers
+from twinsweep.backends.slurm import parse_options as parse_slurm_options
 from twinsweep.core.config import BACKFILLS, POLICIES, Perturbation, parse_duration
-from twinsweep.core.errors import ConfigError
+from twinsweep.core.errors import ConfigError, UnknownNameError
+from twinsweep.core.loaders import LOADERS
 
 #: Metrics of ``stats.json["system"]`` (docs/architecture.md) with their natural direction.
 SYSTEM_METRICS: dict[str, str] = {
@@ -64,8 +68,6 @@ SYSTEM_METRICS: dict[str, str] = {
 
 #: Grid axes that map onto :class:`core.config.RunConfig` fields (plus ``options.<name>``).
 GRID_AXES = ("policy", "backfill", "kill", "sample_period", "cooling", "wetbulb")
-#: Backends the sweep knows (``backends/``).
-BACKEND_NAMES = ("local", "ray", "slurm")
 DEFAULT_RANK = {"bsld_mean": "min", "wait_mean_s": "min", "utilization": "max", "facility_energy_j": "min"}
 
 _TOP_KEYS = ("study", "perturbation", "datasets", "grid", "rank", "backend", "report")
@@ -112,7 +114,7 @@ class Dataset:
 
 @dataclasses.dataclass(frozen=True)
 class BackendSpec:
-    """Backend choice: ``name`` in :data:`BACKEND_NAMES`, ``workers`` (None: ``local`` runs serially,
+    """Backend choice: ``name`` in :data:`backends.base.BACKENDS`, ``workers`` (None: ``local`` runs serially,
     ``ray`` uses every CPU of the cluster), ``address`` (Ray cluster address; None = embedded local Ray),
     ``slurm``: the ``[backend.slurm]`` options, normalised (:func:`backends.slurm.parse_options`)."""
 
@@ -169,11 +171,9 @@ class StudySpec:
         options merged over ``[backend.slurm]``)."""
         b = self.backend
         if slurm:
-            from twinsweep.backends.slurm import parse_options
-
-            b = dataclasses.replace(b, slurm=parse_options({**b.slurm, **slurm}, "slurm options"))
+            b = dataclasses.replace(b, slurm=parse_slurm_options({**b.slurm, **slurm}, "slurm options"))
         if backend is not None:
-            _check_choice("backend.name", backend, BACKEND_NAMES)
+            check_name("backend.name", backend, BACKENDS)
             b = dataclasses.replace(b, name=backend)
         if workers is not None:
             b = dataclasses.replace(b, workers=_int("backend.workers", workers, lo=1))
@@ -224,6 +224,19 @@ def _check_choice(where: str, value: Any, allowed) -> Any:
     if value not in allowed:
         raise ConfigError(f"{where}: {value!r} is not allowed; allowed: {', '.join(map(str, allowed))}")
     return value
+
+
+def check_name(where: str, name: Any, registry) -> str:
+    """``name`` when ``registry`` (a :class:`core.registry.Registry`: backends, loaders, ...) knows
+    it, loading an installed plug-in; else ConfigError naming ``where`` and listing the valid
+    names, so that a spec with a misspelt plug-in name fails when it is loaded, not when a run
+    starts. A plug-in that is installed but cannot be imported is an error here too."""
+    try:
+        return registry.resolve(name)
+    except UnknownNameError as exc:
+        raise ConfigError(f"{where}: {name!r} is not allowed; allowed: {', '.join(exc.valid)}") from None
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _int(where: str, v: Any, lo: int | None = None) -> int:
@@ -292,7 +305,7 @@ def _parse_dataset(d: Any, i: int) -> Dataset:
         system = _str(f"{where}.system", system)
     fmt = d.get("format")
     if fmt is not None:
-        fmt = _str(f"{where}.format", fmt)
+        fmt = check_name(f"{where}.format", _str(f"{where}.format", fmt), LOADERS)
     lenient = d.get("lenient", False)
     if not isinstance(lenient, bool):
         raise ConfigError(f"{where}.lenient: expected true or false, got {lenient!r}")
@@ -411,18 +424,18 @@ def parse_spec(doc: dict, source: str | None = None) -> StudySpec:
     rank = _parse_rank(doc.get("rank"))
 
     b = _check_keys("backend", doc.get("backend", {}), _BACKEND_KEYS)
-    bname = _check_choice("backend.name", b.get("name", "ray"), BACKEND_NAMES)
+    bname = check_name("backend.name", b.get("name", "ray"), BACKENDS)
     workers = b.get("workers")
     if workers is not None:
         workers = _int("backend.workers", workers, lo=1)
     address = b.get("address") or None
-    if address is not None and bname != "ray":
-        raise ConfigError("backend.address: only the 'ray' backend takes an address")
+    if address is not None and not BACKENDS.get(bname).takes_address:
+        takers = address_takers()
+        raise ConfigError(f"backend.address: backend {bname!r} takes no address; only "
+                          f"{', '.join(repr(n) for n in takers) or 'no backend'} {'does' if len(takers) == 1 else 'do'}")
     slurm_opts = {}
     if b.get("slurm") is not None:
-        from twinsweep.backends.slurm import parse_options
-
-        slurm_opts = parse_options(b["slurm"], "backend.slurm")
+        slurm_opts = parse_slurm_options(b["slurm"], "backend.slurm")
     backend = BackendSpec(bname, workers, address, slurm_opts)
 
     r = _check_keys("report", doc.get("report", {}), _REPORT_KEYS)

@@ -69,6 +69,7 @@ from typing import Any, Callable
 
 from twinsweep.core.errors import ConfigError
 
+from .cli_sweep import add_slurm_args, backend_name, slurm_overrides
 from .spec import SYSTEM_METRICS, StudySpec, parse_spec
 
 __all__ = ["TuneParam", "TuneSpec", "TuneResult", "load_tune_spec", "parse_tune_spec", "run_tune",
@@ -969,7 +970,8 @@ def add_parser(sub) -> None:
         "pareto.png/history.png, importances, and winners.toml (a sweep spec re-running the winners)."))
     p.add_argument("spec", help="tune spec (TOML), e.g. studies/tune-incentives.toml")
     p.add_argument("--out", default=None, help="output folder (overrides [study] output)")
-    p.add_argument("--backend", default=None, choices=("local", "ray", "slurm"), help="overrides [backend] name")
+    p.add_argument("--backend", default=None, type=backend_name, metavar="NAME",
+                   help="local, ray, slurm or an installed backend plug-in (overrides [backend] name)")
     p.add_argument("--workers", type=int, default=None,
                    help="parallel workers (overrides [backend] workers; slurm: Optuna worker array tasks, default 4)")
     p.add_argument("--address", default=None, help="Ray cluster address (default: embedded local Ray)")
@@ -977,8 +979,6 @@ def add_parser(sub) -> None:
     p.add_argument("--storage", default=None,
                    help="Optuna storage: a journal file path or a SQLAlchemy URL (overrides tune.storage)")
     p.add_argument("--no-test", action="store_true", help="do not evaluate the winners on the test windows")
-    from .cli_sweep import add_slurm_args
-
     add_slurm_args(p)
     p.set_defaults(func=_cmd_tune)
 
@@ -988,8 +988,6 @@ def _cmd_tune(args) -> int:
         short = ", ".join(f"{k.replace('options.', '')}={v:.4g}" for k, v in (params or {}).items())
         what = f"values {[round(v, 6) for v in values]}" if values else f"FAILED {'; '.join(errors)[:200]}"
         print(f"trial {number}: {short} -> {what}", file=sys.stderr, flush=True)
-
-    from .cli_sweep import slurm_overrides
 
     slurm = slurm_overrides(args)
     if slurm and args.backend not in (None, "slurm"):

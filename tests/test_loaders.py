@@ -556,7 +556,7 @@ def test_register_custom_loader(tmp_path):
     finally:
         from twinsweep.core.loaders import _registry
 
-        _registry._LOADERS.pop("myfmt-test", None)
+        _registry.LOADERS.unregister("myfmt-test")
 
 
 def test_relative_paths_resolve_under_the_data_dir(monkeypatch, tmp_path):

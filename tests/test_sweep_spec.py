@@ -61,6 +61,7 @@ def test_example_and_quickstart_specs_parse():
     ({"rank": {"wait_mean_s": "down"}}, "rank.wait_mean_s: 'down' is not allowed; allowed: min, max"),
     ({"backend": {"name": "dask"}}, "backend.name: 'dask' is not allowed; allowed: local, ray"),
     ({"backend": {"name": "local", "address": "auto"}}, "backend.address"),
+    ({"datasets": [{"trace": "a", "format": "swff"}]}, "datasets[0].format: 'swff' is not allowed; allowed: adastra, eurora"),
     ({"backend": {"workers": 0}}, "backend.workers: must be >= 1"),
     ({"study": {"seeds": 0}}, "study.seeds: must be >= 1"),
     ({"study": {"seeds": [1, 1]}}, "study.seeds: need distinct seeds"),
@@ -81,6 +82,32 @@ def test_bad_specs_name_key_and_allowed_values(over, needle):
     with pytest.raises(ConfigError) as ei:
         parse_spec(_doc(**over))
     assert needle in str(ei.value)
+
+
+def test_plug_in_names_are_checked_when_the_spec_is_loaded():
+    """Backend and loader names come from their registries (core.registry): a registered plug-in is
+    accepted by name or as a 'module:object' path, a misspelt one fails at load, naming the key."""
+    from twinsweep.backends.base import BACKENDS
+    from twinsweep.backends.local import LocalBackend
+    from twinsweep.core.loaders import LOADERS
+
+    class SpecTestBackend(LocalBackend):
+        name = "spec-test"
+
+    BACKENDS.register("spec-test", SpecTestBackend)
+    try:
+        assert parse_spec(_doc(backend={"name": "spec-test"})).backend.name == "spec-test"
+        assert parse_spec(_doc()).with_overrides(backend="spec-test").backend.name == "spec-test"
+        with pytest.raises(ConfigError, match="backend.name: 'spec-tset' is not allowed; allowed: .*spec-test"):
+            parse_spec(_doc(backend={"name": "spec-tset"}))
+    finally:
+        BACKENDS.unregister("spec-test")
+    path = "twinsweep.backends.local:LocalBackend"
+    assert parse_spec(_doc(backend={"name": path})).backend.name == path
+    with pytest.raises(ConfigError, match=r"backend.name: backend 'twinsweep.backends.local:Nope'.*no attribute"):
+        parse_spec(_doc(backend={"name": "twinsweep.backends.local:Nope"}))
+    for fmt in LOADERS.names():
+        assert parse_spec(_doc(datasets=[{"trace": "a", "format": fmt}])).datasets[0].format == fmt
 
 
 def test_bad_toml_file_names_file(tmp_path):

@@ -20,11 +20,15 @@ Built-in formats (detected from the first lines when ``format`` is None; highest
 ``eurora``           CINECA Eurora PA-HPC-SIM job lines (``…__node;…#__…``) (score 3)
 ===================  ========================================================================
 
-Node lists: :mod:`core.loaders.nodelist`. Add a format with :func:`register_loader`.
+Node lists: :mod:`core.loaders.nodelist`. Add a format with :func:`register_loader` (one module
+that registers itself when imported), or as an installed plug-in through the ``twinsweep.loaders``
+entry-point group (docs/extending.md, "How to add a loader"). Every format, built-in or not, runs
+the shared conformance suite (``tests/test_loader_conformance.py``).
 """
 
 from ._registry import (
-    TraceText, available_formats, detect_format, load_workload, read_trace, register_loader,
+    LOADERS, Loader, TraceText, available_formats, detect_format, get_loader, load_workload, read_trace,
+    register_loader,
 )
 from . import swf as _swf  # noqa: F401  (registers "swf")
 from . import theta as _theta  # noqa: F401  (registers "swf-theta")
@@ -37,5 +41,6 @@ from . import frontier_swf as _frontier_swf  # noqa: F401  (registers "swf-front
 from . import eurora as _eurora  # noqa: F401  (registers "eurora")
 
 __all__ = [
-    "TraceText", "available_formats", "detect_format", "load_workload", "read_trace", "register_loader",
+    "LOADERS", "Loader", "TraceText", "available_formats", "detect_format", "get_loader", "load_workload",
+    "read_trace", "register_loader",
 ]

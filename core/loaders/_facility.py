@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from ..errors import ConfigError, TraceFormatError
 from ..workload import WORKLOAD_COLUMNS
@@ -59,8 +60,6 @@ def parquet_columns(trace: TraceText) -> set[str]:
     cached = getattr(trace, "_pq_cols", None)
     if cached is not None:
         return cached
-    import pyarrow.parquet as pq
-
     try:
         cols = set(pq.read_schema(io.BytesIO(trace.data)).names)
     except Exception:  # noqa: BLE001 - not a readable parquet file: not ours
@@ -71,8 +70,6 @@ def parquet_columns(trace: TraceText) -> set[str]:
 
 def read_parquet_bytes(trace: TraceText, columns: list[str] | None = None) -> pd.DataFrame:
     """The parquet table in ``trace`` as a DataFrame (only ``columns`` that exist, when given)."""
-    import pyarrow.parquet as pq
-
     try:
         pf = pq.ParquetFile(io.BytesIO(trace.data))
         names = set(pf.schema_arrow.names)

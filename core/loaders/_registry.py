@@ -1,10 +1,18 @@
 """Loader registry, trace reading and format detection.
 
-A loader is a pair of callables registered under a format name:
+A loader is a trace format: a name and two callables,
 
 * ``detect(trace: TraceText) -> float``: a score, 0 (or False) when the file is not in this
-  format; the highest positive score wins, ties go to the loader registered first.
+  format; the highest positive score wins, ties go to the loader registered first;
 * ``load(trace: TraceText, lenient: bool) -> Workload``.
+
+Loaders live in :data:`LOADERS`, a :class:`~twinsweep.core.registry.Registry` (the one plug-in
+mechanism): built-ins register themselves with :func:`register_loader` when ``core.loaders``
+imports them; an installed package adds a format through the ``twinsweep.loaders`` entry-point
+group, whose object is a :class:`Loader`, or any object (a module, a class) with ``detect`` and
+``load`` attributes, e.g. ``myformat = "mypkg.myformat"`` for a module that defines both
+functions (docs/extending.md, "How to add a loader"). A ``"module:object"`` path given as the
+format name works too.
 
 The file is read (and gunzipped) once into a :class:`TraceText`; both callables work on it.
 """
@@ -19,8 +27,10 @@ import zlib
 from pathlib import Path
 from typing import Callable
 
-from ..errors import ConfigError, TraceFormatError, UnknownNameError
-from ..workload import Workload, coerce_jobs_frame
+from ..data import data_dir, resolve_data_path
+from ..errors import ConfigError, TraceFormatError
+from ..registry import Registry
+from ..workload import WORKLOAD_COLUMNS, Workload, coerce_jobs_frame
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -104,18 +114,29 @@ def read_trace(path: str | os.PathLike) -> TraceText:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Loader:
+class Loader:
+    """A trace format: ``name``, ``detect(trace) -> score`` and ``load(trace, lenient) -> Workload``
+    (see the module docstring)."""
+
     name: str
     detect: Callable[[TraceText], float]
     load: Callable[[TraceText, bool], Workload]
 
 
-_LOADERS: dict[str, _Loader] = {}
+def _check_loader(name: str, obj) -> None:
+    if not (callable(getattr(obj, "detect", None)) and callable(getattr(obj, "load", None))):
+        raise ConfigError(f"loader {name!r}: expected an object with callables detect(trace) and "
+                          f"load(trace, lenient) (a Loader, a module or a class), got {obj!r}")
+
+
+#: Every trace format: built-in, installed (entry-point group ``twinsweep.loaders``) or given as
+#: ``"module:object"``. Unknown names raise UnknownNameError("format", ...) listing the valid ones.
+LOADERS: Registry = Registry("format", "twinsweep.loaders", check=_check_loader)
 
 
 def register_loader(name: str, detect: Callable[[TraceText], float], load: Callable[..., Workload],
                     *, replace: bool = False) -> None:
-    """Register a trace loader under ``name``.
+    """Register a trace loader under ``name`` (in :data:`LOADERS`).
 
     Args:
         name: format name (``swf``, ``swf-theta`` …), as passed to ``load_workload(format=...)``.
@@ -130,30 +151,38 @@ def register_loader(name: str, detect: Callable[[TraceText], float], load: Calla
         raise ConfigError(f"loader name must be a non-empty str, got {name!r}")
     if not callable(detect) or not callable(load):
         raise ConfigError(f"loader {name!r}: detect and load must be callables")
-    if name in _LOADERS and not replace:
-        raise ConfigError(f"loader {name!r} is already registered (pass replace=True to override)")
-    _LOADERS[name] = _Loader(name, detect, load)
+    LOADERS.register(name, Loader(name, detect, load), replace=replace)
+
+
+def get_loader(name: str) -> Loader:
+    """The :class:`Loader` of format ``name`` (an installed plug-in is loaded now).
+
+    Raises UnknownNameError listing the valid formats, or ConfigError when an installed plug-in
+    cannot be imported."""
+    obj = LOADERS.get(name)
+    return obj if isinstance(obj, Loader) else Loader(name, obj.detect, obj.load)
 
 
 def available_formats() -> list[str]:
-    """Names of the registered trace formats, sorted."""
-    return sorted(_LOADERS)
+    """Names of the trace formats (registered and installed), sorted."""
+    return LOADERS.names()
 
 
 def detect_format(trace: TraceText) -> str:
-    """The format name whose ``detect`` gives ``trace`` the highest positive score.
+    """The format name whose ``detect`` gives ``trace`` the highest positive score (ties: the
+    loader registered first; installed plug-ins come after the built-ins).
 
     Raises:
         TraceFormatError: no loader recognises the file (lists the known formats).
     """
     best, best_score = None, 0.0
-    for loader in _LOADERS.values():
+    for name, obj in LOADERS.in_order():
         try:
-            score = float(loader.detect(trace) or 0)
+            score = float(obj.detect(trace) or 0)
         except Exception:  # a plug-in's detector must not break detection of the others
             score = 0.0
         if score > best_score:
-            best, best_score = loader.name, score
+            best, best_score = name, score
     if best is None:
         raise TraceFormatError(
             trace.path, None,
@@ -182,10 +211,7 @@ def load_workload(path: str | os.PathLike, format: str | None = None, lenient: b
         TraceFormatError: the file is missing/unreadable, its format cannot be detected, or (not
             lenient) a job line is malformed; names the file and the 1-based line number.
     """
-    if format is not None and format not in _LOADERS:
-        raise UnknownNameError("format", format, _LOADERS)
-    from ..data import data_dir, resolve_data_path
-
+    loader = get_loader(format) if format is not None else None
     try:
         resolved = resolve_data_path(path)
     except ConfigError:
@@ -193,15 +219,14 @@ def load_workload(path: str | os.PathLike, format: str | None = None, lenient: b
             str(path), None, f"cannot read trace file: not found (also looked under the data folder {data_dir()})"
         ) from None
     trace = read_trace(resolved)
-    name = format or detect_format(trace)
-    wl = _LOADERS[name].load(trace, lenient)
+    if loader is None:
+        loader = get_loader(detect_format(trace))
+    wl = loader.load(trace, lenient)
     wl.jobs = coerce_jobs_frame(wl.jobs) if _needs_coerce(wl.jobs) else wl.jobs
     return wl
 
 
 def _needs_coerce(df) -> bool:
-    from ..workload import WORKLOAD_COLUMNS
-
     for col, dtype in WORKLOAD_COLUMNS.items():
         if col not in df.columns or str(df[col].dtype) != dtype:
             return True

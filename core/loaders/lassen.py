@@ -51,12 +51,13 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceFormatError
+from ..system import load_system
 from ..workload import Workload
 from ._facility import (
     env_timezone, int_or_na, jobs_frame, parquet_columns, read_parquet_bytes, str_or_none, to_epoch_seconds,
     util_from_power,
 )
-from ._registry import TraceText, register_loader
+from ._registry import TraceText, read_trace, register_loader
 from ._swfcore import obj_array
 from .nodelist import NodeIndex, natural_key
 
@@ -103,8 +104,6 @@ def node_history_path(alloc_path: str) -> Path | None:
 
 def load_last(trace: TraceText, lenient: bool = False) -> Workload:
     """Load LAST's allocation history (+ per-node history beside it); see the module docstring."""
-    from ..system import load_system
-
     try:
         alloc = pd.read_csv(io.BytesIO(trace.data), low_memory=False)
     except (ValueError, pd.errors.ParserError) as exc:
@@ -133,8 +132,6 @@ def load_last(trace: TraceText, lenient: bool = False) -> Workload:
     cpu_ns = np.full(n, np.nan)
     names: list[str] = []
     if npath is not None:
-        from ._registry import read_trace
-
         nt = read_trace(npath)
         checksum = "sha256:" + hashlib.sha256((trace.checksum + nt.checksum).encode()).hexdigest()
         nd = pd.read_csv(io.BytesIO(nt.data), low_memory=False)

@@ -59,6 +59,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceFormatError
+from ..system import load_system
 from ..workload import Workload
 from ._facility import (
     int_or_na, jobs_frame, parquet_columns, read_parquet_bytes, status_from_slurm, str_or_none,
@@ -127,8 +128,6 @@ def _time_limit(values, minutes: bool) -> np.ndarray:
 
 
 def _load(trace: TraceText, lenient: bool, fmt: str) -> Workload:
-    from ..system import load_system
-
     adastra = fmt == "adastra"
     df = read_parquet_bytes(trace)
     missing = sorted(_REQUIRED - set(df.columns))
