@@ -30,6 +30,10 @@ jobs that end in the window are included). For each:
 * ``it_energy_j`` = ∫ it_power_w dt over [t0, t1) (exact integral of the step function);
   ``loss_energy_j`` = ∫ loss dt (conversion losses, :func:`core.power.convert`; exact because the
   loss is affine in the IT power); ``facility_energy_j`` = it + loss.
+* ``facility_j_per_node_h`` = facility_energy_j / (∫ busy_nodes dt / 3600 s): facility energy per
+  node-hour delivered in the window (None when no node was busy). Energy per unit of work: over a
+  fixed window, facility_energy_j falls when a policy leaves nodes idle (idle nodes draw less power
+  and deliver nothing), so ranking it rewards idling; per node-hour delivered it does not.
 * ``mean_power_w`` = facility_energy_j / (t1 − t0); ``peak_power_w`` = maximum of the facility
   power step function over the window (over the pieces that intersect [t0, t1)), not of bin means.
 * ``edp_js`` = facility_energy_j · makespan_s, ``ed2p_js2`` = facility_energy_j · makespan_s²
@@ -64,6 +68,10 @@ whose jobs finished does not appear): ``jobs`` (count), ``wait_mean_s``, ``bsld_
 ``node_seconds`` (Σ nodes·run), ``energy_j`` (Σ job energy_j), ``edp_js`` (Σ energy_j·run).
 A missing user/account is keyed ``"unknown"``; keys are strings.
 
+Plug-in metrics registered in the catalogue (:mod:`twinsweep.core.metrics`, entry-point group
+``twinsweep.metrics``) are computed last, each from :class:`~twinsweep.core.metrics.MetricInputs`,
+and written into ``system`` beside the built-ins.
+
 Output is JSON-ready: plain Python int/float/str/None (no NaN: undefined means are None), every
 dict with sorted keys, deterministic for the same inputs.
 """
@@ -76,6 +84,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import metrics as _metrics
 from . import power as _power
 from .system import System
 
@@ -97,21 +106,11 @@ _JOB_COUNT_KEYS = (
     "jobs_in_window", "jobs_started", "completed", "timeout", "rejected", "not_run",
     "still_queued", "still_running", "prepopulated", "time_limit_imputed",
 )
-SYSTEM_KEYS = (
-    "wait_mean_s", "wait_median_s", "wait_p95_s", "wait_max_s", "wait_censored_mean_s", "turnaround_mean_s",
-    "slowdown_mean", "bsld_mean", "awrt_s", "awwt_s", "utilization", "makespan_s",
-    "throughput_jobs_per_h", "it_energy_j", "loss_energy_j", "facility_energy_j",
-    "mean_power_w", "peak_power_w", "edp_js", "ed2p_js2", "job_edp_sum_js",
-    "job_ed2p_sum_js2", "ramp_1min_max_w", "ramp_1min_p95_w", "ramp_15min_max_w",
-    "ramp_15min_p95_w",
-) + (
-    # cooling (None unless the run has cooling on)
-    "cooling_energy_j", "pue_avg", "supply_temp_mean_c", "supply_temp_max_c", "supply_temp_swing_c",
-    "return_temp_mean_c", "return_temp_max_c", "return_temp_swing_c", "tower_return_temp_mean_c",
-    "tower_return_temp_max_c", "tower_return_temp_swing_c",
-)
+#: Keys of ``system``: the built-in metrics of the catalogue (:mod:`twinsweep.core.metrics`), in its
+#: order; registered plug-in metrics are added after them.
+SYSTEM_KEYS = _metrics.builtin_names()
 #: The keys above that only a run with cooling fills.
-COOLING_KEYS = SYSTEM_KEYS[SYSTEM_KEYS.index("cooling_energy_j"):]
+COOLING_KEYS = tuple(k for k in SYSTEM_KEYS if _metrics.metric(k).cooling)
 GROUP_KEYS = ("jobs", "wait_mean_s", "bsld_mean", "node_seconds", "energy_j", "edp_js")
 
 FINISHED = ("completed", "timeout")
@@ -308,6 +307,7 @@ def compute_stats(
             "it_energy_j": _f(it_energy),
             "loss_energy_j": _f(loss_energy),
             "facility_energy_j": _f(fac_energy),
+            _metrics.ENERGY_PER_WORK: _f(fac_energy / (busy_int / 3600.0)) if busy_int > 0 else None,
             "mean_power_w": _f(fac_energy / span),
             "peak_power_w": _f(seg_fac.max()) if len(seg_fac) else None,
             "edp_js": _f(fac_energy * makespan) if makespan is not None else None,
@@ -319,6 +319,11 @@ def compute_stats(
             **cool,
         }
     )
+    for m in _metrics.plugin_metrics():  # registered / installed plug-in metrics (core/metrics.py)
+        try:
+            sysm[m.name] = _f(m.compute(_metrics.MetricInputs(jobs, steps, system, t0, t1, dict(sysm))))
+        except Exception as exc:  # noqa: BLE001 - name the plug-in that failed
+            raise RuntimeError(f"metric plug-in {m.name!r} failed: {type(exc).__name__}: {exc}") from exc
     system_out = {k: sysm[k] for k in sorted(sysm)}
 
     # ---------------------------------------------------------------- per user / account

@@ -21,12 +21,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-#: Metrics summarised by default (stats.json "system" names; DESIGN.md §5).
-AGG_METRICS = (
-    "wait_mean_s", "wait_p95_s", "wait_censored_mean_s", "bsld_mean", "awrt_s", "utilization",
-    "facility_energy_j", "edp_js", "peak_power_w", "ramp_1min_max_w", "ramp_1min_p95_w", "ramp_15min_max_w",
-    "ramp_15min_p95_w", "pue_avg", "tower_return_temp_swing_c",
-)
+from twinsweep.core.metrics import summary_metrics
+
 #: Summary columns, in order.
 STAT_COLUMNS = ("n", "min", "mean", "median", "std", "max", "q05", "q25", "q75", "q95")
 QUANTILES = {"q05": 0.05, "q25": 0.25, "q75": 0.75, "q95": 0.95}
@@ -66,12 +62,13 @@ def group_columns(root: str | os.PathLike, table: pd.DataFrame | None = None) ->
     return ["dataset", "window", *axes]
 
 
-def aggregate(runs_parquet: str | os.PathLike, group_by: Sequence[str], metrics: Sequence[str] = AGG_METRICS,
+def aggregate(runs_parquet: str | os.PathLike, group_by: Sequence[str], metrics: Sequence[str] | None = None,
               npartitions: int | None = None, order: pd.DataFrame | None = None) -> pd.DataFrame:
     """Exact per-group distributions across seeds, computed with Dask.
 
     Reads ``runs_parquet`` (one row per run) with ``dask.dataframe``, melts ``metrics`` to long
-    form and applies :func:`exact_stats` per ``group_by`` + ``metric`` group. Returns a pandas
+    form and applies :func:`exact_stats` per ``group_by`` + ``metric`` group (``metrics``: default the
+    catalogue's summary metrics, :func:`twinsweep.core.metrics.summary_metrics`). Returns a pandas
     DataFrame: ``group_by`` columns (as str), ``metric``, then :data:`STAT_COLUMNS`; sorted by group
     then metric (in ``metrics`` order). Group values sort in their order of appearance in ``order``
     (e.g. the plan, so datasets and axis values keep the spec's order), else alphabetically.
@@ -87,6 +84,8 @@ def _aggregate(runs_parquet, group_by, metrics, npartitions, order) -> pd.DataFr
     import dask.dataframe as dd
 
     ddf = dd.read_parquet(str(runs_parquet))
+    if metrics is None:
+        metrics = summary_metrics()
     metrics = [m for m in metrics if m in ddf.columns]
     group_by = list(group_by)
     if npartitions:
@@ -120,7 +119,7 @@ def _aggregate(runs_parquet, group_by, metrics, npartitions, order) -> pd.DataFr
 
 def aggregate_results(root: str | os.PathLike, metrics: Sequence[str] | None = None) -> Path:
     """Aggregate a results folder's ``runs.parquet`` into ``aggregate.parquet`` and
-    ``aggregate.csv`` (metrics: :data:`AGG_METRICS` + the study's rank metrics); returns the
+    ``aggregate.csv`` (metrics: the catalogue's summary metrics + the study's rank and report metrics); returns the
     parquet path. Raises FileNotFoundError when runs.parquet is missing."""
     root = Path(root)
     table = root / "runs.parquet"
@@ -128,12 +127,12 @@ def aggregate_results(root: str | os.PathLike, metrics: Sequence[str] | None = N
         raise FileNotFoundError(f"{table} not found")
     df = pd.read_parquet(table)
     if metrics is None:
-        metrics = list(AGG_METRICS)
+        metrics = summary_metrics()
         p = root / "study.json"
         if p.exists():
-            from .spec import study_rank
+            from .spec import study_metrics
 
-            metrics += [m for m in study_rank(json.loads(p.read_text())) if m not in metrics]
+            metrics += [m for m in study_metrics(json.loads(p.read_text())) if m not in metrics]
     # metrics no run of this study reports (e.g. cooling metrics in a study without cooling)
     metrics = [m for m in metrics if m in df.columns and df[m].notna().any()]
     out = root / "aggregate.parquet"

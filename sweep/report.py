@@ -24,44 +24,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .aggregate import AGG_METRICS
 from .ranking import block_ranks, bootstrap_mean_rank, kendall_w, pivot_blocks, win_matrix
-from .spec import SYSTEM_METRICS, study_axes, study_rank
+from twinsweep.core.metrics import metric as _metric, summary_metrics
 
-#: Display of metrics: name -> (label, divisor, unit, is_power_or_energy).
-METRIC_DISPLAY: dict[str, tuple[str, float, str, bool]] = {
-    "wait_mean_s": ("mean wait", 3600.0, "h", False),
-    "wait_median_s": ("median wait", 3600.0, "h", False),
-    "wait_p95_s": ("p95 wait", 3600.0, "h", False),
-    "wait_max_s": ("max wait", 3600.0, "h", False),
-    "wait_censored_mean_s": ("mean wait incl. jobs still queued (lower bound)", 3600.0, "h", False),
-    "pue_avg": ("average PUE", 1.0, "", True),
-    "cooling_energy_j": ("cooling energy", 3.6e9, "MWh", True),
-    "tower_return_temp_swing_c": ("cooling-tower return temperature swing", 1.0, "K", True),
-    "supply_temp_swing_c": ("secondary supply temperature swing", 1.0, "K", True),
-    "return_temp_swing_c": ("secondary return temperature swing", 1.0, "K", True),
-    "turnaround_mean_s": ("mean turnaround", 3600.0, "h", False),
-    "slowdown_mean": ("mean slowdown", 1.0, "", False),
-    "bsld_mean": ("mean bounded slowdown (τ=10 s)", 1.0, "", False),
-    "awrt_s": ("AWRT", 3600.0, "h", False),
-    "awwt_s": ("AWWT", 3600.0, "h", False),
-    "utilization": ("utilisation", 0.01, "%", False),
-    "makespan_s": ("makespan", 3600.0, "h", False),
-    "throughput_jobs_per_h": ("throughput", 1.0, "jobs/h", False),
-    "it_energy_j": ("IT energy", 3.6e9, "MWh", True),
-    "loss_energy_j": ("conversion-loss energy", 3.6e9, "MWh", True),
-    "facility_energy_j": ("facility energy", 3.6e9, "MWh", True),
-    "mean_power_w": ("mean power", 1e3, "kW", True),
-    "peak_power_w": ("peak power", 1e3, "kW", True),
-    "edp_js": ("EDP (energy × makespan)", 3.6e9 * 3600.0, "MWh·h", True),
-    "ed2p_js2": ("ED²P", 3.6e9 * 3600.0 ** 2, "MWh·h²", True),
-    "job_edp_sum_js": ("Σ job EDP", 3.6e6 * 3600.0, "kWh·h", True),
-    "job_ed2p_sum_js2": ("Σ job ED²P", 3.6e6 * 3600.0 ** 2, "kWh·h²", True),
-    "ramp_1min_max_w": ("max 1-min power ramp", 1e3, "kW", True),
-    "ramp_1min_p95_w": ("p95 1-min power ramp", 1e3, "kW", True),
-    "ramp_15min_max_w": ("max 15-min power ramp", 1e3, "kW", True),
-    "ramp_15min_p95_w": ("p95 15-min power ramp", 1e3, "kW", True),
-}
+from .spec import study_axes, study_metrics, study_rank
 
 KENDALL_CITE = ("M. G. Kendall and B. Babington Smith, \"The problem of m rankings\", "
                 "The Annals of Mathematical Statistics 10(3):275–287, 1939; tie correction as in "
@@ -79,17 +45,13 @@ def _plt():
     return plt
 
 
-def axis_label(metric: str, assumed: bool) -> str:
+def axis_label(name: str, assumed: bool) -> str:
     """Axis label with unit, and " (assumed)" for power/energy metrics of assumed power models."""
-    label, _, unit, power = METRIC_DISPLAY.get(metric, (metric, 1.0, "", False))
-    s = f"{label} [{unit}]" if unit else label
-    if power and assumed:
-        s += " (assumed)"
-    return s
+    return _metric(name).header(assumed)
 
 
-def _scale(metric: str) -> float:
-    return METRIC_DISPLAY.get(metric, (metric, 1.0, "", False))[1]
+def _scale(name: str) -> float:
+    return _metric(name).scale
 
 
 def _is_assumed(labels) -> bool:
@@ -253,7 +215,7 @@ def _section_distributions(pg: _Page, runs: pd.DataFrame, variants: list[str], m
         axes[-1, 0].set_xlim(0.4, len(variants) + 0.6)
         fig.subplots_adjust(left=0.9 / width, right=1 - 0.2 / width, top=1 - 0.35 / height,
                             bottom=label_in / height, hspace=0.35 * len(groups) / max(len(groups), 1))
-        pg.figure(fig, f"box_{metric}.png", f"{METRIC_DISPLAY.get(metric, (metric,))[0]} per variant across seeds",
+        pg.figure(fig, f"box_{metric}.png", f"{_metric(metric).label} per variant across seeds",
                   bbox="tight")  # long axis labels (units) must not be clipped
 
 
@@ -303,7 +265,7 @@ def _section_ranks(pg: _Page, runs: pd.DataFrame, variants: list[str], rank: dic
             mean, lo, hi = bootstrap_mean_rank(ranks, n_boot, seed)
             table[f"{metric} mean rank"] = mean
             table[f"{metric} 95% CI"] = [f"[{a:.2f}, {b:.2f}]" for a, b in zip(lo, hi)]
-            power = METRIC_DISPLAY.get(metric, (metric, 1.0, "", False))[3]
+            power = _metric(metric).power
             med_col = f"{metric} median" + (" (assumed)" if power and _is_assumed(g["power_label"]) else "")
             table[med_col] = np.nanmedian(values, axis=0) / _scale(metric) if len(values) else np.nan
             for v, a, b, c in zip(vs, mean, lo, hi):
@@ -313,7 +275,7 @@ def _section_ranks(pg: _Page, runs: pd.DataFrame, variants: list[str], rank: dic
         if first in table.columns:
             table = table.sort_values(first, kind="mergesort")
         pg.h(3, f"{ds}")
-        units = ", ".join(f"{m}: {METRIC_DISPLAY.get(m, (m, 1, '', False))[2] or '—'}" for m in rank)
+        units = ", ".join(f"{m}: {_metric(m).display_unit or '—'}" for m in rank)
         pg.p(f"{runs[runs['dataset'] == ds][['window', 'seed']].drop_duplicates().shape[0]} blocks; "
              f"median columns in display units ({units}).")
         pg.table(table, "{:,.3g}")
@@ -603,7 +565,7 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
     if "power_label" not in runs.columns:
         runs["power_label"] = "assumed"
     runs, variants = add_variant(runs, axes) if len(runs) else (runs.assign(variant=[]), [])
-    metrics = list(AGG_METRICS) + [m for m in rank if m not in AGG_METRICS and m in SYSTEM_METRICS]
+    metrics = list(dict.fromkeys(summary_metrics() + study_metrics(study)))
 
     pg = _Page(out_dir)
     _section_summary(pg, study, runs, root, failed, plan_n)

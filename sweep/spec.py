@@ -19,7 +19,8 @@ annotated example; the tables and keys are:
 ``[grid]``         axes -> lists: ``policy``, ``backfill``, ``kill``, ``sample_period`` and
                    ``"options.<name>"`` (policy options); every run gets the product of all axes.
 ``[rank]``         metric -> ``"min"`` | ``"max"`` (order = priority, the first is primary); or
-                   ``metrics = [names]`` with default directions.
+                   ``metrics = [names]`` with default directions. Metric names, units and default
+                   directions: the catalogue, :mod:`twinsweep.core.metrics`.
 ``[backend]``      ``name`` (``local`` | ``ray`` | ``slurm`` | an installed plug-in: any name of
                    :data:`backends.base.BACKENDS`), ``workers`` (int >= 1; for ``slurm``: array
                    tasks at once), ``address`` (ray only: backends with ``takes_address``).
@@ -30,7 +31,13 @@ annotated example; the tables and keys are:
                    lines), ``requeue``, ``max_requeues``, ``signal_delay_s``, ``poll_s``, ``job_name``,
                    ``python``. Ignored by the other backends.
 ``[report]``       ``timeline = {dataset, window, seed}`` (overlay of all policies),
-                   ``bootstrap`` (resamples), ``seed`` (bootstrap RNG seed).
+                   ``bootstrap`` (resamples), ``seed`` (bootstrap RNG seed), ``tradeoff`` (the study's
+                   stated trade-off: metric = weight, or a list of metrics = equal weights; default:
+                   the rank metrics), ``pareto`` (two metrics [x, y] of the Pareto view; default: the
+                   first two trade-off metrics), ``baseline`` (the variant others are compared with,
+                   ``"policy+backfill"``; default ``fcfs+easy`` when in the grid), ``validation``
+                   (dataset = path of a ``validation.json``: the twin's stated error on that trace;
+                   relative paths against the current directory).
 
 Every error is a :class:`core.errors.ConfigError` naming the key and the allowed values.
 """
@@ -49,26 +56,13 @@ from twinsweep.backends.slurm import parse_options as parse_slurm_options
 from twinsweep.core.config import BACKFILLS, POLICIES, Perturbation, parse_duration
 from twinsweep.core.errors import ConfigError, UnknownNameError
 from twinsweep.core.loaders import LOADERS
-
-#: Metrics of ``stats.json["system"]`` (docs/architecture.md) with their natural direction.
-SYSTEM_METRICS: dict[str, str] = {
-    "wait_mean_s": "min", "wait_median_s": "min", "wait_p95_s": "min", "wait_max_s": "min",
-    "turnaround_mean_s": "min", "slowdown_mean": "min", "bsld_mean": "min", "awrt_s": "min",
-    "awwt_s": "min", "utilization": "max", "makespan_s": "min", "throughput_jobs_per_h": "max",
-    "it_energy_j": "min", "loss_energy_j": "min", "facility_energy_j": "min", "mean_power_w": "min",
-    "peak_power_w": "min", "edp_js": "min", "ed2p_js2": "min", "job_edp_sum_js": "min",
-    "job_ed2p_sum_js2": "min", "ramp_1min_max_w": "min", "ramp_1min_p95_w": "min",
-    "ramp_15min_max_w": "min", "ramp_15min_p95_w": "min", "wait_censored_mean_s": "min",
-    # cooling (runs with cooling = true)
-    "cooling_energy_j": "min", "pue_avg": "min", "supply_temp_mean_c": "min", "supply_temp_max_c": "min",
-    "supply_temp_swing_c": "min", "return_temp_mean_c": "min", "return_temp_max_c": "min",
-    "return_temp_swing_c": "min", "tower_return_temp_mean_c": "min", "tower_return_temp_max_c": "min",
-    "tower_return_temp_swing_c": "min",
-}
+from twinsweep.core.metrics import default_direction
 
 #: Grid axes that map onto :class:`core.config.RunConfig` fields (plus ``options.<name>``).
 GRID_AXES = ("policy", "backfill", "kill", "sample_period", "cooling", "wetbulb")
-DEFAULT_RANK = {"bsld_mean": "min", "wait_mean_s": "min", "utilization": "max", "facility_energy_j": "min"}
+#: Rank metrics when a spec names none. Energy per node-hour delivered, not raw facility energy: a total
+#: over a fixed window rewards leaving nodes idle (core/metrics.py).
+DEFAULT_RANK = {"bsld_mean": "min", "wait_mean_s": "min", "utilization": "max", "facility_j_per_node_h": "min"}
 
 _TOP_KEYS = ("study", "perturbation", "datasets", "grid", "rank", "backend", "report")
 _STUDY_KEYS = ("name", "description", "output", "seeds", "retries")
@@ -76,7 +70,7 @@ _PERTURB_KEYS = ("runtime_sigma", "submit_jitter", "submit_jitter_s")
 _DATASET_KEYS = ("name", "trace", "system", "format", "lenient", "windows")
 _WINDOW_KEYS = ("name", "start", "duration")
 _BACKEND_KEYS = ("name", "workers", "address", "slurm")
-_REPORT_KEYS = ("timeline", "bootstrap", "seed")
+_REPORT_KEYS = ("timeline", "bootstrap", "seed", "tradeoff", "pareto", "baseline", "validation")
 _TIMELINE_KEYS = ("dataset", "window", "seed")
 
 
@@ -127,13 +121,22 @@ class BackendSpec:
 @dataclasses.dataclass(frozen=True)
 class ReportSpec:
     """Report options: the (dataset, window, seed) whose timelines are overlaid (None = first
-    dataset / its first window / the smallest seed), bootstrap resamples and RNG seed."""
+    dataset / its first window / the smallest seed), bootstrap resamples and RNG seed;
+    ``tradeoff``: the study's stated trade-off, ``(metric, weight)`` pairs (empty = the rank metrics,
+    equal weights); ``pareto``: the two metrics of the Pareto view (empty = the first two trade-off
+    metrics); ``baseline``: the variant every other is compared with (e.g. ``"fcfs+easy"``; None =
+    ``fcfs+easy`` when the grid has it, else the first variant); ``validation``: ``(dataset, path of
+    a validation.json)`` pairs, the twin's stated error per trace (``twinsweep validate``)."""
 
     timeline_dataset: str | None = None
     timeline_window: str | None = None
     timeline_seed: int | None = None
     bootstrap: int = 1000
     seed: int = 0
+    tradeoff: tuple[tuple[str, float], ...] = ()
+    pareto: tuple[str, ...] = ()
+    baseline: str | None = None
+    validation: tuple[tuple[str, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -376,11 +379,86 @@ def _parse_rank(r: Any) -> tuple[tuple[str, str], ...]:
         raise ConfigError("rank: name at least one metric")
     out = []
     for m, d in items:
-        _check_choice("rank", m, tuple(SYSTEM_METRICS))
-        d = SYSTEM_METRICS[m] if d is None else d
+        natural = metric_direction("rank", m)  # the name is checked even when a direction is given
+        d = natural if d is None else d
         _check_choice(f"rank.{m}", d, ("min", "max"))
         out.append((m, d))
     return tuple(out)
+
+
+def metric_direction(where: str, name: Any) -> str:
+    """The catalogue's direction of metric ``name`` (:mod:`twinsweep.core.metrics`). Raises
+    ConfigError naming ``where`` and listing every valid metric when the name is unknown."""
+    if not isinstance(name, str):
+        raise ConfigError(f"{where}: expected a metric name, got {name!r}")
+    try:
+        return default_direction(name)
+    except UnknownNameError as exc:
+        raise ConfigError(f"{where}: {name!r} is not a metric; valid metric names: {', '.join(exc.valid)}") from exc
+
+
+def _parse_tradeoff(v: Any) -> tuple[tuple[str, float], ...]:
+    if v is None:
+        return ()
+    if isinstance(v, list):
+        v = {m: 1.0 for m in v}
+    if not isinstance(v, dict) or not v:
+        raise ConfigError("report.tradeoff: expected a table metric = weight (e.g. { bsld_mean = 2, "
+                          "ramp_15min_p95_w = 1 }) or a list of metrics (equal weights)")
+    out = []
+    for m, w in v.items():
+        metric_direction("report.tradeoff", m)
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not (w > 0) or w == float("inf"):
+            raise ConfigError(f"report.tradeoff.{m}: the weight must be a number > 0, got {w!r}")
+        out.append((m, float(w)))
+    return tuple(out)
+
+
+def _parse_pareto(v: Any) -> tuple[str, ...]:
+    if v is None:
+        return ()
+    if not isinstance(v, list) or len(v) != 2 or v[0] == v[1]:
+        raise ConfigError(f"report.pareto: expected two different metrics [x, y], got {v!r}")
+    for m in v:
+        metric_direction("report.pareto", m)
+    return tuple(v)
+
+
+def _parse_baseline(v: Any, grid) -> str | None:
+    if v is None:
+        return None
+    v = _str("report.baseline", v)
+    parts = v.split("+")
+    values = dict(grid)
+    for axis, part in zip(("policy", "backfill"), parts):
+        if part not in map(str, values.get(axis, ())):
+            raise ConfigError(f"report.baseline: {v!r} names {axis} {part!r}, which the grid does not have "
+                              f"({', '.join(map(str, values.get(axis, ())))}); write it as policy+backfill, "
+                              "e.g. \"fcfs+easy\"")
+    return v
+
+
+def _parse_validation(v: Any, datasets: list[str]) -> tuple[tuple[str, str], ...]:
+    if v is None:
+        return ()
+    if not isinstance(v, dict):
+        raise ConfigError("report.validation: expected a table dataset = \"path/to/validation.json\"")
+    out = []
+    for ds, path in v.items():
+        _check_choice("report.validation", ds, datasets)
+        path = _str(f"report.validation.{ds}", path)
+        if not Path(path).is_file():
+            raise ConfigError(f"report.validation.{ds}: {path} is not a file (a validation.json written by "
+                              "twinsweep validate)")
+        out.append((ds, str(Path(path).resolve())))
+    return tuple(out)
+
+
+def study_metrics(study: dict) -> list[str]:
+    """Every metric a ``study.json`` document names (rank, trade-off, Pareto), in that order."""
+    rep = study.get("report") or {}
+    names = list(study_rank(study)) + [m for m, _ in rep.get("tradeoff") or ()] + list(rep.get("pareto") or ())
+    return list(dict.fromkeys(names))
 
 
 def parse_spec(doc: dict, source: str | None = None) -> StudySpec:
@@ -450,7 +528,11 @@ def parse_spec(doc: dict, source: str | None = None) -> StudySpec:
         _check_choice("report.timeline.seed", tl["seed"], seeds)
     report = ReportSpec(tl.get("dataset"), tl.get("window"), tl.get("seed"),
                         _int("report.bootstrap", r.get("bootstrap", 1000), lo=1),
-                        _int("report.seed", r.get("seed", 0), lo=0))
+                        _int("report.seed", r.get("seed", 0), lo=0),
+                        tradeoff=_parse_tradeoff(r.get("tradeoff")),
+                        pareto=_parse_pareto(r.get("pareto")),
+                        baseline=_parse_baseline(r.get("baseline"), grid),
+                        validation=_parse_validation(r.get("validation"), names))
     return StudySpec(name=name, datasets=datasets, grid=grid, seeds=seeds, perturbation=perturbation,
                      rank=rank, backend=backend, report=report, output=output, retries=retries,
                      description=str(st.get("description", "")), source=source)

@@ -250,10 +250,10 @@ class ResultStore:
         df = pd.DataFrame(rows)
         if df.empty:
             return pd.DataFrame({"key": pd.Series(dtype="object")})
-        from .spec import SYSTEM_METRICS
+        from twinsweep.core.metrics import METRICS
 
         for c in df.columns:
-            if c in SYSTEM_METRICS:
+            if c in METRICS:
                 df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
             elif c.startswith(COUNT_PREFIX):
                 df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")

@@ -70,7 +70,7 @@ from typing import Any, Callable
 from twinsweep.core.errors import ConfigError
 
 from .cli_sweep import add_slurm_args, backend_name, slurm_overrides
-from .spec import SYSTEM_METRICS, StudySpec, parse_spec
+from .spec import StudySpec, metric_direction, parse_spec
 
 __all__ = ["TuneParam", "TuneSpec", "TuneResult", "load_tune_spec", "parse_tune_spec", "run_tune",
            "pareto_front", "add_parser"]
@@ -192,9 +192,8 @@ def _parse_objectives(v: Any) -> tuple[tuple[str, str], ...]:
         raise ConfigError("tune.objectives: name at least one metric")
     out = []
     for m, d in items:
-        if m not in SYSTEM_METRICS:
-            raise ConfigError(f"tune.objectives: {m!r} is not a metric; allowed: {', '.join(SYSTEM_METRICS)}")
-        d = SYSTEM_METRICS[m] if d is None else d
+        natural = metric_direction("tune.objectives", m)
+        d = natural if d is None else d
         if d not in ("min", "max"):
             raise ConfigError(f"tune.objectives.{m}: direction must be \"min\" or \"max\", got {d!r}")
         out.append((m, d))

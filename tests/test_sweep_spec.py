@@ -57,7 +57,7 @@ def test_example_and_quickstart_specs_parse():
     ({"grid": {"colour": ["red"]}}, "grid: unknown axis 'colour'; allowed: policy, backfill, kill, sample_period"),
     ({"grid": {"kill": ["yes"]}}, "grid.kill: values must be true or false"),
     ({"grid": {"sample_period": ["1 fortnight"]}}, "grid.sample_period"),
-    ({"rank": {"wait": "min"}}, "rank: 'wait' is not allowed; allowed: wait_mean_s"),
+    ({"rank": {"wait": "min"}}, "rank: 'wait' is not a metric; valid metric names: awrt_s, awwt_s, bsld_mean"),
     ({"rank": {"wait_mean_s": "down"}}, "rank.wait_mean_s: 'down' is not allowed; allowed: min, max"),
     ({"backend": {"name": "dask"}}, "backend.name: 'dask' is not allowed; allowed: local, ray"),
     ({"backend": {"name": "local", "address": "auto"}}, "backend.address"),
@@ -77,6 +77,14 @@ def test_example_and_quickstart_specs_parse():
     ({"report": {"timeline": {"dataset": "nope"}}}, "report.timeline.dataset: 'nope' is not allowed; allowed: d"),
     ({"report": {"timeline": {"seed": 9}}}, "report.timeline.seed: 9 is not allowed; allowed: 0, 1"),
     ({"extra": {}}, "study spec: unknown key(s) ['extra']"),
+    ({"report": {"tradeoff": {"bsld": 1}}}, "report.tradeoff: 'bsld' is not a metric; valid metric names:"),
+    ({"report": {"tradeoff": {"bsld_mean": 0}}}, "report.tradeoff.bsld_mean: the weight must be a number > 0"),
+    ({"report": {"pareto": ["bsld_mean"]}}, "report.pareto: expected two different metrics [x, y]"),
+    ({"report": {"pareto": ["bsld_mean", "ramp"]}}, "report.pareto: 'ramp' is not a metric"),
+    ({"report": {"baseline": "fcfs+conservative"}}, "report.baseline: 'fcfs+conservative' names backfill "
+                                                    "'conservative', which the grid does not have (none, easy)"),
+    ({"report": {"validation": {"d": "/no/such/validation.json"}}}, "report.validation.d: /no/such/validation.json "
+                                                                     "is not a file"),
 ])
 def test_bad_specs_name_key_and_allowed_values(over, needle):
     with pytest.raises(ConfigError) as ei:
@@ -108,6 +116,25 @@ def test_plug_in_names_are_checked_when_the_spec_is_loaded():
         parse_spec(_doc(backend={"name": "twinsweep.backends.local:Nope"}))
     for fmt in LOADERS.names():
         assert parse_spec(_doc(datasets=[{"trace": "a", "format": fmt}])).datasets[0].format == fmt
+
+
+def test_report_keys(tmp_path):
+    v = tmp_path / "validation.json"
+    v.write_text("{}")
+    spec = parse_spec(_doc(rank={"wait_mean_s": "min", "bsld_mean": "min"},
+                           report={"tradeoff": {"bsld_mean": 2, "ramp_15min_p95_w": 1}, "pareto": ["bsld_mean", "pue_avg"],
+                                   "baseline": "fcfs+easy", "validation": {"d": str(v)}}))
+    r = spec.report
+    assert r.tradeoff == (("bsld_mean", 2.0), ("ramp_15min_p95_w", 1.0)) and r.pareto == ("bsld_mean", "pue_avg")
+    assert r.baseline == "fcfs+easy" and r.validation == (("d", str(v.resolve())),)
+    assert parse_spec(_doc(report={"tradeoff": ["bsld_mean", "utilization"]})).report.tradeoff == \
+        (("bsld_mean", 1.0), ("utilization", 1.0))
+    from twinsweep.sweep.spec import study_metrics
+
+    assert study_metrics(spec.to_dict()) == ["wait_mean_s", "bsld_mean", "ramp_15min_p95_w", "pue_avg"]
+    # the default ranks energy per unit of work, never a window total
+    assert dict(parse_spec(_doc()).rank) == {"bsld_mean": "min", "wait_mean_s": "min", "utilization": "max",
+                                             "facility_j_per_node_h": "min"}
 
 
 def test_bad_toml_file_names_file(tmp_path):
