@@ -51,7 +51,8 @@ class Outcome:
 
     ``ok``: fn returned; ``result``: its return value; ``error``: ``"Type: message"`` when it
     raised (or the worker died); ``traceback``: formatted traceback text; ``wall_s``: seconds spent
-    in fn; ``worker``: ``host:pid`` that ran it.
+    in fn; ``worker``: ``host:pid`` that ran it; ``errno``: the ``OSError.errno`` when fn raised an
+    OSError (e.g. ENOSPC: the disk is full, which the caller may treat as fatal), else None.
     """
 
     key: str
@@ -61,6 +62,17 @@ class Outcome:
     traceback: str | None = None
     wall_s: float = 0.0
     worker: str = ""
+    errno: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The outcome as a JSON-ready dict (``result`` must be JSON-serialisable)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Outcome":
+        """Inverse of :meth:`to_json`; unknown keys are ignored."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
 
 
 def worker_id() -> str:
@@ -78,7 +90,24 @@ def call_safely(fn: RunFn, task: Task, shared_value: Any) -> Outcome:
         if _is_interrupt(exc):
             raise KeyboardInterrupt from exc
         return Outcome(task.key, False, error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(),
-                       wall_s=time.perf_counter() - t0, worker=worker_id())
+                       wall_s=time.perf_counter() - t0, worker=worker_id(), errno=_errno_of(exc))
+
+
+def _errno_of(exc: BaseException) -> int | None:
+    """The errno of ``exc`` or of the OSError it was raised from (pyarrow wraps them), else None."""
+    import re
+
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, OSError):
+            if exc.errno is not None:
+                return int(exc.errno)
+            m = re.search(r"\[errno (\d+)\]", str(exc), re.I)
+            if m:
+                return int(m.group(1))
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
 
 
 def _is_interrupt(exc: BaseException) -> bool:
@@ -102,6 +131,10 @@ class Backend(abc.ABC):
     name = "base"
     takes_address = False
     address_hint = ""
+    #: True when the workers may not share the driver's filesystem and a run function's result can
+    #: carry the run's files back to the driver (``ray`` joined with an address); a caller then
+    #: asks for that when a run's outputs do not appear where the driver looks.
+    ships_files = False
 
     def __init__(self, workers: int | None = None):
         if workers is not None and int(workers) < 1:

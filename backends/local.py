@@ -2,20 +2,34 @@
 
 The pool uses the ``spawn`` start method (safe whatever threads the driver runs; a script that
 uses it needs the usual ``if __name__ == "__main__":`` guard). The shared objects are pickled
-once to a temporary file that every worker reads at start-up (not pushed through the start-up
-pipe), and each worker exits by itself if the driver dies (it watches its parent pid), so a
-``kill -9`` of the driver leaves no orphans running.
+once to a file that every worker reads at start-up (not pushed through the start-up pipe):
+``<cache_dir>/shared-<sha256>.pkl`` when a ``cache_dir`` is given (a sweep gives
+``<results>/.cache``: a file left by a ``kill -9`` stays inside the results folder and is reused,
+after its content hash is checked, by the next run; other ``shared-*.pkl`` files there are
+removed), else a temporary file removed at :meth:`LocalBackend.close`. Each worker exits by
+itself if the driver dies (it watches its parent pid), so a ``kill -9`` of the driver leaves no
+orphans running.
+
+A worker process that dies (segfault, OOM kill, ``os._exit``) breaks the whole pool, and every
+task in it fails with ``BrokenProcessPool``, the innocent ones too. Those tasks are not reported
+as failed: they become *suspects* and run again one at a time in a fresh pool, so that only the
+task that kills its worker when it runs alone fails (``WorkerDied: ...``, with the worker's exit
+code or signal); the others succeed.
 """
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures as cf
+import hashlib
 import multiprocessing
 import os
 import pickle
+import signal
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from .base import Backend, Outcome, RunFn, Task, call_safely, register_backend
@@ -50,16 +64,21 @@ class LocalBackend(Backend):
     """Serial (``workers`` None or 1) or process-pool (``workers`` > 1) execution on this machine.
 
     ``max_pending``: tasks queued in the pool at once (default 2 x workers), so memory stays flat
-    however many tasks there are.
+    however many tasks there are. ``cache_dir``: where the pool's shared-object file lives (see
+    the module docstring); None = the system's temporary folder, removed at close.
     """
 
     name = "local"
 
-    def __init__(self, workers: int | None = 1, max_pending: int | None = None):
+    def __init__(self, workers: int | None = 1, max_pending: int | None = None,
+                 cache_dir: str | os.PathLike | None = None):
         super().__init__(workers if workers is not None else 1)
         self.max_pending = max_pending or 2 * self.workers
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._pool: cf.ProcessPoolExecutor | None = None
         self._shared_path: str | None = None
+        self._shared_is_temp = False
+        self._procs: dict[int, Any] = {}  # every worker process started (their exit codes name a death)
 
     def run(self, tasks: Iterable[Task], fn: RunFn, shared: Mapping[str, Any] | None = None) -> Iterator[Outcome]:
         shared = dict(shared or {})
@@ -81,18 +100,30 @@ class LocalBackend(Backend):
         self._pool = self._new_pool(fn)
         it = iter(tasks)
         pending: dict[cf.Future, Task] = {}
+        suspects: collections.deque[Task] = collections.deque()  # in the pool when a worker died
+        suspect_running = False
         try:
             exhausted = False
             while True:
-                while not exhausted and len(pending) < self.max_pending:
-                    try:
-                        task = next(it)
-                    except StopIteration:
-                        exhausted = True
-                        break
-                    pending[self._pool.submit(_pool_call, task)] = task
+                if suspects or suspect_running:  # isolate: one suspect at a time, alone in the pool
+                    if not pending and suspects:
+                        task = suspects.popleft()
+                        pending[self._pool.submit(_pool_call, task)] = task
+                        suspect_running = True
+                        self._note_procs()
+                else:
+                    while not exhausted and len(pending) < self.max_pending:
+                        try:
+                            task = next(it)
+                        except StopIteration:
+                            exhausted = True
+                            break
+                        pending[self._pool.submit(_pool_call, task)] = task
+                    self._note_procs()
                 self.in_flight = min(len(pending), self.workers)
                 if not pending:
+                    if suspects:
+                        continue
                     break
                 done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
                 broken = False
@@ -100,19 +131,29 @@ class LocalBackend(Backend):
                     task = pending.pop(fut)
                     try:
                         out = fut.result()
-                    except Exception as exc:  # the worker process died (BrokenProcessPool) or pickling failed
-                        broken |= isinstance(exc, cf.process.BrokenProcessPool)
+                    except cf.process.BrokenProcessPool:
+                        broken = True
+                        if suspect_running:  # it killed its worker while running alone: the culprit
+                            out = Outcome(task.key, False, error=f"WorkerDied: {self._death_note()}",
+                                          traceback=f"the pool worker running {task.key} died while running it "
+                                                    f"alone ({self._death_note()})")
+                        else:
+                            suspects.append(task)
+                            continue
+                    except Exception as exc:  # pickling failed, ...
                         out = Outcome(task.key, False, error=f"{type(exc).__name__}: {exc}",
                                       traceback=f"worker failure: {exc!r}")
                     self.in_flight = min(len(pending), self.workers)
                     yield out
-                if broken:  # a crashed worker breaks the pool: start a fresh one for the rest
-                    rest = list(pending.values())
+                if suspect_running and not pending:
+                    suspect_running = False
+                if broken:  # a crashed worker breaks the pool: everything in it runs again, suspects alone
+                    suspects.extend(pending.values())
                     pending.clear()
+                    suspect_running = False
                     self._terminate()
+                    self._procs.clear()
                     self._pool = self._new_pool(fn)
-                    for task in rest:
-                        pending[self._pool.submit(_pool_call, task)] = task
         except BaseException:  # Ctrl-C, or the caller closed the generator: stop the workers now
             self._terminate()
             raise
@@ -120,21 +161,59 @@ class LocalBackend(Backend):
             self.in_flight = 0
             self.close()
 
+    def _note_procs(self) -> None:
+        for p in list((getattr(self._pool, "_processes", None) or {}).values()):
+            self._procs[id(p)] = p
+
+    def _death_note(self) -> str:
+        deadline = time.monotonic() + 2.0
+        for p in self._procs.values():  # the pool notices the death (its pipe closes) before the exit status exists
+            if p.exitcode is None and not p.is_alive():
+                p.join(max(0.0, deadline - time.monotonic()))
+        dead = [p for p in self._procs.values() if not p.is_alive()]
+        for p in dead:
+            p.join(max(0.0, deadline - time.monotonic()))
+        codes = [p.exitcode for p in dead if p.exitcode is not None and p.exitcode != 0]
+        if not codes:
+            return "the worker process exited abruptly"
+        c = codes[0]
+        if c < 0:
+            try:
+                return f"the worker process was killed by signal {signal.Signals(-c).name}"
+            except ValueError:
+                return f"the worker process was killed by signal {-c}"
+        return f"the worker process exited with code {c}"
+
     def _write_shared(self, shared: Mapping[str, Any]) -> None:
         self._drop_shared()
-        if shared:
+        if not shared:
+            return
+        data = pickle.dumps(dict(shared), protocol=pickle.HIGHEST_PROTOCOL)
+        if self.cache_dir is None:
             fd, path = tempfile.mkstemp(prefix="twinsweep-shared-", suffix=".pkl")
             with os.fdopen(fd, "wb") as fh:
-                pickle.dump(dict(shared), fh, protocol=pickle.HIGHEST_PROTOCOL)
-            self._shared_path = path
+                fh.write(data)
+            self._shared_path, self._shared_is_temp = path, True
+            return
+        from twinsweep.core.atomic import atomic_write_bytes
+
+        digest = hashlib.sha256(data).hexdigest()
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        path = self.cache_dir / f"shared-{digest}.pkl"
+        for old in self.cache_dir.glob("shared-*.pkl"):  # another dataset set: not needed any more
+            if old != path:
+                old.unlink(missing_ok=True)
+        if not (path.exists() and _sha256_file(path) == digest):  # reuse only a file with this very content
+            atomic_write_bytes(path, data, sync=False)
+        self._shared_path, self._shared_is_temp = str(path), False
 
     def _drop_shared(self) -> None:
-        if self._shared_path is not None:
+        if self._shared_path is not None and self._shared_is_temp:
             try:
                 os.unlink(self._shared_path)
             except OSError:
                 pass
-            self._shared_path = None
+        self._shared_path = None
 
     def _new_pool(self, fn) -> cf.ProcessPoolExecutor:
         return cf.ProcessPoolExecutor(
@@ -158,3 +237,11 @@ class LocalBackend(Backend):
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
         self._drop_shared()
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -62,6 +62,7 @@ class RayBackend(Backend):
 
     name = "ray"
     takes_address = True
+    ships_files = True  # workers on other machines may not see the driver's folders
 
     def __init__(self, workers: int | None = None, address: str | None = None,
                  init_kwargs: Mapping[str, Any] | None = None, log_to_driver: bool = False):

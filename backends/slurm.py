@@ -6,7 +6,9 @@ How a batch of tasks executes
   tasks are split evenly into ``min(tasks, MaxArraySize, 2 x parallelism)`` chunks, 64 without a
   parallelism cap) and each chunk is one array task. A chunk runs its tasks one after the other
   in-process, with :func:`backends.base.call_safely`, and writes one *outcome file* per task
-  (``<folder>/<submission>/out/<key>.pkl``, written atomically) as soon as that task ends. The run
+  (``<folder>/<submission>/out/<key>.json``, JSON written atomically: the driver and ``twinsweep
+  status`` read it without unpickling anything; the run function's result must be JSON-ready) as
+  soon as that task ends. A chunk that fails outside its tasks writes ``errors/<slurm id>.json``. The run
   function itself writes its outputs (the sweep's ``runs/<key>/``) on the shared filesystem.
 - **Shared objects** (e.g. a dataset's (Workload, System)) are pickled once per submission into
   ``<submission>/shared/`` and loaded by a chunk the first time one of its tasks needs them.
@@ -44,7 +46,8 @@ Folder layout (``folder``; the sweep uses ``<results>/slurm``)::
 
     <submission>/submission.json   arrays, chunks (slurm id, keys, log paths), options
     <submission>/shared/*.pkl      shared objects (removed when a followed submission is complete)
-    <submission>/out/<key>.pkl     one Outcome per finished task
+    <submission>/out/<key>.json    one Outcome per finished task (JSON)
+    <submission>/errors/<id>.json  what an array task raised outside its tasks (JSON)
     <submission>/logs/             submitit's sbatch scripts, pickles and logs (<job>_<task>_0_log.err)
 """
 
@@ -377,15 +380,21 @@ def query_states(slurm_ids: Iterable[str]) -> dict[str, str] | None:
 # ------------------------------------------------------------------------------------- array tasks
 def _outcome_name(key: str) -> str:
     if re.fullmatch(r"[A-Za-z0-9_.\-]{1,200}", key) and not key.startswith("."):
-        return key + ".pkl"
-    return "h-" + hashlib.sha1(key.encode()).hexdigest() + ".pkl"
+        return key + ".json"
+    return "h-" + hashlib.sha1(key.encode()).hexdigest() + ".json"
 
 
-def _atomic_pickle(obj: Any, path: Path) -> None:
-    tmp = path.with_name(f".tmp-{path.name}-{uuid.uuid4().hex[:8]}")
-    with open(tmp, "wb") as fh:
-        pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, path)
+def _write_outcome(oc: Outcome, path: Path) -> None:
+    """Write an Outcome as JSON, atomically (a result that is not JSON-ready becomes a failure)."""
+    from twinsweep.core.atomic import atomic_write_text
+
+    try:
+        text = json.dumps(oc.to_json(), sort_keys=True, allow_nan=True)
+    except (TypeError, ValueError) as exc:
+        bad = Outcome(oc.key, False, error=f"TypeError: the run's result cannot be written as JSON ({exc})",
+                      traceback=oc.traceback, wall_s=oc.wall_s, worker=oc.worker)
+        text = json.dumps(bad.to_json(), sort_keys=True)
+    atomic_write_text(path, text)
 
 
 class ChunkRunner:
@@ -398,6 +407,22 @@ class ChunkRunner:
         out.mkdir(parents=True, exist_ok=True)
         job = os.environ.get("SLURM_ARRAY_JOB_ID")
         job = f"{job}_{os.environ.get('SLURM_ARRAY_TASK_ID')}" if job else os.environ.get("SLURM_JOB_ID", "?")
+        try:
+            return self._run(out, job, tasks, fn, shared_files)
+        except BaseException as exc:  # recorded as JSON for the driver (it never reads submitit's pickles)
+            import traceback as _tb
+
+            from twinsweep.core.atomic import atomic_write_text
+
+            try:
+                (out.parent / "errors").mkdir(exist_ok=True)
+                atomic_write_text(out.parent / "errors" / f"{job}.json",
+                                  json.dumps({"error": f"{type(exc).__name__}: {exc}", "traceback": _tb.format_exc()}))
+            except OSError:
+                pass
+            raise
+
+    def _run(self, out: Path, job: str, tasks: list[Task], fn: RunFn, shared_files: dict[str, str]) -> dict:
         cache: dict[str, Any] = {}
         ran = skipped = 0
         for task in tasks:
@@ -413,7 +438,7 @@ class ChunkRunner:
                 value = cache[task.shared]
             oc = call_safely(fn, task, value)
             oc.worker = f"{oc.worker} slurm:{job}"
-            _atomic_pickle(oc, path)
+            _write_outcome(oc, path)
             ran += 1
             print(f"[twinsweep] {task.key}: {'ok' if oc.ok else 'FAILED ' + str(oc.error)} ({oc.wall_s:.2f} s)",
                   flush=True)
@@ -473,16 +498,17 @@ def load_submissions(folder: str | os.PathLike) -> list[dict]:
 def _outcomes_present(sub_dir: Path) -> set[str]:
     out = sub_dir / "out"
     try:
-        return {n for n in os.listdir(out) if n.endswith(".pkl") and not n.startswith(".")}
+        return {n for n in os.listdir(out) if n.endswith(".json") and not n.startswith(".")}
     except FileNotFoundError:
         return set()
 
 
 def _load_outcome(path: Path) -> Outcome | None:
+    """The Outcome in a JSON outcome file; None when it cannot be read (being replaced, damaged)."""
     try:
-        with open(path, "rb") as fh:
-            return pickle.load(fh)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
+        doc = json.loads(Path(path).read_text())
+        return Outcome.from_json(doc) if isinstance(doc, dict) and "key" in doc and "ok" in doc else None
+    except (OSError, ValueError, TypeError):
         return None
 
 
@@ -795,14 +821,11 @@ class SlurmBackend(Backend):
 
     def _lost(self, r: _Ref, key: str) -> Outcome:
         """The Outcome of a task whose array task ended without running it to the end."""
-        result_pkl = Path(r.stderr).with_name(f"{r.slurm_id}_0_result.pkl")
         detail = ""
         try:
-            with open(result_pkl, "rb") as fh:
-                kind, value = pickle.load(fh)
-            if kind == "error":
-                detail = f"\nthe array task raised:\n{value}"
-        except Exception:  # noqa: BLE001 - no result file (killed, cancelled) or unreadable
+            doc = json.loads((r.sub / "errors" / f"{r.slurm_id}.json").read_text())
+            detail = f"\nthe array task raised:\n{doc.get('traceback') or doc.get('error')}"
+        except (OSError, ValueError, AttributeError):  # no error record (killed, cancelled) or unreadable
             pass
         msg = (f"SlurmTaskEnded: array task {r.slurm_id} ended ({r.state}) before this run finished; "
                f"log: {r.stderr}")

@@ -29,3 +29,20 @@ class UnknownNameError(ConfigError):
     def __init__(self, kind: str, name: str, valid):
         self.kind, self.name, self.valid = kind, name, sorted(valid)
         super().__init__(f"unknown {kind} {name!r}; valid {kind} names: {', '.join(self.valid)}")
+
+
+class DiskFullError(TwinError, OSError):
+    """The disk (or the user's quota) is full: a file could not be written. Names the file; what was
+    written before is kept complete (every output is written atomically, see ``core/atomic.py``)."""
+
+    def __init__(self, message: str):
+        import errno
+
+        OSError.__init__(self, errno.ENOSPC, message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self):  # picklable across processes (a worker's error reaches the driver)
+        return (type(self), (self.message,))

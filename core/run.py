@@ -13,7 +13,6 @@ import dataclasses
 import json
 import os
 import platform
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -25,6 +24,7 @@ import pyarrow.parquet as pq
 from . import __version__
 from .config import RunConfig, run_key
 from .engine import Engine, select_window
+from .atomic import atomic_write
 from .errors import ConfigError
 from .perturb import perturb
 from .power import build_timeline, idle_node_power_w, job_node_power_w
@@ -37,6 +37,11 @@ MAX_TIMELINE_BINS = 50_000_000
 
 #: Output file names of a run directory (DESIGN.md §5).
 RUN_FILES = ("jobs.parquet", "timeline.parquet", "stats.json", "manifest.json")
+
+#: ``manifest.json["schema_version"]`` of the outputs this version writes. 2: jobs.parquet's
+#: ``start_time``/``end_time`` are the simulated times, ``recorded_*`` the trace's. A sweep treats a
+#: run directory with an older schema as missing (it is moved aside and run again).
+MANIFEST_SCHEMA_VERSION = 2
 
 
 @dataclasses.dataclass
@@ -141,7 +146,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     stats = compute_stats(res.jobs, res.steps, system, res.t_start, res.t_end, counts,
                           cooling=cooling_pieces if config.cooling else None)
     manifest = {
-        "schema_version": 2,  # 2: jobs.parquet start_time/end_time are the simulated times, recorded_* the trace's
+        "schema_version": MANIFEST_SCHEMA_VERSION,
         "twinsweep_version": __version__,
         "config": config.to_dict(),
         "policy": config.policy,
@@ -190,23 +195,6 @@ def _jobs_table(jobs: pd.DataFrame) -> pa.Table:
     return table.add_column(pos, "node_ids", ids)
 
 
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
-
-def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600: shared results folders need the umask's mode
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def to_json(obj: Any) -> str:
     """Canonical JSON of run outputs: sorted keys, 2-space indent, no NaN (as null)."""
     return json.dumps(obj, sort_keys=True, indent=2, allow_nan=False, default=_json_default) + "\n"
@@ -228,18 +216,52 @@ def write_run(result: RunResult, out_dir: str | Path, timing: bool = True) -> Pa
     """Write jobs.parquet, timeline.parquet, stats.json, manifest.json (and timing.json with the
     wall time, kept apart so that the four files are byte-identical for the same config and seed).
 
-    Each file is written to a temporary name in ``out_dir`` and renamed, so a crash never leaves a
-    half-written file. Returns the directory. Raises OSError when it cannot be written.
+    Each file is written to a temporary name in ``out_dir``, flushed to the disk and renamed
+    (:func:`core.atomic.atomic_write`), so a crash never leaves a half-written file. Returns the
+    directory. Raises DiskFullError (disk full) or OSError when it cannot be written.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     jt = _jobs_table(result.jobs)
     tt = pa.Table.from_pandas(result.timeline, preserve_index=False)
-    _atomic_write(out / "jobs.parquet", lambda p: pq.write_table(jt, p, compression="zstd"))
-    _atomic_write(out / "timeline.parquet", lambda p: pq.write_table(tt, p, compression="zstd"))
-    _atomic_write(out / "stats.json", lambda p: Path(p).write_text(to_json(result.stats)))
-    _atomic_write(out / "manifest.json", lambda p: Path(p).write_text(to_json(result.manifest)))
+    atomic_write(out / "jobs.parquet", lambda p: pq.write_table(jt, p, compression="zstd"))
+    atomic_write(out / "timeline.parquet", lambda p: pq.write_table(tt, p, compression="zstd"))
+    atomic_write(out / "stats.json", lambda p: Path(p).write_text(to_json(result.stats)))
+    atomic_write(out / "manifest.json", lambda p: Path(p).write_text(to_json(result.manifest)))
     if timing:
-        _atomic_write(out / "timing.json",
-                      lambda p: Path(p).write_text(to_json({"wall_time_s": round(result.wall_time_s, 6)})))
+        atomic_write(out / "timing.json",
+                     lambda p: Path(p).write_text(to_json({"wall_time_s": round(result.wall_time_s, 6)})))
     return out
+
+
+#: Files a run directory may hold besides :data:`RUN_FILES` (written by ``twinsweep run`` or a sweep).
+_RUN_DIR_EXTRA = ("timing.json", "sweep.json", "accounts.json")
+
+
+def prepare_out_dir(out_dir: str | os.PathLike, force: bool = False) -> tuple[Path, bool]:
+    """Check (and create) the output folder of ``twinsweep run`` *before* any simulation.
+
+    Returns ``(path, created)``; ``created`` is True when the folder did not exist (the caller may
+    remove it again if the run fails). Accepted: a missing folder (created with its parents), an
+    empty folder, or a twinsweep run directory (it holds ``manifest.json``; its files are
+    replaced). Raises ConfigError when ``out_dir`` is a file, cannot be created (naming why), or
+    is a non-empty folder that is not a twinsweep run and ``force`` is False (listing a few of its
+    entries), so that nobody's files are overwritten by surprise.
+    """
+    out = Path(out_dir).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: is a file, not a folder; give a folder for the run's outputs")
+    if out.is_dir():
+        entries = sorted(p.name for p in out.iterdir())
+        ours = set(RUN_FILES) | set(_RUN_DIR_EXTRA)
+        if entries and "manifest.json" not in entries and not force:
+            others = [e for e in entries if e not in ours]
+            show = ", ".join(others[:5] or entries[:5]) + (" ..." if len(others) > 5 else "")
+            raise ConfigError(f"--out {out}: the folder is not empty and is not a twinsweep run (it holds {show}); "
+                              "choose an empty or new folder, or pass --force to write the run's files into it")
+        return out, False
+    try:
+        out.mkdir(parents=True)
+    except OSError as exc:
+        raise ConfigError(f"--out {out}: cannot create the folder ({exc.strerror or exc})") from exc
+    return out, True

@@ -142,6 +142,8 @@ def aggregate_results(root: str | os.PathLike, metrics: Sequence[str] | None = N
         plan = root / "plan.csv"
         order = pd.read_csv(plan, dtype=str, keep_default_na=False) if plan.exists() else None
         agg = aggregate(table, group_columns(root, df), metrics, order=order)
-    agg.to_parquet(out, index=False)
-    agg.to_csv(root / "aggregate.csv", index=False)
+    from twinsweep.core.atomic import atomic_write, atomic_write_text
+
+    atomic_write(out, lambda p: agg.to_parquet(p, index=False))
+    atomic_write_text(root / "aggregate.csv", agg.to_csv(index=False))
     return out

@@ -19,6 +19,9 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from twinsweep.core.atomic import atomic_write_bytes
+from twinsweep.core.errors import TwinError
+
 from .expand import RunItem, expand, grid_size, load_datasets, plan_frame
 from .spec import StudySpec, load_spec
 from .store import ResultStore
@@ -94,94 +97,209 @@ def run_sweep(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None
     write into ``<out>/slurm``); ``detach``: (slurm only) submit the missing runs and return at once
     (``res.slurm`` says what was submitted; :func:`sweep_status` follows it, and the same call
     without ``detach`` follows the queued arrays to the end and builds the report);
-    ``log``: called with one-line backend messages (Slurm submissions).
+    ``log``: called with one-line messages (Slurm submissions, damaged runs moved to quarantine);
+    default: :func:`warnings.warn` for warnings, nothing for the rest.
 
-    Only runs without a complete ``runs/<key>/`` are executed. A run that raises is recorded in
-    ``failed/<key>/error.json`` and retried; it never stops the others. On Ctrl-C the backend is
-    stopped, runs.parquet is rebuilt from what is complete and KeyboardInterrupt propagates.
-    Raises ConfigError for a bad spec, StoreBusyError when another sweep holds the folder.
+    The output folder is resolved to an absolute path here, in the driver (workers elsewhere would
+    resolve a relative one against their own working directory). Only runs without a complete,
+    readable ``runs/<key>/`` are executed (a damaged one is moved to ``quarantine/`` and run again,
+    :meth:`sweep.store.ResultStore.usable_keys`). A run that raises is recorded in
+    ``failed/<key>/error.json`` and retried; it never stops the others. After each run the driver
+    checks that its folder is there; when it is not and the backend can ship files (Ray workers
+    without a shared filesystem), that run and the following ones send their files back to the
+    driver, else the sweep stops with :class:`SweepError`. A full disk stops the sweep with
+    :class:`core.errors.DiskFullError` (the complete runs are kept). On Ctrl-C the backend is
+    stopped, runs.parquet is rebuilt from what is complete (marked partial) and KeyboardInterrupt
+    propagates. Raises ConfigError for a bad spec or an output folder that is a file, cannot be
+    created, holds another study or files of the user's; StoreBusyError when another sweep holds
+    the folder.
     """
-    from twinsweep.backends.base import Task, make_backend
+    from twinsweep.core.errors import ConfigError
 
-    from .progress import SweepProgress
-    from .runner import execute_run, make_payload
+    from .runner import execute_run
 
     t0 = time.perf_counter()
     spec = _as_spec(spec).with_overrides(output=str(out) if out is not None else None, backend=backend,
                                            workers=workers, address=address, slurm=slurm)
     if detach and spec.backend.name != "slurm":
-        from twinsweep.core.errors import ConfigError
-
         raise ConfigError(f"--detach needs the slurm backend (this sweep uses {spec.backend.name!r})")
+    root = Path(spec.output).expanduser().absolute()
+    spec = spec.with_overrides(output=str(root))
     retries = spec.retries if retries is None else int(retries)
     run_fn = run_fn or execute_run
-    store = ResultStore(Path(spec.output))
-    with store.locked():
-        store.clean_tmp()
-        spec, datasets, items = plan_sweep(spec)
-        if spec.source:
-            try:
-                shutil.copyfile(spec.source, store.root / "study.toml")
-            except shutil.SameFileError:  # sweeping the copy kept in the results folder
-                pass
-        store.write_json("study.json", spec.to_dict())
-        store.write_json("datasets.json", {name: ds.describe() for name, ds in datasets.items()})
-        plan_frame(items).to_csv(store.root / "plan.csv", index=False)
+    check_output_folder(root)
+    store = ResultStore(root, log=log)
+    try:
+        with store.locked():
+            return _run_locked(spec, store, retries, run_fn, progress, report, backend_options, detach, log, t0)
+    except OSError as exc:  # a full disk anywhere in the driver: one clear line, never a traceback
+        from twinsweep.core.atomic import disk_full_error, is_disk_full
 
-        done = store.done_keys()
-        todo = [it for it in items if it.key not in done]
-        res = SweepResult(out=store.root, planned=len(items), skipped=len(items) - len(todo), items=items)
-        by_key = {it.key: it for it in items}
-        bk = make_backend(spec.backend.name, workers=spec.backend.workers, address=spec.backend.address,
-                          **_backend_options(spec, store, backend_options, log))
-        if detach and todo:
-            with bk:
+        if is_disk_full(exc):
+            raise disk_full_error(root, exc) from exc
+        raise
+
+
+class SweepError(TwinError):
+    """The sweep cannot go on (e.g. the workers write where the driver cannot see it)."""
+
+
+def check_output_folder(root: Path) -> None:
+    """Refuse, before anything runs, an output folder that is a file, or a folder that is not a
+    twinsweep results folder (no ``study.json``) but already holds files a sweep would write
+    (``plan.csv``, ``runs.parquet``, ``report/`` ...): they are someone else's. Raises ConfigError."""
+    from twinsweep.core.errors import ConfigError
+
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"--out {root}: is a file, not a folder; give a folder for the results")
+    if root.is_dir() and not (root / "study.json").exists():
+        clash = []
+        for p in sorted(root.iterdir()):
+            if p.name in _SWEEP_OUTPUTS and (p.is_file() or any(p.iterdir())):
+                clash.append(p.name)
+        if clash:
+            raise ConfigError(f"--out {root}: not a twinsweep results folder (no study.json) but it holds "
+                              f"{', '.join(clash)}, which a sweep would overwrite; choose another --out")
+
+
+#: Names a sweep writes in its output folder.
+_SWEEP_OUTPUTS = frozenset({"study.toml", "study.json", "datasets.json", "plan.csv", "runs.parquet",
+                            "aggregate.parquet", "aggregate.csv", "report", "runs", "failed", "quarantine", "slurm"})
+
+
+def _check_study(store: ResultStore, spec: StudySpec) -> None:
+    """A results folder belongs to the study named in its study.json: refuse another study's spec
+    (it would rebuild the table and report of the folder from its own plan)."""
+    from twinsweep.core.errors import ConfigError
+
+    if not (store.root / "study.json").exists():
+        return
+    try:
+        name = store.read_json("study.json").get("name")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"{store.root / 'study.json'}: cannot be read ({exc}); this folder's study is unknown; "
+                          "choose another --out") from exc
+    if name != spec.name:
+        raise ConfigError(f"--out {store.root}: this results folder belongs to study {name!r} (study.json); the spec "
+                          f"is study {spec.name!r}; choose another --out (or give the spec the folder's study name)")
+
+
+def _disk_full_outcome(outcome) -> bool:
+    from twinsweep.core.atomic import DISK_FULL_ERRNOS
+
+    return outcome.errno in DISK_FULL_ERRNOS or (outcome.error or "").startswith("DiskFullError")
+
+
+def _run_locked(spec, store, retries, run_fn, progress, report, backend_options, detach, log, t0) -> "SweepResult":
+    """The body of :func:`run_sweep`, with the folder's lock held."""
+    from twinsweep.backends.base import Task, make_backend
+    from twinsweep.core.errors import DiskFullError
+
+    from .progress import SweepProgress
+    from .runner import commit_shipped, make_payload
+
+    store.clean_tmp()
+    _check_study(store, spec)
+    spec, datasets, items = plan_sweep(spec)
+    if spec.source:
+        try:
+            text = Path(spec.source).read_bytes()
+        except OSError:
+            text = None
+        if text is not None:
+            atomic_write_bytes(store.root / "study.toml", text)
+    store.write_json("study.json", spec.to_dict())
+    store.write_json("datasets.json", {name: ds.describe() for name, ds in datasets.items()})
+    store.write_text("plan.csv", plan_frame(items).to_csv(index=False))
+
+    by_key = {it.key: it for it in items}
+    done = store.usable_keys(by_key)  # damaged run folders go to quarantine/ and run again
+    todo = [it for it in items if it.key not in done]
+    res = SweepResult(out=store.root, planned=len(items), skipped=len(items) - len(todo), items=items)
+    bk = make_backend(spec.backend.name, workers=spec.backend.workers, address=spec.backend.address,
+                      **_backend_options(spec, store, backend_options, log))
+    if detach and todo:
+        with bk:
+            needed = {it.dataset for it in todo}
+            shared = {name: (datasets[name].workload, datasets[name].system) for name in needed}
+            res.slurm = bk.submit([Task(it.key, make_payload(it, store.runs_dir), it.dataset) for it in todo],
+                                  run_fn, shared)
+        res.table_path = store.write_table(by_key)  # what is complete so far
+        res.wall_s = time.perf_counter() - t0
+        return res
+    n_ok = n_failed = 0
+    attempts: dict[str, int] = {}
+    ship = {"on": False}  # switched on when the workers turn out not to see the results folder
+    failed_final: list[str] = []
+    try:
+        with bk, SweepProgress(len(todo), f"{spec.name} ({res.skipped} already done)", enabled=progress) as bar:
+            round_no = 0
+            while todo:
+                round_no += 1
+                retrying = [it for it in todo if attempts.get(it.key, 0) > 0]
+                if round_no > 1 and retrying:
+                    res.attempts += len(retrying)
+                    bar.retry_round(len(todo), round_no)
                 needed = {it.dataset for it in todo}
                 shared = {name: (datasets[name].workload, datasets[name].system) for name in needed}
-                res.slurm = bk.submit([Task(it.key, make_payload(it, store.runs_dir), it.dataset) for it in todo],
-                                      run_fn, shared)
-            res.table_path = store.write_table(by_key)  # what is complete so far
-            res.wall_s = time.perf_counter() - t0
-            return res
-        n_ok = n_failed = 0
-        try:
-            with bk, SweepProgress(len(todo), f"{spec.name} ({res.skipped} already done)", enabled=progress) as bar:
-                for attempt in range(1, retries + 2):
-                    if not todo:
-                        break
-                    if attempt > 1:
-                        res.attempts += len(todo)
-                        bar.retry_round(len(todo), attempt)
-                    needed = {it.dataset for it in todo}
-                    shared = {name: (datasets[name].workload, datasets[name].system) for name in needed}
-                    tasks = (Task(it.key, make_payload(it, store.runs_dir), it.dataset) for it in todo)
-                    still_failing = []
-                    for outcome in bk.run(tasks, run_fn, shared):
-                        it = by_key[outcome.key]
-                        if outcome.ok:
-                            if attempt > 1:
-                                n_failed -= 1
-                            store.clear_failure(outcome.key)
-                            n_ok += 1
+                tasks = (Task(it.key, make_payload(it, store.runs_dir, ship=ship["on"]), it.dataset) for it in todo)
+                again = []
+                for outcome in bk.run(tasks, run_fn, shared):
+                    it = by_key[outcome.key]
+                    if outcome.ok:
+                        result = outcome.result if isinstance(outcome.result, dict) else {}
+                        if result.get("status") == "shipped":
+                            commit_shipped(store.runs_dir, result)
+                        if not store.is_done(outcome.key):
+                            if not bk.ships_files:
+                                raise SweepError(
+                                    f"run {outcome.key} finished on {outcome.worker or 'a worker'} but "
+                                    f"{store.run_dir(outcome.key)} does not exist here: the workers do not see this "
+                                    "results folder; put it on a filesystem the workers share")
+                            if not ship["on"]:
+                                ship["on"] = True
+                                store.warn(f"run {outcome.key} finished on {outcome.worker or 'a worker'} but its folder "
+                                           f"is not under {store.runs_dir}: the workers do not see this folder (no "
+                                           "shared filesystem); runs now send their files back to the driver")
+                            again.append(it)  # run again, shipping its files (not a failed attempt)
+                            continue
+                        if attempts.get(outcome.key, 0) > 0:
+                            n_failed -= 1
+                        store.clear_failure(outcome.key)
+                        n_ok += 1
+                    else:
+                        if _disk_full_outcome(outcome):
+                            raise DiskFullError(f"disk full: run {outcome.key} could not be written "
+                                                f"({outcome.error}); the sweep stopped, the {len(store.done_keys())} "
+                                                "complete run(s) are kept; free some space and run the same command "
+                                                "again")
+                        if attempts.get(outcome.key, 0) == 0:
+                            n_failed += 1
+                        attempts[outcome.key] = attempts.get(outcome.key, 0) + 1
+                        store.record_failure(outcome.key, outcome.error, outcome.traceback, attempts[outcome.key],
+                                             info=it.label() | {"config": it.config.to_dict()},
+                                             worker=outcome.worker)
+                        if attempts[outcome.key] <= retries:
+                            again.append(it)
                         else:
-                            if attempt == 1:
-                                n_failed += 1
-                            store.record_failure(outcome.key, outcome.error, outcome.traceback, attempt,
-                                                 info=it.label() | {"config": it.config.to_dict()},
-                                                 worker=outcome.worker)
-                            still_failing.append(it)
-                        bar.update(done=n_ok, failed=n_failed, running=bk.in_flight)
-                    todo = still_failing
-        except KeyboardInterrupt:
-            res.interrupted = True
-            res.ran = n_ok
-            res.failed = sorted(store.failed_keys() & set(by_key))
-            res.table_path = store.write_table(by_key)
-            res.wall_s = time.perf_counter() - t0
-            raise
+                            failed_final.append(outcome.key)
+                    bar.update(done=n_ok, failed=n_failed, running=bk.in_flight)
+                todo = again
+    except (KeyboardInterrupt, DiskFullError, SweepError):
+        res.interrupted = True
         res.ran = n_ok
-        res.failed = sorted(it.key for it in todo)
-        res.table_path = store.write_table(by_key)
+        res.failed = sorted(store.failed_keys() & set(by_key))
+        try:
+            res.table_path = store.write_table(by_key, interrupted=True)
+        except DiskFullError:
+            pass  # the earlier table stays as it was (written atomically)
+        res.wall_s = time.perf_counter() - t0
+        raise
+    res.ran = n_ok
+    res.failed = sorted(failed_final)
+    res.table_path = store.write_table(by_key)
+    if not res.failed:  # every run is in: the pool's dataset file is not needed again
+        shutil.rmtree(store.cache_dir, ignore_errors=True)
     if report:
         build_outputs(store.root, res)
     res.wall_s = time.perf_counter() - t0
@@ -190,8 +308,11 @@ def run_sweep(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None
 
 def _backend_options(spec: StudySpec, store: ResultStore, extra: dict | None, log) -> dict:
     """Keyword arguments of make_backend beyond name/workers/address: for ``slurm`` the spec's
-    Slurm options, ``folder=<out>/slurm`` and ``log``; then ``extra`` (the caller's)."""
+    Slurm options, ``folder=<out>/slurm`` and ``log``; for ``local`` ``cache_dir=<out>/.cache``;
+    then ``extra`` (the caller's)."""
     opts: dict = {}
+    if spec.backend.name == "local":
+        opts["cache_dir"] = str(store.cache_dir)  # the pool's dataset file stays inside the results folder
     if spec.backend.name == "slurm":
         opts.update(spec.backend.slurm)
         opts["folder"] = str(store.root.absolute() / "slurm")
@@ -202,13 +323,14 @@ def _backend_options(spec: StudySpec, store: ResultStore, extra: dict | None, lo
 
 
 def _lock_holder(root: Path) -> str | None:
-    """Who holds ``root/.lock`` (``host:pid``), or None when nobody does."""
+    """Who holds ``root/.lock`` (``host:pid``), or None when nobody does (never creates the file)."""
     import fcntl
 
-    path = root / ".lock"
-    if not path.exists():
+    try:
+        fd = os.open(root / ".lock", os.O_RDWR)
+    except OSError:
         return None
-    with open(path, "a+") as fh:
+    with os.fdopen(fd, "r+") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -218,13 +340,21 @@ def _lock_holder(root: Path) -> str | None:
     return None
 
 
+def _plan_keys(root: Path) -> list[str]:
+    return [str(k) for k in pd.read_csv(root / "plan.csv", usecols=["key"], dtype={"key": str})["key"]]
+
+
 def sweep_status(results: str | os.PathLike, rebuild: bool = True) -> dict[str, Any]:
     """Progress of a sweep's results folder (``twinsweep status``), also while Slurm array tasks
-    of a detached sweep are writing into it.
+    of a detached sweep are writing into it. Reads only JSON, CSV and parquet files twinsweep
+    wrote; never unpickles anything.
 
-    Returns ``{"out", "study", "planned", "done", "missing", "failed": [{key, error, log}], "slurm":
+    Returns ``{"out", "study", "planned", "done", "missing", "failed": [{key, error, log}],
+    "damaged": [{key, problem}] (run folders that cannot be read completely: not counted as done;
+    the next sweep moves them to quarantine/ and runs them again), "slurm":
     :func:`backends.slurm.folder_status` or None, "busy": host:pid of a sweep holding the folder or
-    None, "complete", "table": runs.parquet path when (re)built or current}``. With ``rebuild``,
+    None, "complete", "table": runs.parquet path when (re)built or current, "table_info":
+    :meth:`sweep.store.ResultStore.table_info` (``complete`` False = partial)}``. With ``rebuild``,
     a complete sweep whose runs.parquet is missing or older than its runs gets it rebuilt (when no
     sweep holds the folder). Raises FileNotFoundError when the folder holds no sweep plan.
     """
@@ -233,10 +363,10 @@ def sweep_status(results: str | os.PathLike, rebuild: bool = True) -> dict[str, 
     root = Path(results)
     if not (root / "plan.csv").exists():
         raise FileNotFoundError(f"{root}: no sweep here (missing plan.csv); start one with `twinsweep sweep`")
-    planned = [str(k) for k in pd.read_csv(root / "plan.csv", usecols=["key"], dtype={"key": str})["key"]]
-    store = ResultStore(root)
+    planned = _plan_keys(root)
+    store = ResultStore(root, log=lambda msg: None)
     want = set(planned)
-    done = store.done_keys() & want
+    done, bad = store.check_runs(want)
     failed: dict[str, dict] = {}
     for k in sorted(store.failed_keys() & want):
         try:
@@ -255,45 +385,66 @@ def sweep_status(results: str | os.PathLike, rebuild: bool = True) -> dict[str, 
     study = None
     try:
         study = store.read_json("study.json").get("name")
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         pass
     busy = _lock_holder(root)
     complete = len(done) == len(want)
     table = root / "runs.parquet"
     if complete and rebuild and busy is None:
         newest = max((store.run_dir(k).stat().st_mtime for k in done), default=0.0)
-        if not table.exists() or table.stat().st_mtime < newest:
+        if not table.exists() or table.stat().st_mtime < newest or not (store.table_info() or {}).get("complete"):
             try:
                 with store.locked():
-                    store.write_table(want)
+                    store.write_table(planned)
             except StoreBusyError:
                 pass
     return {"out": str(root), "study": study, "planned": len(want), "done": len(done),
-            "missing": len(want) - len(done), "failed": list(failed.values()), "slurm": slurm_info,
-            "busy": busy, "complete": complete, "table": str(table) if table.exists() else None}
+            "missing": len(want) - len(done), "failed": list(failed.values()),
+            "damaged": [{"key": k, "problem": v} for k, v in sorted(bad.items())], "slurm": slurm_info,
+            "busy": busy, "complete": complete, "table": str(table) if table.exists() else None,
+            "table_info": store.table_info()}
 
 
-def build_outputs(results: str | os.PathLike, res: SweepResult | None = None) -> Path:
+def build_outputs(results: str | os.PathLike, res: SweepResult | None = None, include_incomplete: bool = False) -> Path:
     """Aggregate runs.parquet (``aggregate.parquet`` / ``aggregate.csv``) and build the report;
-    returns the report's path (``report/index.html``)."""
+    returns the report's path (``report/index.html``). ``include_incomplete``: rank blocks that
+    miss some of their planned runs too (see :func:`sweep.report.build_report`)."""
     from .aggregate import aggregate_results
     from .report import build_report
 
     root = Path(results)
     agg_path = aggregate_results(root)
-    path = build_report(root)
+    path = build_report(root, include_incomplete=include_incomplete)
     if res is not None:
         res.aggregate_path, res.report = agg_path, path
     return path
 
 
-def report(results: str | os.PathLike) -> Path:
+def report(results: str | os.PathLike, include_incomplete: bool = False,
+           log: Callable[[str], None] | None = None) -> Path:
     """Rebuild the aggregate tables and the HTML report of an output folder; returns the page's path.
 
-    Raises FileNotFoundError when the folder holds no sweep (no runs.parquet / study.json).
+    Every run in runs.parquet is checked first (:func:`sweep.store.check_run_dir`): when one cannot
+    be read completely, or its folder is gone, the folder is locked, the damaged runs are moved to
+    ``quarantine/`` (one warning line each, through ``log``) and runs.parquet is rebuilt, so the
+    report never counts a run it cannot read. Blocks (dataset, window, seed) that miss planned runs
+    are left out of the rankings unless ``include_incomplete`` (the page says which either way).
+
+    Raises FileNotFoundError when the folder holds no sweep (no runs.parquet / study.json), and
+    StoreBusyError when damaged runs must be set aside while a sweep is writing there.
     """
     root = Path(results)
     for need in ("runs.parquet", "study.json"):
         if not (root / need).exists():
             raise FileNotFoundError(f"{root}: no sweep results here (missing {need}); run `twinsweep sweep` first")
-    return build_outputs(root)
+    store = ResultStore(root, log=log)
+    try:
+        in_table = set(pd.read_parquet(root / "runs.parquet", columns=["key"])["key"].astype(str))
+    except Exception:  # noqa: BLE001 - an unreadable table is rebuilt from the run folders
+        in_table = None
+    good, bad = store.check_runs(in_table) if in_table is not None else (set(), {"": ""})
+    if bad or (in_table is not None and in_table - good):
+        with store.locked():
+            keys = _plan_keys(root) if (root / "plan.csv").exists() else None
+            store.write_table(keys)
+    return build_outputs(root, include_incomplete=include_incomplete)

@@ -46,7 +46,10 @@ def _add_run_parser(sub):
     p.add_argument("--wetbulb", default=None, metavar="C|CSV",
                    help="outdoor wet bulb for --cooling: constant °C, or a CSV with time and wetbulb_c "
                         "columns (default: the plant's design wet bulb)")
-    p.add_argument("--out", required=True, help="output directory (required)")
+    p.add_argument("--out", required=True, help="output directory (required): a new or empty folder, or an earlier "
+                                                "run's folder (its files are replaced)")
+    p.add_argument("--force", action="store_true",
+                   help="write into a non-empty --out folder that is not a twinsweep run")
     p.add_argument("--accounts-in", default=None, metavar="PATH",
                    help="accounts collected by an earlier run (accounts.json or a run directory) for the "
                         "account-incentive policies (acct_*) and the account factors of 'weighted'; "
@@ -115,10 +118,9 @@ def _write_accounts(args, res, console) -> None:
 
 def _cmd_run(args) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from twinsweep.core.config import Perturbation, RunConfig
-    from twinsweep.core.run import load_run_workload, resolve_system, simulate, write_run
+    from twinsweep.core.run import prepare_out_dir
 
     console = Console(stderr=True, quiet=args.quiet)
     cfg = RunConfig(
@@ -135,6 +137,23 @@ def _cmd_run(args) -> int:
         import dataclasses
 
         cfg = dataclasses.replace(cfg, cooling=True, wetbulb=args.wetbulb)
+    out_dir, created = prepare_out_dir(args.out, force=args.force)  # before any simulation
+    try:
+        return _simulate_and_write(args, cfg, console, out_dir)
+    except BaseException:
+        if created:  # leave nothing behind for a run that produced nothing
+            try:
+                out_dir.rmdir()
+            except OSError:
+                pass
+        raise
+
+
+def _simulate_and_write(args, cfg, console, out_dir: Path) -> int:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from twinsweep.core.run import load_run_workload, resolve_system, simulate, write_run
+
     with console.status(f"loading {args.data}"):
         wl = load_run_workload(cfg)
         system = resolve_system(cfg, wl)
@@ -150,7 +169,7 @@ def _cmd_run(args) -> int:
             prog.update(task, completed=min(1.0, max(0.0, (t - lo) / max(1, hi - lo))))
 
         res = simulate(cfg, workload=wl, system=system, progress=progress)
-    out = write_run(res, args.out)
+    out = write_run(res, out_dir)
     if args.accounts_out:
         _write_accounts(args, res, console)
     if not args.quiet:

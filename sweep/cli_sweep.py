@@ -52,6 +52,9 @@ def add_parsers(sub) -> None:
     r = sub.add_parser("report", help="build the HTML report of a sweep's results folder", description=(
         "Aggregate runs.parquet (exact statistics with Dask) and write report/index.html with PNGs and CSVs."))
     r.add_argument("results", help="results folder of a sweep")
+    r.add_argument("--include-incomplete", action="store_true",
+                   help="also rank blocks (dataset, window, seed) that miss planned runs; their missing variants "
+                        "rank last, and the page says so (default: such blocks are left out of the rankings)")
     r.set_defaults(func=_cmd_report)
 
 
@@ -124,7 +127,7 @@ def _cmd_sweep(args) -> int:
         res = run_sweep(spec, out=args.out, backend=args.backend, workers=args.workers, address=args.address,
                         retries=args.retries, progress=not args.no_progress and sys.stderr.isatty(),
                         report=not args.no_report, slurm=slurm or None, detach=args.detach,
-                        log=lambda msg: print(msg, file=sys.stderr, flush=True))
+                        log=_warn_line("sweep"))
     except KeyboardInterrupt:
         console.print("interrupted: the complete runs are kept; run the same command again to resume")
         raise
@@ -149,6 +152,14 @@ def _cmd_sweep(args) -> int:
     return 1 if res.failed else 0
 
 
+def _warn_line(command: str):
+    """A ``log`` callable printing one line per message to stderr."""
+    def log(msg: str) -> None:
+        print(f"twinsweep {command}: {msg}", file=sys.stderr, flush=True)
+
+    return log
+
+
 def _cmd_status(args) -> int:
     from .api import sweep_status
 
@@ -159,6 +170,14 @@ def _cmd_status(args) -> int:
         return 2
     print(f"results: {st['out']}" + (f" (study {st['study']})" if st["study"] else ""))
     print(f"runs:    {st['done']} of {st['planned']} complete, {st['missing']} missing, {len(st['failed'])} failed")
+    for d in st["damaged"][:20]:
+        print(f"unreadable run {d['key']}: {d['problem']} (not counted; the next sweep sets it aside and runs it again)")
+    if len(st["damaged"]) > 20:
+        print(f"... {len(st['damaged']) - 20} more unreadable run(s)")
+    ti = st.get("table_info")
+    if ti is not None and not ti.get("complete"):
+        why = "the sweep was interrupted" if ti.get("interrupted") else "runs are missing or failed"
+        print(f"table:   runs.parquet is partial: {ti.get('runs')} of {ti.get('planned')} planned runs ({why})")
     if st["busy"]:
         print(f"a sweep is writing here: {st['busy']}")
     sl = st["slurm"]
@@ -189,7 +208,7 @@ def _cmd_report(args) -> int:
     from .api import report
 
     try:
-        path = report(args.results)
+        path = report(args.results, include_incomplete=args.include_incomplete, log=_warn_line("report"))
     except FileNotFoundError as exc:
         print(f"twinsweep report: error: {exc}", file=sys.stderr)
         return 2

@@ -106,3 +106,33 @@ def pivot_blocks(df: pd.DataFrame, metric: str, variants: list[str],
     p = df.pivot_table(index=list(block_cols), columns="variant", values=metric, aggfunc="first", dropna=False)
     p = p.reindex(columns=variants)
     return p.to_numpy(dtype="float64"), list(p.index)
+
+
+def incomplete_blocks(runs: pd.DataFrame, plan: pd.DataFrame,
+                      block_cols=("dataset", "window", "seed")) -> pd.DataFrame:
+    """Blocks of the plan that lack some of their planned runs in ``runs`` (failed, not run yet, or
+    set aside as unreadable): one row per such block with ``block_cols`` (as str), ``planned`` and
+    ``missing`` (run counts). ``runs`` and ``plan`` (plan.csv) need ``key`` and ``block_cols``.
+
+    Ranking such a block would rank its missing variants last (a NaN metric ranks worst), which
+    biases mean ranks against them; the report leaves these blocks out unless asked otherwise.
+    """
+    cols = list(block_cols)
+    if plan is None or plan.empty or not set(cols + ["key"]) <= set(plan.columns):
+        return pd.DataFrame(columns=cols + ["planned", "missing"])
+    p = plan[cols + ["key"]].astype(str)
+    have = set(runs["key"].astype(str)) if "key" in runs.columns else set()
+    p = p.assign(missing=~p["key"].isin(have))
+    g = p.groupby(cols, sort=False).agg(planned=("key", "size"), missing=("missing", "sum")).reset_index()
+    g["missing"] = g["missing"].astype("int64")
+    return g[g["missing"] > 0].reset_index(drop=True)
+
+
+def drop_blocks(runs: pd.DataFrame, blocks: pd.DataFrame, block_cols=("dataset", "window", "seed")) -> pd.DataFrame:
+    """``runs`` without the rows of ``blocks`` (as returned by :func:`incomplete_blocks`)."""
+    cols = list(block_cols)
+    if blocks is None or blocks.empty or runs.empty:
+        return runs
+    bad = set(map(tuple, blocks[cols].astype(str).to_numpy()))
+    ids = runs[cols].astype(str).apply(tuple, axis=1)
+    return runs[~ids.isin(bad)].reset_index(drop=True)

@@ -24,9 +24,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .ranking import block_ranks, bootstrap_mean_rank, kendall_w, pivot_blocks, win_matrix
+from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 from twinsweep.core.metrics import metric as _metric, summary_metrics
 
+from .ranking import (block_ranks, bootstrap_mean_rank, drop_blocks, incomplete_blocks, kendall_w, pivot_blocks,
+                      win_matrix)
 from .spec import study_axes, study_metrics, study_rank
 
 KENDALL_CITE = ("M. G. Kendall and B. Babington Smith, \"The problem of m rankings\", "
@@ -114,14 +116,14 @@ class _Page:
         fig.savefig(buf, format="png", dpi=90, bbox_inches=bbox, metadata={"Software": None})
         plt.close(fig)
         data = buf.getvalue()
-        (self.out / name).write_bytes(data)
+        atomic_write_bytes(self.out / name, data, sync=False)  # rebuilt from the runs at will: atomic, not synced
         self.files.append(name)
         b64 = base64.b64encode(data).decode("ascii")
         cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
         self.parts.append(f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{b64}"/>{cap}</figure>')
 
     def csv(self, df: pd.DataFrame, name: str) -> None:
-        df.to_csv(self.out / name, index=False)
+        atomic_write_text(self.out / name, df.to_csv(index=False), sync=False)
         self.files.append(name)
 
     def html(self, title: str) -> str:
@@ -530,11 +532,34 @@ def _section_failures(pg: _Page, failed: list[dict]) -> None:
     pg.p("Tracebacks: failed/<key>/error.json in the results folder.")
 
 
+def _note_incomplete(pg: _Page, incomplete: pd.DataFrame, included: bool) -> None:
+    """Say on the page which blocks miss planned runs and whether they were ranked."""
+    if incomplete.empty:
+        return
+    what = "; ".join(f"{r.dataset}/{r.window}/seed {r.seed}: {r.missing} of {r.planned} missing"
+                     for r in incomplete.head(12).itertuples())
+    more = f" (and {len(incomplete) - 12} more)" if len(incomplete) > 12 else ""
+    if included:
+        pg.p(f"<b>Incomplete blocks are ranked</b> (twinsweep report --include-incomplete): {len(incomplete)} "
+             f"block(s) miss planned runs, whose variants rank last there: {html.escape(what)}{more}.", raw=True)
+    else:
+        pg.p(f"<b>{len(incomplete)} block(s) left out of the rankings</b> because planned runs are missing (failed, "
+             f"not run yet, or set aside as unreadable); a missing variant would rank last: {html.escape(what)}{more}. "
+             "Run the sweep again to complete them, or rank them anyway with twinsweep report --include-incomplete.",
+             raw=True)
+
+
 # ---------------------------------------------------------------------------------------- entry
-def build_report(results: str | os.PathLike, out: str | os.PathLike | None = None) -> Path:
+def build_report(results: str | os.PathLike, out: str | os.PathLike | None = None,
+                 include_incomplete: bool = False) -> Path:
     """Build ``<results>/report/index.html`` (+ PNGs and CSVs) from a results folder; returns the
     page's path. Needs runs.parquet, study.json and datasets.json (written by a sweep). Raises
-    FileNotFoundError when they are missing."""
+    FileNotFoundError when they are missing.
+
+    Blocks (dataset, window, seed) that miss some of their planned runs
+    (:func:`sweep.ranking.incomplete_blocks`) are left out of the rank tables, win matrices and
+    agreement, since their missing variants would rank last; ``include_incomplete`` ranks them too.
+    The summary says which blocks were left out, or that incomplete blocks were ranked."""
     root = Path(results)
     out_dir = Path(out) if out is not None else root / "report"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -556,6 +581,7 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
                 except ValueError:
                     pass
     plan_n = len(runs)
+    plan = None
     if (root / "plan.csv").exists():  # plan order: datasets, windows and axis values as in the spec
         plan = pd.read_csv(root / "plan.csv", dtype=str, keep_default_na=False)
         plan_n = len(plan)
@@ -567,14 +593,18 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
     runs, variants = add_variant(runs, axes) if len(runs) else (runs.assign(variant=[]), [])
     metrics = list(dict.fromkeys(summary_metrics() + study_metrics(study)))
 
+    incomplete = incomplete_blocks(runs, plan)
+    ranked = runs if include_incomplete else drop_blocks(runs, incomplete)
+
     pg = _Page(out_dir)
     _section_summary(pg, study, runs, root, failed, plan_n)
+    _note_incomplete(pg, incomplete, include_incomplete)
     if len(runs):
         _section_distributions(pg, runs, variants, metrics)
-        _section_ranks(pg, runs, variants, rank, int(study.get("report", {}).get("bootstrap", 1000)),
+        _section_ranks(pg, ranked, variants, rank, int(study.get("report", {}).get("bootstrap", 1000)),
                        int(study.get("report", {}).get("seed", 0)))
-        _section_wins(pg, runs, variants, rank)
-        _section_agreement(pg, runs, variants, rank)
+        _section_wins(pg, ranked, variants, rank)
+        _section_agreement(pg, ranked, variants, rank)
         _section_timelines(pg, root, runs, variants, study, datasets)
         _section_aggregate(pg, root, runs, variants, metrics)
     else:
@@ -585,12 +615,9 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
     _section_provenance(pg, datasets)
     _section_power(pg, datasets)
     _section_failures(pg, failed)
-    runs.drop(columns=["variant"], errors="ignore").to_csv(out_dir / "runs.csv", index=False)
-    path = out_dir / "index.html"
-    tmp = out_dir / ".index.html.tmp"
-    tmp.write_text(pg.html(f"twinsweep — {study.get('name', '')}"))
-    os.replace(tmp, path)
-    return path
+    atomic_write_text(out_dir / "runs.csv", runs.drop(columns=["variant"], errors="ignore").to_csv(index=False),
+                      sync=False)
+    return atomic_write_text(out_dir / "index.html", pg.html(f"twinsweep — {study.get('name', '')}"))
 
 
 def report_sections() -> tuple[str, ...]:

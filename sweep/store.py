@@ -2,19 +2,29 @@
 
 Layout of an output folder::
 
-    study.toml / study.json   the spec as given / as resolved
+    study.toml / study.json   the spec as given / as resolved (study.json names the study the
+                              folder belongs to: a spec of another study is refused)
     datasets.json             provenance of every trace and the system (power model) it ran on
     plan.csv                  every run of the study: key, dataset, window, axes, seed
     runs/<key>/               one complete run: jobs.parquet, timeline.parquet, stats.json,
                               manifest.json (core.run.write_run) + sweep.json (grid coordinates)
     runs/.tmp-<key>-…/        a run being written (renamed to runs/<key> when complete)
     failed/<key>/error.json   a run that raised: error, traceback, attempts (removed on success)
-    runs.parquet              one row per run, sorted by key, rebuilt from runs/*/
-    .lock                     held (flock) by the sweep writing here
+    quarantine/<key>-<time>/  a run folder that could not be read completely, moved aside (with
+                              reason.txt) so that it runs again; nothing in it is read any more
+    runs.parquet              one row per run, sorted by key, rebuilt from runs/*/; its schema
+                              metadata says whether it covers the whole plan (:meth:`ResultStore.table_info`)
+    .cache/                   the local backend's dataset file (reused by the next sweep)
+    .lock                     held (flock) by the sweep writing here; removed when it ends
 
-A run directory exists under its final name only once every file in it is written (rename is
-atomic on POSIX filesystems), so "done" = "``runs/<key>`` exists" and a restarted sweep runs only
-what is missing. Leftover ``.tmp-*`` directories of a killed sweep are removed at the next start.
+Every file is written atomically and flushed to the disk first (:mod:`core.atomic`); a run
+directory exists under its final name only once every file in it is written and synced (rename is
+atomic on POSIX filesystems). "Done" = ``runs/<key>`` exists *and* :func:`check_run_dir` can read
+it completely (files present, JSON parses, parquet footers and row counts consistent, manifest of
+the current schema); a run folder that fails the check is moved to ``quarantine/`` with one warning
+line and counted as missing, so a damaged run is run again instead of silently dropping out of the
+table. Leftover temporary files of a killed sweep are removed at the next start: only twinsweep's
+own (``runs/.tmp-*``, ``*.twinsweep-tmp-*``), never a file of the user's.
 """
 
 from __future__ import annotations
@@ -23,7 +33,9 @@ import contextlib
 import datetime as _dt
 import fcntl
 import json
+import math
 import os
+import re
 import shutil
 import socket
 import uuid
@@ -33,16 +45,26 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
+from twinsweep.core.atomic import TMP_MARK, atomic_write, atomic_write_text, disk_full_error, fsync_path, is_disk_full
 from twinsweep.core.errors import TwinError
 
 RUNS_DIR = "runs"
 FAILED_DIR = "failed"
+QUARANTINE_DIR = "quarantine"
+CACHE_DIR = ".cache"
 TABLE = "runs.parquet"
 SWEEP_JSON = "sweep.json"
 TMP_PREFIX = ".tmp-"
+#: Files every complete run directory holds.
+RUN_DIR_FILES = ("jobs.parquet", "timeline.parquet", "stats.json", "manifest.json", SWEEP_JSON)
+#: Key of runs.parquet's schema metadata describing the table (:meth:`ResultStore.table_info`).
+TABLE_META_KEY = b"twinsweep"
 
 #: Count fields of stats.json copied into runs.parquet as ``count_<name>``.
 COUNT_PREFIX = "count_"
+
+# temporary files an older version wrote in the results folder's root (cleaned like ours)
+_LEGACY_ROOT_TMP = re.compile(r"^\.tmp-(runs\.parquet|study\.json|datasets\.json|plan\.csv|study\.toml)-[0-9a-f]+$")
 
 
 class StoreBusyError(TwinError):
@@ -50,9 +72,7 @@ class StoreBusyError(TwinError):
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f"{TMP_PREFIX}{path.name}-{uuid.uuid4().hex[:8]}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    atomic_write_text(path, text)
 
 
 def dump_json(obj: Any) -> str:
@@ -62,19 +82,21 @@ def dump_json(obj: Any) -> str:
 
 def commit_run_dir(runs_dir: str | os.PathLike, key: str, write: Callable[[Path], None]) -> str:
     """Write one run atomically: ``write(tmp_dir)`` fills a fresh ``runs/.tmp-<key>-…`` folder
-    which is then renamed to ``runs/<key>``.
+    which is then flushed to the disk (the folder's entries) and renamed to ``runs/<key>``.
 
     Returns ``"written"``, or ``"exists"`` when ``runs/<key>`` was already complete (the new copy is
-    discarded). If ``write`` raises, the temporary folder is removed and the error propagates.
+    discarded). If ``write`` raises, the temporary folder is removed and the error propagates (a
+    full disk as :class:`core.errors.DiskFullError`).
     """
     runs = Path(runs_dir)
     final = runs / key
     if final.exists():
         return "exists"
     tmp = runs / f"{TMP_PREFIX}{key}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir(parents=True)
     try:
+        tmp.mkdir(parents=True)
         write(tmp)
+        fsync_path(tmp)  # the files themselves were synced by their atomic writes
         try:
             os.rename(tmp, final)
         except OSError:
@@ -82,10 +104,86 @@ def commit_run_dir(runs_dir: str | os.PathLike, key: str, write: Callable[[Path]
                 shutil.rmtree(tmp, ignore_errors=True)
                 return "exists"
             raise
-    except BaseException:
+        fsync_path(runs)
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if is_disk_full(exc):
+            raise disk_full_error(final, exc) from exc
         raise
     return "written"
+
+
+def _parquet_problem(path: Path) -> tuple[str | None, int]:
+    """``(problem or None, rows)`` of a parquet file: the footer must parse, the row groups must
+    add up to the footer's row count and every column chunk must lie inside the file."""
+    import pyarrow.parquet as pq
+
+    try:
+        size = path.stat().st_size
+        md = pq.read_metadata(path)
+    except Exception as exc:  # noqa: BLE001 - ArrowInvalid, OSError ...: unreadable either way
+        return f"{path.name}: not a readable parquet file ({type(exc).__name__}: {exc})", 0
+    rows = 0
+    for i in range(md.num_row_groups):
+        rg = md.row_group(i)
+        rows += rg.num_rows
+        for j in range(rg.num_columns):
+            c = rg.column(j)
+            first = c.dictionary_page_offset if c.has_dictionary_page and c.dictionary_page_offset else c.data_page_offset
+            if first is None or first < 0 or first + c.total_compressed_size > size:
+                return f"{path.name}: column chunk {c.path_in_schema!r} lies outside the file (truncated?)", rows
+    if rows != md.num_rows:
+        return f"{path.name}: row groups hold {rows} rows, the footer says {md.num_rows}", rows
+    return None, md.num_rows
+
+
+def check_run_dir(run_dir: str | os.PathLike) -> str | None:
+    """None when a run directory can be read completely, else one line saying what is wrong.
+
+    Checks: every file of :data:`RUN_DIR_FILES` is present; stats.json, manifest.json and
+    sweep.json parse as JSON objects; sweep.json's key is the folder's name; manifest.json has the
+    current ``schema_version`` (:data:`core.run.MANIFEST_SCHEMA_VERSION`; older outputs have other
+    column meanings); both parquet footers parse, their row groups add up and lie inside the file;
+    jobs.parquet has ``stats.counts.jobs_in_window`` rows and timeline.parquet
+    ``ceil((window end − start) / sample_period)`` rows.
+    """
+    from twinsweep.core.run import MANIFEST_SCHEMA_VERSION
+
+    d = Path(run_dir)
+    missing = [f for f in RUN_DIR_FILES if not (d / f).is_file()]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    docs = {}
+    for name in ("stats.json", "manifest.json", SWEEP_JSON):
+        try:
+            doc = json.loads((d / name).read_text())
+        except (OSError, ValueError) as exc:
+            return f"{name}: cannot be read as JSON ({exc})"
+        if not isinstance(doc, dict):
+            return f"{name}: not a JSON object"
+        docs[name] = doc
+    if docs[SWEEP_JSON].get("key") != d.name:
+        return f"{SWEEP_JSON}: key {docs[SWEEP_JSON].get('key')!r} is not the folder's name"
+    man = docs["manifest.json"]
+    sv = man.get("schema_version")
+    if not isinstance(sv, int) or sv < MANIFEST_SCHEMA_VERSION:
+        return (f"manifest.json: schema_version {sv!r} is older than this version's {MANIFEST_SCHEMA_VERSION} "
+                "(written by an earlier twinsweep)")
+    problem, job_rows = _parquet_problem(d / "jobs.parquet")
+    if problem:
+        return problem
+    problem, tl_rows = _parquet_problem(d / "timeline.parquet")
+    if problem:
+        return problem
+    want_jobs = (docs["stats.json"].get("counts") or {}).get("jobs_in_window")
+    if isinstance(want_jobs, int) and want_jobs != job_rows:
+        return f"jobs.parquet: {job_rows} rows, stats.json counts {want_jobs} jobs in the window"
+    win, period = man.get("window") or {}, (man.get("config") or {}).get("sample_period")
+    if isinstance(win.get("start"), int) and isinstance(win.get("end"), int) and isinstance(period, int) and period > 0:
+        want_bins = math.ceil((win["end"] - win["start"]) / period)
+        if want_bins != tl_rows:
+            return f"timeline.parquet: {tl_rows} rows, the window and sample period give {want_bins}"
+    return None
 
 
 def _flat(v: Any) -> Any:
@@ -121,37 +219,110 @@ def run_row(run_dir: str | os.PathLike) -> dict[str, Any]:
     return row
 
 
-class ResultStore:
-    """An output folder (see the module docstring). ``root`` is created when missing."""
+def _uniform_column(values: pd.Series) -> pd.Series:
+    """An object column with one Python type (str, bool or number) is returned as is; a column that
+    mixes them (a grid axis such as ``wetbulb = [20.0, "wb.csv"]``) becomes text (``"20.0"``,
+    ``"wb.csv"``), so that the table has one Arrow type per column. Numbers mixing int and float
+    become float."""
+    kinds = set()
+    for v in values:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        kinds.add("bool" if isinstance(v, bool) else "num" if isinstance(v, (int, float)) else "str")
+    if len(kinds) <= 1:
+        if kinds == {"num"}:
+            return pd.to_numeric(values)
+        return values
+    return values.map(lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
 
-    def __init__(self, root: str | os.PathLike):
+
+def table_schema(df: pd.DataFrame):
+    """The explicit Arrow schema of runs.parquet for ``df``: float64 metrics, int64 counts and
+    integers, bool flags, and string for every text column (mixed-type grid axes included, see
+    :func:`_uniform_column`), so that building the table never depends on Arrow's inference."""
+    import pyarrow as pa
+
+    fields = []
+    for c in df.columns:
+        dt = df[c].dtype
+        if pd.api.types.is_bool_dtype(dt):
+            t = pa.bool_()
+        elif pd.api.types.is_integer_dtype(dt):
+            t = pa.int64()
+        elif pd.api.types.is_float_dtype(dt):
+            t = pa.float64()
+        else:
+            vals = [v for v in df[c] if v is not None and not (isinstance(v, float) and math.isnan(v))]
+            t = pa.bool_() if vals and all(isinstance(v, bool) for v in vals) else pa.string()
+        fields.append(pa.field(str(c), t))
+    return pa.schema(fields)
+
+
+class ResultStore:
+    """An output folder (see the module docstring). ``root`` is created when missing.
+
+    ``log``: called with one-line warnings (a damaged run moved to quarantine ...); default
+    :func:`warnings.warn`.
+    """
+
+    def __init__(self, root: str | os.PathLike, log: Callable[[str], None] | None = None):
         self.root = Path(root)
         self.runs_dir = self.root / RUNS_DIR
         self.failed_dir = self.root / FAILED_DIR
+        self.quarantine_dir = self.root / QUARANTINE_DIR
+        self.cache_dir = self.root / CACHE_DIR
+        self._log = log
         self._lock_fh = None
+
+    def warn(self, msg: str) -> None:
+        """Report a one-line warning through ``log`` (or :func:`warnings.warn`)."""
+        if self._log is not None:
+            self._log(msg)
+        else:
+            warnings.warn(msg, RuntimeWarning, stacklevel=3)
 
     # ------------------------------------------------------------------ lifecycle
     def create(self) -> "ResultStore":
-        """Create ``root``, ``runs/`` and ``failed/``. Returns self."""
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        self.failed_dir.mkdir(parents=True, exist_ok=True)
+        """Create ``root``, ``runs/`` and ``failed/``. Returns self. Raises ConfigError naming the
+        folder when ``root`` is a file or cannot be created."""
+        from twinsweep.core.errors import ConfigError
+
+        if self.root.exists() and not self.root.is_dir():
+            raise ConfigError(f"output folder {self.root} is a file, not a folder; choose another --out")
+        try:
+            self.runs_dir.mkdir(parents=True, exist_ok=True)
+            self.failed_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise disk_full_error(self.runs_dir, exc) from exc
+            raise ConfigError(f"output folder {self.root}: cannot create it ({exc.strerror or exc})") from exc
         return self
 
     @contextlib.contextmanager
     def locked(self):
-        """Hold an exclusive ``flock`` on ``root/.lock`` (released even on kill -9).
+        """Hold an exclusive ``flock`` on ``root/.lock`` (released even on kill -9); the file is
+        removed when the block ends normally or by an exception, so no stale ``.lock`` stays.
 
         Raises StoreBusyError when another process holds it (two sweeps must not share a folder).
         """
         self.create()
-        fh = open(self.root / ".lock", "a+")
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.seek(0)
-            who = fh.read().strip()
+        path = self.root / ".lock"
+        while True:
+            fh = open(path, "a+")
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                fh.seek(0)
+                who = fh.read().strip()
+                fh.close()
+                raise StoreBusyError(f"{self.root}: another sweep is writing here ({who or 'unknown process'})")
+            try:  # the holder before us may have removed the file after we opened it: lock the live one
+                same = os.fstat(fh.fileno()).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
             fh.close()
-            raise StoreBusyError(f"{self.root}: another sweep is writing here ({who or 'unknown process'})")
         fh.seek(0)
         fh.truncate()
         fh.write(f"{socket.gethostname()}:{os.getpid()}\n")
@@ -159,18 +330,29 @@ class ResultStore:
         try:
             yield self
         finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
             fcntl.flock(fh, fcntl.LOCK_UN)
             fh.close()
 
     def clean_tmp(self) -> int:
         """Remove leftover temporary run folders/files of a killed sweep; returns how many.
-        Call only while holding :meth:`locked`."""
+        Only twinsweep's own: ``runs/.tmp-*``, ``failed/*/`` temporaries and, in the folder itself,
+        files marked ``.twinsweep-tmp-`` (and the exact names an earlier version used). Call only
+        while holding :meth:`locked`."""
         leftovers = []
-        for base in (self.root, self.runs_dir, self.failed_dir):
-            if base.exists():
-                leftovers += [p for p in base.iterdir() if p.name.startswith(TMP_PREFIX)]
+        if self.runs_dir.exists():
+            leftovers += [p for p in self.runs_dir.iterdir() if p.name.startswith(TMP_PREFIX) or TMP_MARK in p.name]
+        if self.root.exists():
+            leftovers += [p for p in self.root.iterdir() if TMP_MARK in p.name or _LEGACY_ROOT_TMP.match(p.name)]
         if self.failed_dir.exists():  # half-written error.json files
-            leftovers += list(self.failed_dir.glob(f"*/{TMP_PREFIX}*"))
+            leftovers += [p for p in self.failed_dir.glob("*/*")
+                          if p.name.startswith(TMP_PREFIX) or TMP_MARK in p.name]
+        for base in (self.cache_dir, self.root / "report"):
+            if base.exists():
+                leftovers += [p for p in base.iterdir() if TMP_MARK in p.name]
         for p in leftovers:
             if p.is_dir():
                 shutil.rmtree(p, ignore_errors=True)
@@ -180,10 +362,12 @@ class ResultStore:
 
     # ------------------------------------------------------------------ runs
     def done_keys(self) -> set[str]:
-        """Keys of the complete runs (``runs/<key>`` folders)."""
+        """Keys with a ``runs/<key>`` folder (complete by the atomic rename; whether its files can
+        still be read is :meth:`check_runs`'s business)."""
         if not self.runs_dir.exists():
             return set()
-        return {p.name for p in self.runs_dir.iterdir() if p.is_dir() and not p.name.startswith(TMP_PREFIX)}
+        return {p.name for p in self.runs_dir.iterdir()
+                if p.is_dir() and not p.name.startswith(TMP_PREFIX) and TMP_MARK not in p.name}
 
     def is_done(self, key: str) -> bool:
         """True when ``runs/<key>/`` exists (complete: folders appear only by atomic rename)."""
@@ -193,6 +377,49 @@ class ResultStore:
         """Path of ``runs/<key>/`` (whether or not it exists)."""
         return self.runs_dir / key
 
+    def check_runs(self, keys: Iterable[str] | None = None) -> tuple[set[str], dict[str, str]]:
+        """``(readable, damaged)`` among the run folders (``keys``: only these): ``damaged`` maps a
+        key to what :func:`check_run_dir` found wrong. Reads only; moves nothing."""
+        done = self.done_keys()
+        wanted = done if keys is None else set(keys) & done
+        good, bad = set(), {}
+        for k in sorted(wanted):
+            problem = check_run_dir(self.runs_dir / k)
+            if problem is None:
+                good.add(k)
+            else:
+                bad[k] = problem
+        return good, bad
+
+    def quarantine(self, key: str, reason: str) -> Path:
+        """Move ``runs/<key>`` to ``quarantine/<key>-<UTC time>/`` (with ``reason.txt``) and warn in
+        one line; the run then counts as missing and runs again. Call while holding :meth:`locked`.
+        Returns the new path."""
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        self.quarantine_dir.mkdir(parents=True, exist_ok=True)
+        dest = self.quarantine_dir / f"{key}-{stamp}"
+        n = 1
+        while dest.exists():
+            n += 1
+            dest = self.quarantine_dir / f"{key}-{stamp}-{n}"
+        os.rename(self.runs_dir / key, dest)
+        try:
+            (dest / "reason.txt").write_text(reason + "\n")
+        except OSError:
+            pass
+        self.warn(f"run {key} cannot be read completely ({reason}): moved to {dest}; it counts as missing and "
+                  "runs again")
+        return dest
+
+    def usable_keys(self, keys: Iterable[str] | None = None) -> set[str]:
+        """The run folders that can be read completely; every damaged one among ``keys`` (all when
+        None) is moved to quarantine with one warning line (:meth:`quarantine`). Call while holding
+        :meth:`locked`."""
+        good, bad = self.check_runs(keys)
+        for k, reason in sorted(bad.items()):
+            self.quarantine(k, reason)
+        return good
+
     # ------------------------------------------------------------------ failures
     def record_failure(self, key: str, error: str, traceback: str | None, attempt: int,
                        info: dict[str, Any] | None = None, worker: str = "") -> Path:
@@ -200,10 +427,16 @@ class ResultStore:
 
         The file holds ``key``, the last ``error`` and ``traceback``, ``attempts`` (list of
         ``{attempt, error, traceback, worker, time}``) and ``info`` (the run's coordinates/config).
+        Raises DiskFullError when the disk is full.
         """
         d = self.failed_dir / key
-        d.mkdir(parents=True, exist_ok=True)
         path = d / "error.json"
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise disk_full_error(path, exc) from exc
+            raise
         doc = {"key": key, "attempts": []}
         if path.exists():
             try:
@@ -234,19 +467,24 @@ class ResultStore:
         return json.loads((self.failed_dir / key / "error.json").read_text())
 
     # ------------------------------------------------------------------ table
-    def build_table(self, keys: Iterable[str] | None = None) -> pd.DataFrame:
+    def build_table(self, keys: Iterable[str] | None = None, quarantine: bool = False) -> pd.DataFrame:
         """runs.parquet's content from the run folders (``keys``: only these, when given; missing
-        ones are skipped, and so are folders without sweep.json / stats.json, with a warning).
-        One row per run, sorted by key; metrics float64, counts Int64."""
-        done = self.done_keys()
-        wanted = sorted(done if keys is None else set(keys) & done)
+        ones are skipped). A folder that cannot be read completely (:func:`check_run_dir`) never
+        gives a row: with ``quarantine`` (the caller holds the lock) it is moved aside
+        (:meth:`quarantine`), else skipped with a warning. One row per run, sorted by key; metrics
+        float64, counts Int64, grid axes of mixed types as text."""
+        good, bad = self.check_runs(keys)
+        for k, reason in sorted(bad.items()):
+            if quarantine:
+                self.quarantine(k, reason)
+            else:
+                self.warn(f"run {k} cannot be read completely ({reason}): left out of the table")
         rows = []
-        for k in wanted:
+        for k in sorted(good):
             try:
                 rows.append(run_row(self.runs_dir / k))
             except (OSError, ValueError, KeyError) as exc:  # not a sweep run folder (copied in by hand?)
-                warnings.warn(f"{self.runs_dir / k}: skipped, not a complete sweep run ({exc})", RuntimeWarning,
-                              stacklevel=2)
+                self.warn(f"{self.runs_dir / k}: skipped, not a complete sweep run ({exc})")
         df = pd.DataFrame(rows)
         if df.empty:
             return pd.DataFrame({"key": pd.Series(dtype="object")})
@@ -257,22 +495,45 @@ class ResultStore:
                 df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
             elif c.startswith(COUNT_PREFIX):
                 df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
+            elif df[c].dtype == object:
+                df[c] = _uniform_column(df[c])
         for c in ("start", "duration", "submit_jitter_s", "seed"):
             if c in df.columns:
                 df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
         return df.sort_values("key", kind="mergesort").reset_index(drop=True)
 
-    def write_table(self, keys: Iterable[str] | None = None) -> Path:
-        """Rebuild ``runs.parquet`` from the run folders (atomically); returns its path."""
+    def write_table(self, keys: Iterable[str] | None = None, interrupted: bool = False,
+                    quarantine: bool = True) -> Path:
+        """Rebuild ``runs.parquet`` from the run folders (atomically, with an explicit Arrow
+        schema, :func:`table_schema`); returns its path. ``keys``: the plan (its size is recorded);
+        ``interrupted``: the sweep stopped early (Ctrl-C, disk full). The schema metadata records
+        ``{"planned", "runs", "complete", "interrupted"}`` (:meth:`table_info`). With ``quarantine``
+        (default; the caller holds the lock) unreadable run folders are moved aside."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        df = self.build_table(keys)
-        path = self.root / TABLE
-        tmp = self.root / f"{TMP_PREFIX}{TABLE}-{uuid.uuid4().hex[:8]}"
-        pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp)
-        os.replace(tmp, path)
-        return path
+        keys = None if keys is None else list(keys)
+        df = self.build_table(keys, quarantine=quarantine)
+        planned = len(set(keys)) if keys is not None else len(df)
+        n = int(df["key"].notna().sum()) if "key" in df.columns else 0
+        info = {"planned": planned, "runs": n, "complete": n == planned and not interrupted,
+                "interrupted": bool(interrupted)}
+        table = pa.Table.from_pandas(df, schema=table_schema(df), preserve_index=False)
+        meta = dict(table.schema.metadata or {})
+        meta[TABLE_META_KEY] = json.dumps(info, sort_keys=True).encode()
+        table = table.replace_schema_metadata(meta)
+        return atomic_write(self.root / TABLE, lambda p: pq.write_table(table, p))
+
+    def table_info(self) -> dict[str, Any] | None:
+        """What runs.parquet covers: ``{"planned", "runs", "complete", "interrupted"}`` from its
+        schema metadata; None when there is no table (or it predates this metadata)."""
+        import pyarrow.parquet as pq
+
+        try:
+            meta = pq.read_schema(self.root / TABLE).metadata or {}
+            return json.loads(meta[TABLE_META_KEY])
+        except Exception:  # noqa: BLE001 - absent, unreadable or without the metadata: unknown
+            return None
 
     def read_table(self) -> pd.DataFrame:
         """``runs.parquet`` as a DataFrame. Raises FileNotFoundError when it was never built."""
@@ -284,6 +545,10 @@ class ResultStore:
         path = self.root / name
         _atomic_write_text(path, dump_json(obj))
         return path
+
+    def write_text(self, name: str, text: str) -> Path:
+        """Write ``root/name`` atomically."""
+        return atomic_write_text(self.root / name, text)
 
     def read_json(self, name: str) -> Any:
         """Parse ``root/name``. Raises FileNotFoundError / ValueError."""

@@ -380,7 +380,7 @@ class _Evaluator:
     def __init__(self, spec: TuneSpec, study, store, datasets, run_fn, on_trial: Callable | None):
         self.spec, self.study, self.store, self.datasets = spec, study, store, datasets
         self.run_fn, self.on_trial = run_fn, on_trial
-        self.done = store.done_keys()
+        self.done = store.usable_keys()  # (lock held) damaged run folders go to quarantine/ and run again
         self.inflight: dict[str, list[dict]] = {}  # key -> trial records waiting for it
         self.failed: dict[str, str] = {}
         self.executed = 0
@@ -527,7 +527,7 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
     n_wanted = spec.trials if trials is None else int(trials)
     if n_wanted < 1:
         raise ConfigError(f"--trials: expected >= 1, got {n_wanted}")
-    root = Path(study_spec.output)
+    root = Path(study_spec.output).expanduser().absolute()  # workers elsewhere must not resolve it themselves
     store = ResultStore(root)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     res = TuneResult(out=store.root, study_name=spec.study_name, storage="")

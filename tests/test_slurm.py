@@ -208,7 +208,7 @@ def _wait_until(cond, timeout: float, what: str, step: float = 0.2):
 
 
 def _outcome_keys(out: Path) -> set[str]:
-    return {Path(p).stem for p in glob.glob(str(out / "slurm" / "*" / "out" / "*.pkl"))}
+    return {Path(p).stem for p in glob.glob(str(out / "slurm" / "*" / "out" / "*.json"))}
 
 
 def test_bad_options_give_clear_errors_before_submitting(slurm_env, tmp_path, trace, capsys):

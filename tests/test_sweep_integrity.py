@@ -1,0 +1,307 @@
+"""Issue 11, results that cannot be skewed: a damaged run folder is set aside and run again, never
+dropped silently; status/report never count what they cannot read; incomplete blocks are not
+ranked; a full disk is one clear line; the output folder is the user's; status never unpickles."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import pickle
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from twinsweep.core.errors import ConfigError, DiskFullError
+from twinsweep.sweep.api import report, run_sweep, sweep_status
+from twinsweep.sweep.cli import main
+from twinsweep.sweep.store import ResultStore, check_run_dir
+from test_sweep_support import write_spec
+
+# 1 seed x fcfs/sjf x none/easy = 4 runs: the smallest sweep with two variants per block axis
+
+
+def _sweep(tmp_path, **kw):
+    spec = write_spec(tmp_path, seeds=kw.pop("seeds", 1), **kw)
+    lines: list[str] = []
+    res = run_sweep(spec, backend="local", report=False, log=lines.append)
+    return spec, res, lines
+
+
+def _truncate(path: Path, keep: float = 0.5) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+
+
+def test_truncated_stats_json_is_quarantined_and_run_again(tmp_path):
+    spec, res, _ = _sweep(tmp_path)
+    assert res.ran == res.planned == 4
+    out = tmp_path / "out"
+    victim = sorted(p.name for p in (out / "runs").iterdir())[1]
+    before = (out / "runs" / victim / "stats.json").read_bytes()
+    _truncate(out / "runs" / victim / "stats.json")
+
+    lines: list[str] = []
+    again = run_sweep(spec, backend="local", report=False, log=lines.append)
+    assert again.skipped == 3 and again.ran == 1  # the damaged run counts as missing and runs again
+    assert (out / "runs" / victim / "stats.json").read_bytes() == before  # same run, same bytes
+    assert len(pd.read_parquet(out / "runs.parquet")) == 4  # no row lost
+    moved = list((out / "quarantine").iterdir())
+    assert len(moved) == 1 and moved[0].name.startswith(victim)
+    assert "stats.json" in (moved[0] / "reason.txt").read_text()
+    named = [ln for ln in lines if victim in ln]
+    assert len(named) == 1 and "stats.json" in named[0] and "quarantine" in named[0]
+
+
+def test_truncated_timeline_is_never_counted_by_status_or_report(tmp_path, capsys):
+    spec, res, _ = _sweep(tmp_path)
+    out = tmp_path / "out"
+    victim = sorted(p.name for p in (out / "runs").iterdir())[0]
+    _truncate(out / "runs" / victim / "timeline.parquet", 0.7)
+    assert "timeline.parquet" in check_run_dir(out / "runs" / victim)
+
+    st = sweep_status(out, rebuild=False)
+    assert st["done"] == 3 and st["missing"] == 1 and not st["complete"]
+    assert [d["key"] for d in st["damaged"]] == [victim]
+
+    assert main(["report", str(out)]) == 0  # no Arrow traceback: the run is set aside, the page built
+    err = capsys.readouterr().err
+    assert victim in err and "timeline.parquet" in err and "Traceback" not in err
+    table = pd.read_parquet(out / "runs.parquet")
+    assert victim not in set(table["key"]) and len(table) == 3
+    assert not (out / "runs" / victim).exists() and any((out / "quarantine").iterdir())
+    page = (out / "report" / "index.html").read_text()
+    assert "left out of the rankings" in page  # the block that lost a variant is not ranked
+
+
+def test_older_manifest_schema_counts_as_missing(tmp_path):
+    spec, res, _ = _sweep(tmp_path)
+    out = tmp_path / "out"
+    victim = sorted(p.name for p in (out / "runs").iterdir())[2]
+    man = out / "runs" / victim / "manifest.json"
+    doc = json.loads(man.read_text())
+    doc["schema_version"] = 1
+    man.write_text(json.dumps(doc))
+    assert "schema_version" in check_run_dir(out / "runs" / victim)
+    again = run_sweep(spec, backend="local", report=False, log=lambda m: None)
+    assert again.ran == 1 and json.loads(man.read_text())["schema_version"] == 2
+
+
+def test_check_run_dir_row_counts_and_missing_files(tmp_path):
+    _sweep(tmp_path)
+    runs = tmp_path / "out" / "runs"
+    d = sorted(runs.iterdir())[0]
+    assert check_run_dir(d) is None
+    stats = json.loads((d / "stats.json").read_text())
+    stats["counts"]["jobs_in_window"] += 1
+    (d / "stats.json").write_text(json.dumps(stats))
+    assert "jobs.parquet" in check_run_dir(d) and "rows" in check_run_dir(d)
+    d2 = sorted(runs.iterdir())[1]
+    (d2 / "sweep.json").unlink()
+    assert "missing sweep.json" == check_run_dir(d2)
+
+
+def test_report_ranks_only_complete_blocks_unless_asked(tmp_path):
+    spec = write_spec(tmp_path, seeds=2)
+    run_sweep(spec, backend="local", report=False)
+    out = tmp_path / "out"
+    plan = pd.read_csv(out / "plan.csv", dtype=str)
+    gone = plan[(plan["seed"] == "1") & (plan["policy"] == "sjf") & (plan["backfill"] == "easy")]["key"].iloc[0]
+    import shutil
+
+    shutil.rmtree(out / "runs" / gone)  # as if that run had failed
+    report(out)
+    ranks = pd.read_csv(out / "report" / "ranks.csv")
+    assert set(ranks["blocks"]) == {1}  # seed 1 left out: a missing variant would rank last there
+    page = (out / "report" / "index.html").read_text()
+    assert "1 block(s) left out of the rankings" in page and "seed 1: 1 of 4 missing" in page
+    report(out, include_incomplete=True)
+    ranks = pd.read_csv(out / "report" / "ranks.csv")
+    assert set(ranks["blocks"]) == {2}
+    page = (out / "report" / "index.html").read_text()
+    assert "Incomplete blocks are ranked" in page
+
+
+# ------------------------------------------------------------------------------------- disk full
+def test_disk_full_is_one_line_and_stops_the_sweep(tmp_path, monkeypatch, capsys):
+    import twinsweep.core.run as run_mod
+
+    real = run_mod.write_run
+    calls = {"n": 0}
+
+    def full_after_two(result, out_dir, timing=True):
+        calls["n"] += 1
+        if calls["n"] > 2:
+            raise OSError(errno.ENOSPC, "No space left on device", str(out_dir))
+        return real(result, out_dir, timing)
+
+    monkeypatch.setattr(run_mod, "write_run", full_after_two)
+    spec = write_spec(tmp_path, seeds=2)
+    rc = main(["sweep", str(spec), "--backend", "local", "--no-report", "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2
+    assert len(err) == 1 and "disk full" in err[0] and "Traceback" not in err[0], err
+    out = tmp_path / "out"
+    assert calls["n"] == 3  # the sweep stopped at the first full disk
+    assert len([p for p in (out / "runs").iterdir()]) == 2
+    assert not any((out / "failed").iterdir())  # not recorded as a failed run
+    info = ResultStore(out).table_info()
+    assert info["complete"] is False and info["interrupted"] is True and info["runs"] == 2
+
+
+def test_record_failure_on_a_full_disk_raises_disk_full(tmp_path, monkeypatch):
+    store = ResultStore(tmp_path / "o").create()
+    import twinsweep.core.atomic as atomic
+
+    def no_space(path, write, sync=True):
+        raise atomic.disk_full_error(path, OSError(errno.ENOSPC, "No space left on device"))
+
+    monkeypatch.setattr("twinsweep.sweep.store.atomic_write_text", lambda p, t, sync=True: no_space(p, None))
+    with pytest.raises(DiskFullError, match="disk full: cannot write .*error.json"):
+        store.record_failure("k", "boom", None, 1)
+
+
+def test_atomic_write_leaves_the_old_file_on_a_full_disk(tmp_path):
+    from twinsweep.core.atomic import TMP_MARK, atomic_write, atomic_write_text
+
+    target = tmp_path / "plan.csv"
+    atomic_write_text(target, "key\na\nb\n")
+
+    def half_then_full(p):
+        Path(p).write_text("key\na")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(DiskFullError, match="plan.csv"):
+        atomic_write(target, half_then_full)
+    assert target.read_text() == "key\na\nb\n"
+    assert not [p for p in tmp_path.iterdir() if TMP_MARK in p.name]
+
+
+def _mount_tmpfs(path: Path, size: str) -> bool:
+    if os.geteuid() != 0:
+        return False
+    path.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                          capture_output=True).returncode == 0
+
+
+def test_real_full_disk_on_a_tiny_tmpfs(tmp_path, capsys):
+    mnt = tmp_path / "small"
+    if not _mount_tmpfs(mnt, "160k"):
+        pytest.skip("cannot mount a tmpfs here (needs root); the monkeypatched test covers ENOSPC")
+    try:
+        spec = write_spec(tmp_path, seeds=3, n_jobs=200)
+        rc = main(["sweep", str(spec), "--backend", "local", "--no-report", "--no-progress", "--out", str(mnt / "o")])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and "disk full" in err[0], err
+        o = mnt / "o"
+        if (o / "plan.csv").exists():  # every file there is complete
+            assert len(pd.read_csv(o / "plan.csv")) == 12
+        for d in (o / "runs").iterdir():
+            assert d.name.startswith(".") or check_run_dir(d) is None
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+# ------------------------------------------------------------------------------ the user's folder
+def test_run_out_checks_before_simulating(tmp_path, monkeypatch, capsys):
+    import twinsweep.core.run as run_mod
+
+    monkeypatch.setattr(run_mod, "simulate", lambda *a, **k: pytest.fail("simulated before checking --out"))
+    write_spec(tmp_path)
+    trace = tmp_path / "tiny.swf"
+    afile = tmp_path / "a-file"
+    afile.write_text("mine")
+    base = ["run", "--data", str(trace), "--policy", "fcfs", "--quiet"]
+    assert main(base + ["--out", str(afile)]) == 2
+    assert "is a file" in capsys.readouterr().err
+    assert main(base + ["--out", str(afile / "sub")]) == 2  # cannot be created (a file is in the way)
+    assert "cannot create" in capsys.readouterr().err
+    foreign = tmp_path / "notes"
+    foreign.mkdir()
+    (foreign / "thesis.tex").write_text("precious")
+    assert main(base + ["--out", str(foreign)]) == 2
+    err = capsys.readouterr().err
+    assert "not a twinsweep run" in err and "thesis.tex" in err and "--force" in err
+    assert not (tmp_path / "new").exists()
+
+
+def test_run_out_force_and_rerun_into_a_run_folder(tmp_path):
+    write_spec(tmp_path)
+    trace = tmp_path / "tiny.swf"
+    foreign = tmp_path / "notes"
+    foreign.mkdir()
+    (foreign / "thesis.tex").write_text("precious")
+    base = ["run", "--data", str(trace), "--policy", "fcfs", "--quiet"]
+    assert main(base + ["--out", str(foreign), "--force"]) == 0
+    assert (foreign / "thesis.tex").read_text() == "precious" and (foreign / "stats.json").exists()
+    assert main(base + ["--out", str(tmp_path / "r")]) == 0
+    assert main(base + ["--out", str(tmp_path / "r")]) == 0  # an earlier run's folder: replaced
+
+
+def test_sweep_keeps_the_users_files_and_its_study(tmp_path):
+    spec = write_spec(tmp_path, seeds=1)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".tmp-my-notes").write_text("mine")  # a name the old cleaner deleted
+    run_sweep(spec, backend="local", report=False)
+    assert (out / ".tmp-my-notes").read_text() == "mine"
+    assert not (out / ".lock").exists()  # no stale lock after a normal end
+    (tmp_path / "b").mkdir()
+    other = write_spec(tmp_path / "b", name="other", seeds=1)
+    with pytest.raises(ConfigError, match="belongs to study 'tiny'"):
+        run_sweep(other, out=out, backend="local", report=False)
+    afile = tmp_path / "f.txt"
+    afile.write_text("x")
+    with pytest.raises(ConfigError, match="is a file"):
+        run_sweep(spec, out=afile, backend="local", report=False)
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "plan.csv").write_text("someone's plan")
+    with pytest.raises(ConfigError, match="not a twinsweep results folder"):
+        run_sweep(spec, out=foreign, backend="local", report=False)
+    assert (foreign / "plan.csv").read_text() == "someone's plan"
+
+
+def test_interrupted_sweep_marks_the_table_partial(tmp_path, capsys):
+    from test_sweep_support import interrupting_run
+
+    spec = write_spec(tmp_path, seeds=2)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(spec, backend="local", report=False, run_fn=interrupting_run)
+    out = tmp_path / "out"
+    info = ResultStore(out).table_info()
+    assert info == {"complete": False, "interrupted": True, "planned": 8, "runs": 2}
+    assert not (out / ".lock").exists()
+    assert main(["status", str(out)]) == 0
+    assert "runs.parquet is partial: 2 of 8 planned runs (the sweep was interrupted)" in capsys.readouterr().out
+    run_sweep(spec, backend="local", report=False)
+    assert ResultStore(out).table_info()["complete"] is True
+
+
+# --------------------------------------------------------------------------- status never unpickles
+class _Boom:
+    def __reduce__(self):
+        return (os.system, (f"touch {os.environ['TWINSWEEP_TEST_MARKER']}",))
+
+
+def test_status_never_unpickles_files_of_the_results_folder(tmp_path, monkeypatch, capsys):
+    spec, res, _ = _sweep(tmp_path)
+    out = tmp_path / "out"
+    marker = tmp_path / "PWNED"
+    monkeypatch.setenv("TWINSWEEP_TEST_MARKER", str(marker))
+    sub = out / "slurm" / "20240101-000000-abcdef"
+    (sub / "out").mkdir(parents=True)
+    key = "deadbeefdeadbeef"
+    for name in (f"{key}.pkl", f"{key}.json"):
+        (sub / "out" / name).write_bytes(pickle.dumps(_Boom()))
+    (sub / "submission.json").write_text(json.dumps({
+        "id": sub.name, "created": "2024-01-01T00:00:00+00:00", "tasks": 1, "arrays": [{"job_id": "1"}],
+        "chunks": [{"index": 0, "slurm_id": "1_0", "keys": [key], "stderr": "", "stdout": ""}]}))
+    (out / "evil.pkl").write_bytes(pickle.dumps(_Boom()))
+    assert main(["status", str(out)]) == 0
+    capsys.readouterr()
+    assert not marker.exists()
