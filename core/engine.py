@@ -36,13 +36,32 @@ def _int_or_none(a: pd.Series) -> list:
     return [None if v is pd.NA else int(v) for v in a.astype("Int64").tolist()]
 
 
-def select_window(jobs: pd.DataFrame, start: int | None, duration: int | None, replay: bool, kill: bool):
+def effective_time_limit(time_limit, run_time, default_time_limit: int | None):
+    """The time limit the scheduler uses (DESIGN.md §3.3), vectorised.
+
+    Args: ``time_limit`` (requested walltime, s) and ``run_time`` (s): float arrays of one shape,
+    NaN where missing; ``default_time_limit``: the system's (s), None or 0 for none.
+    Returns ``(limit, imputed)``: float64 array (NaN only where neither a usable limit, a default
+    nor a run time exists) and bool array. A requested limit that is missing or <= 0 is imputed:
+    the system's default when it has one, else the job's own run time.
+    """
+    tl = np.asarray(time_limit, dtype="float64")
+    imputed = ~(tl > 0)
+    fallback = float(default_time_limit) if default_time_limit else np.asarray(run_time, dtype="float64")
+    return np.where(imputed, fallback, tl), imputed
+
+
+def select_window(jobs: pd.DataFrame, start: int | None, duration: int | None, replay: bool, kill: bool,
+                  default_time_limit: int | None = None):
     """Split a workload into the jobs a window keeps (DESIGN.md §3.9).
 
     Returns ``(frame, t0, t1)``: ``frame`` is the kept jobs in trace order with an extra bool column
     ``prepopulated`` (running at the window start, placed at their recorded start) and int column
     ``replay_start`` (recorded start, or the submit time when the trace has none).
-    ``t1`` is None for an open window (run until every job ends).
+    ``t1`` is None for an open window (run until every job ends). A job counts as running at the
+    window start when its occupancy in this run (run time, or with kill on the run time cut at
+    its effective limit: :func:`effective_time_limit` with the system's ``default_time_limit``)
+    from its recorded start reaches past ``start``.
     """
     submit = jobs["submit_time"].to_numpy(dtype="int64")
     rec_start = jobs["recorded_start_time"].astype("float64").to_numpy()
@@ -60,8 +79,8 @@ def select_window(jobs: pd.DataFrame, start: int | None, duration: int | None, r
     if replay or not kill:
         occ = run
     else:
-        tl = jobs["time_limit"].astype("float64").to_numpy()
-        occ = np.where(np.isnan(tl), run, np.minimum(run, tl))
+        tl, _ = effective_time_limit(jobs["time_limit"].astype("float64").to_numpy(), run, default_time_limit)
+        occ = np.minimum(run, tl)
     rend = rstart + np.where(ran, occ, 0)
     keep = np.ones(len(jobs), dtype=bool)
     pre = np.zeros(len(jobs), dtype=bool)
@@ -114,21 +133,18 @@ class Engine:
         submit = f["submit_time"].astype("int64").tolist()
         run = _int_or_none(f["run_time"])
         nodes_raw = _int_or_none(f["nodes"])
-        tl_raw = _int_or_none(f["time_limit"])
         trace_index = f["trace_index"].astype("int64").tolist()
         prepop = f["prepopulated"].tolist()
         rstart = f["replay_start"].astype("int64").tolist()
         default_tl = self.system.default_time_limit
 
-        # effective time limit (DESIGN.md §3.3) and rejection (§3.5)
-        limit, imputed, reason = [0] * n, [False] * n, [None] * n
-        status = [None] * n
+        # effective time limit (DESIGN.md §3.3; 0 for a job that never ran) and rejection (§3.5)
+        lim, imp = effective_time_limit(f["time_limit"].astype("float64").to_numpy(),
+                                        f["run_time"].astype("float64").to_numpy(), default_tl)
+        limit = [0 if math.isnan(x) else int(x) for x in lim.tolist()]
+        imputed = imp.tolist()
+        reason, status = [None] * n, [None] * n
         for j in range(n):
-            tl = tl_raw[j]
-            if tl is None or tl <= 0:
-                imputed[j] = True
-                tl = default_tl if default_tl else (run[j] if run[j] is not None else 0)
-            limit[j] = int(tl)
             if run[j] is None:
                 status[j] = "not_run"
                 reason[j] = "never ran in the trace (no run time recorded)"

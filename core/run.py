@@ -105,7 +105,8 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
             f"duration {config.duration} s at sample_period {config.sample_period} s gives "
             f"{config.duration // config.sample_period:,} timeline bins (limit {MAX_TIMELINE_BINS:,}); "
             "choose a shorter duration or a longer --sample-period")
-    frame, t0, t1 = select_window(wl.jobs, config.start, config.duration, replay, config.kill)
+    frame, t0, t1 = select_window(wl.jobs, config.start, config.duration, replay, config.kill,
+                                  system.default_time_limit)
     frame.attrs["source"] = workload.source
     npow = job_node_power_w(system, frame)
     cb = None

@@ -1,9 +1,12 @@
 """Properties of the engine on random small traces (hypothesis)."""
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, assume, event, given, settings, target
 from hypothesis import strategies as st
 
+import reference_scheduler as ref
+from reference_harness import engine_starts, examples, kept_has_priority, run_engine, run_reference, scenarios
 from twin_helpers import schedule_of, simulate_tiny
 
 N = 8
@@ -38,7 +41,7 @@ def _max_busy(out):
     return peak
 
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
@@ -70,16 +73,69 @@ def test_replay_reproduces_recorded_starts(jobs, policy, backfill):
         assert [list(x) for x in rep.node_ids] == [list(x) for x in out.node_ids]
 
 
-@SETTINGS
-@given(traces())
-def test_easy_and_conservative_never_start_later_than_none_for_the_first_job(jobs):
-    # the queue head under fcfs never waits longer with backfilling than without it (EASY and
-    # conservative both protect it): compare the first-submitted job's start.
-    outs = {b: simulate_tiny(jobs, nodes=N, backfill=b)[0] for b in ("none", "easy", "conservative")}
-    first = min(range(len(jobs)), key=lambda i: (jobs[i]["submit"], i))
-    s_none = outs["none"].start_time[first]
-    assert outs["easy"].start_time[first] <= s_none
-    assert outs["conservative"].start_time[first] <= s_none
+# -- the backfill guarantees (DESIGN.md §3.7), with every job killed at its limit ---------------------
+# The reference scheduler (tests/reference_scheduler.py) records, pass by pass, which job is EASY's
+# head and its shadow time, and every job's conservative reservations; the engine's starts must keep
+# the promises those records make.
+
+GUARANTEE_EXAMPLES = 30  # per policy, in CI
+
+
+def _reference_and_engine(scn, policy, backfill):
+    """(reference result, engine RunResult, engine starts by trace index), kill on."""
+    want = run_reference(scn, policy, backfill, kill=True)
+    assume(want.t_end > want.t0 and (policy != "priority" or kept_has_priority(scn, want)))
+    res = run_engine(scn, policy, backfill, kill=True)
+    return want, res, engine_starts(res.jobs)
+
+
+@pytest.mark.parametrize("policy", ref.POLICIES)
+@settings(max_examples=examples(GUARANTEE_EXAMPLES), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scn=scenarios())
+def test_easy_head_starts_no_later_than_its_shadow_time(scn, policy):
+    # EASY's promise: the job at the head of the queue when the pass finds it blocked starts no
+    # later than the shadow time computed then, whatever is backfilled behind it, as long as it
+    # stays head and no job ahead of it in queue order starts (possible only for a newcomer that
+    # the policy puts in front: never under fcfs). A spell still open at the window end promises
+    # nothing before its shadow, so that shadow must lie at or after the end.
+    want, _, starts = _reference_and_engine(scn, policy, "easy")
+    spells = ref.easy_head_spells(want)
+    checked = 0
+    for job, _, shadow, jumped, _ in spells:
+        if policy == "fcfs":
+            assert not jumped, "under fcfs no job can move ahead of the head"
+        if jumped:
+            continue
+        checked += 1
+        s = starts[job]
+        if s is None:
+            assert shadow >= want.t_end, f"head {job} promised {shadow}, still queued at {want.t_end}"
+        else:
+            assert s <= shadow, f"head {job} promised {shadow}, started at {s}"
+    event(f"EASY head spells checked: {'some' if checked else 'none'}")
+    target(float(checked), label="EASY head spells checked")
+
+
+@pytest.mark.parametrize("policy", ref.POLICIES)
+@settings(max_examples=examples(GUARANTEE_EXAMPLES), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scn=scenarios())
+def test_conservative_job_starts_by_its_first_reservation_unless_it_moved(scn, policy):
+    # Conservative backfilling's promise: every queued job starts no later than the reservation
+    # it got at its first pass, unless a later pass moved its reservation later (an earlier job in
+    # queue order took its slot: a newcomer put in front, or a job pulled forward by an early
+    # end). Each job that starts late must have been moved at least once, so those jobs number
+    # at most the engine's reservation_delays, which must equal the reference's count of moves.
+    want, res, starts = _reference_and_engine(scn, policy, "conservative")
+    late = 0
+    for job, first in want.first_reservation.items():
+        s = starts[job]
+        if (s is None and first < want.t_end) or (s is not None and s > first):
+            late += 1
+            assert want.delays.get(job, 0) >= 1, f"job {job} reserved at {first}, started {s}, never moved"
+    counts = res.stats["counts"]
+    assert late <= counts["reservation_delays"] == want.reservation_delays
+    event(f"conservative jobs late: {'some' if late else 'none'}")
+    target(float(want.reservation_delays), label="conservative reservation moves")
 
 
 @settings(max_examples=200, deadline=None)

@@ -40,6 +40,27 @@ def test_easy_shadow_from_expected_ends_not_durations():
     assert schedule_of(out) == {0: (0, 10), 1: (102, 152), 2: (2, 102)}
 
 
+def test_easy_shadow_is_when_enough_nodes_are_free_not_the_first_expected_end():
+    # Issue 16's example. N=10. J0 (4 nodes) [0,50), J1 (4 nodes) [0,100). At 1 the head J2 needs
+    # all 10: 2 free, +4 at 50 (6), +4 at 100 (10) -> shadow 100, extra = 10 - 10 = 0. J3 (2 nodes,
+    # limit 60) at 2: 2 + 60 = 62 <= 100 -> it backfills at 2. J2 starts at 100, ends at 110.
+    # (Taking the first expected end, 50, as the shadow would make J3 wait until 110.)
+    jobs = [J(0, 50, 50, 4), J(0, 100, 100, 4), J(1, 10, 10, 10), J(2, 60, 60, 2)]
+    out, _ = simulate_tiny(jobs, backfill="easy")
+    assert schedule_of(out) == {0: (0, 50), 1: (0, 100), 2: (100, 110), 3: (2, 62)}
+
+
+def test_easy_each_backfill_on_extra_nodes_uses_them_up():
+    # N=10. J0 (6 nodes) [0,100). Head J1 (8 nodes) at 1: shadow 100, extra = 4 + 6 - 8 = 2.
+    # J2, J3, J4 (1 node each, limit 500 > shadow) at 2: J2 and J3 take the 2 extra nodes; J4
+    # must wait though 2 nodes are still free now: had the extra not shrunk it would start at 2
+    # and, with J2 and J3 still running at 100, leave J1 only 7 of its 8 nodes. At 100 J1 takes
+    # the 8 free nodes; J4 starts when J1 ends at 150.
+    jobs = [J(0, 100, 100, 6), J(1, 50, 50, 8), J(2, 500, 500, 1), J(2, 500, 500, 1), J(2, 500, 500, 1)]
+    out, _ = simulate_tiny(jobs, backfill="easy")
+    assert schedule_of(out) == {0: (0, 100), 1: (100, 150), 2: (2, 502), 3: (2, 502), 4: (150, 650)}
+
+
 def test_release_used_in_the_same_second():
     # J0 ends at 10 and J1 (all 10 nodes) is submitted at 10: ends are applied before the pass.
     out, _ = simulate_tiny([J(0, 10, 10, 10), J(10, 5, 5, 10)], backfill="none")
@@ -97,6 +118,17 @@ def test_conservative_reservation_moves_later_is_counted():
     out, res = simulate_tiny(jobs, backfill="conservative")
     assert schedule_of(out) == {0: (0, 10), 1: (10, 30), 2: (30, 35)}
     assert res.counts["reservation_delays"] == 0
+
+
+def test_conservative_reservation_taken_by_a_newcomer_in_front_is_counted():
+    # 4 nodes, sjf. J0 (4 nodes, limit 100) runs [0,10). At 1 J1 (4 nodes, limit 50) is reserved
+    # [100,150). At 5 J2 (4 nodes, limit 20) is shorter: sjf puts it in front, it takes
+    # [100,120) and J1 moves to [120,170): one reservation delay. J0 ends at 10: J2 starts
+    # (ends 30), J1 is reserved at 30 (earlier: not a delay) and starts then.
+    jobs = [J(0, 10, 100, 4), J(1, 50, 50, 4), J(5, 20, 20, 4)]
+    out, res = simulate_tiny(jobs, nodes=4, policy="sjf", backfill="conservative")
+    assert schedule_of(out) == {0: (0, 10), 1: (30, 80), 2: (10, 30)}
+    assert res.counts["reservation_delays"] == 1
 
 
 def test_none_stops_at_first_blocked_job():
@@ -179,6 +211,21 @@ def test_window_prepopulation_queue_and_leftovers():
     assert s[3][0] == 150 and out.status[2] == "running"
     assert out.status[3] == "queued" and s[4] == (None, None)
     assert res.steps.time.iloc[0] == 100 and res.steps.busy_nodes.iloc[0] == 10
+
+
+def test_window_prepopulation_uses_the_effective_time_limit():
+    # Window [100, 300), kill on, 10 nodes. J0 ran [0,150) recorded with limit -1 (unusable) and
+    # J1 [50,200) with no limit: without a system default their limits are their run times, so
+    # both still run at 100: prepopulated at their recorded starts (J0 used to be dropped, as if
+    # killed at -1 s). J2 (8 nodes) at 100 waits for both: 200.
+    jobs = [J(0, 150, -1, 4, start=0), J(50, 150, None, 4, start=50), J(100, 10, 10, 8)]
+    out, _ = simulate_tiny(jobs, start=100, duration=200, backfill="none")
+    assert schedule_of(out) == {0: (0, 150), 1: (50, 200), 2: (200, 210)}
+    assert list(out.prepopulated) == [True, True, False]
+    # With a system default of 30 s both would have been killed (at 30 and 80) before the window:
+    # dropped (J1 used to be placed anyway, ending at 80, before its window). J2 starts at once.
+    out, _ = simulate_tiny(jobs, start=100, duration=200, backfill="none", default_time_limit=30)
+    assert schedule_of(out) == {2: (100, 110)}
 
 
 def test_replay_uses_recorded_nodes_when_free():

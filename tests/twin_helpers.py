@@ -31,7 +31,7 @@ def simulate_tiny(jobs, nodes=10, policy="fcfs", backfill="easy", kill=True, sta
     """Run the engine on a hand-written trace; returns (jobs DataFrame, EngineResult)."""
     f = frame(jobs)
     system = System(name="tiny", title="tiny", nodes=nodes, default_time_limit=default_time_limit)
-    win, t0, t1 = select_window(f, start, duration, policy == "replay", kill)
+    win, t0, t1 = select_window(f, start, duration, policy == "replay", kill, default_time_limit)
     eng = Engine(win, system, policy, backfill, kill, [100.0] * len(win), 10.0, t0, t1)
     res = eng.run()
     return res.jobs, res
