@@ -6,22 +6,34 @@ to a true value) so that a CI run never passes silently without its data.
 
 ``load_cached(rel)`` loads a trace once per test session (the big PWA logs take ~1 s each), for
 every test module that needs the same workload. Treat the result as read-only.
+
+In CI a test may skip only for a reason on an allow-list (tests/ci_policy.py, whose hooks this
+file installs); the property tests' example budget follows ``TWINSWEEP_HYPOTHESIS_PROFILE``
+(tests/hypothesis_budget.py: ``nightly`` draws 25 times more, fresh examples each run).
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import Phase, settings
 
+from ci_policy import skip_or_fail
+from ci_policy import pytest_make_collect_report, pytest_runtest_makereport, pytest_terminal_summary  # noqa: F401 - hooks
+from hypothesis_budget import hypothesis_profile
 from twinsweep.core.data import DATA_ENV, data_dir
 
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes", "on")
+# nightly: fresh examples on every run, even under CI=1 (hypothesis's own "ci" profile replays
+# the same ones); each property test sets its example count through hypothesis_budget.examples
+# mutation (tests/mutation_check.py): the CI examples, a failure reported unshrunk (it only has to fail)
+settings.register_profile("nightly", derandomize=False, database=None, deadline=None, print_blob=True)
+settings.register_profile("mutation", derandomize=True, database=None, deadline=None,
+                          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+if hypothesis_profile() != "default":
+    settings.load_profile(hypothesis_profile())
 
 
 def data_path(rel: str) -> Path:
@@ -29,10 +41,7 @@ def data_path(rel: str) -> Path:
     p = data_dir() / rel
     if p.exists():
         return p
-    msg = f"test data {rel!r} not found under {data_dir()}; set {DATA_ENV} to the folder holding the traces"
-    if _in_ci():
-        pytest.fail(msg)
-    pytest.skip(msg)
+    skip_or_fail(f"test data {rel!r} not found under {data_dir()}; set {DATA_ENV} to the folder holding the traces")
 
 
 #: Seconds each cached load took (rel -> s), for speed checks without loading twice.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import subprocess
 import zipfile
@@ -29,6 +30,7 @@ from twinsweep.core.errors import ConfigError
 from twinsweep.core.power import build_timeline
 from twinsweep.core.stats import COOLING_KEYS, SYSTEM_KEYS, compute_stats
 from twinsweep.core.system import Converter, PowerModel, System, system_from_dict
+from ci_policy import skip_or_fail
 from twin_helpers import write_swf_rows
 
 QD = 1.0e6  # design heat of the test plant (W)
@@ -624,17 +626,21 @@ FMU_VARS = {"heat_w": "Q", "wetbulb_c": "T_wb", "supply_temp_c": "T_sup", "retur
 
 @pytest.fixture(scope="module")
 def tiny_fmu(tmp_path_factory):
+    """The test FMU, compiled here with the C compiler that .ci/run installs. Without fmpy or a
+    compiler, or when the build fails, the FMU tests skip locally and fail in CI (the FMU path is
+    tested there: tests/ci_policy.py)."""
+    import platform
+
     try:
         import fmpy
     except ImportError:
-        pytest.skip("fmpy is not installed (optional extra: pip install 'twinsweep[fmu]'); FMU path not tested")
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler here to build the test FMU (FMI 2.0 needs a compiled binary); FMU path not tested")
-    import platform
-
+        skip_or_fail("fmpy is not installed (optional extra: pip install 'twinsweep[fmu]'); FMU path not tested")
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip(f"test FMU is built for linux64 only, not {platform.system()} {platform.machine()}")
+    cc = shutil.which(os.environ["CC"]) if os.environ.get("CC") else (shutil.which("cc") or shutil.which("gcc"))
+    if cc is None:
+        skip_or_fail("no C compiler here to build the test FMU (FMI 2.0 needs a compiled binary; .ci/run "
+                     "installs gcc); FMU path not tested")
     d = tmp_path_factory.mktemp("fmu")
     (d / "tinyplant.c").write_text(FMU_C)
     so = d / "tinyplant.so"
@@ -642,7 +648,7 @@ def tiny_fmu(tmp_path_factory):
     r = subprocess.run([cc, "-shared", "-fPIC", "-O2", f"-I{inc}", "-o", str(so), str(d / "tinyplant.c"), "-lm"],
                        capture_output=True, text=True)
     if r.returncode != 0:
-        pytest.skip(f"could not compile the test FMU: {r.stderr[-500:]}")
+        skip_or_fail(f"could not compile the test FMU with {cc}: {r.stderr[-500:]}")
     fmu = d / "tinyplant.fmu"
     with zipfile.ZipFile(fmu, "w") as z:
         z.writestr("modelDescription.xml", FMU_XML)

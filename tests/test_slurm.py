@@ -31,15 +31,12 @@ from twinsweep.core.errors import ConfigError
 from twinsweep.sweep.api import run_sweep, sweep_status
 from twinsweep.sweep.cli import main
 from twinsweep.sweep.spec import parse_spec
+from ci_policy import in_ci as _in_ci
 from test_slurm_support import logged_run, read_runlog
 from test_sweep_support import run_files, write_spec, write_swf
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 # ------------------------------------------------------------------------------------ no Slurm needed
