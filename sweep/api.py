@@ -405,15 +405,39 @@ def sweep_status(results: str | os.PathLike, rebuild: bool = True) -> dict[str, 
             "table_info": store.table_info()}
 
 
-def build_outputs(results: str | os.PathLike, res: SweepResult | None = None, include_incomplete: bool = False) -> Path:
-    """Aggregate runs.parquet (``aggregate.parquet`` / ``aggregate.csv``) and build the report;
-    returns the report's path (``report/index.html``). ``include_incomplete``: rank blocks that
-    miss some of their planned runs too (see :func:`sweep.report.build_report`)."""
+def dask_target(results: str | os.PathLike, scheduler: str | None = None,
+                address: str | None = None) -> tuple[str | None, str | None]:
+    """Where the pooled distributions are computed (:mod:`sweep.distributions`): the given
+    ``scheduler`` / ``address`` when either is set; else the study's Ray cluster (Dask on Ray)
+    when the sweep ran on a Ray cluster given by address; else ``(None, None)``: the local
+    scheduler (threads, or in-process for a single partition)."""
+    if scheduler or address:
+        return scheduler, address
+    try:
+        import json
+
+        backend = json.loads((Path(results) / "study.json").read_text()).get("backend") or {}
+    except (OSError, ValueError):
+        return None, None
+    if backend.get("name") == "ray" and backend.get("address"):
+        return "ray", backend["address"]
+    return None, None
+
+
+def build_outputs(results: str | os.PathLike, res: SweepResult | None = None, include_incomplete: bool = False,
+                  scheduler: str | None = None, address: str | None = None) -> Path:
+    """Aggregate runs.parquet (``aggregate.parquet`` / ``aggregate.csv``), compute the pooled job
+    and timeline distributions with Dask (``distributions.parquet``,
+    ``distribution_quantiles.parquet``; ``scheduler`` / ``address``: see :func:`dask_target`) and
+    build the report; returns the report's path (``report/index.html``). ``include_incomplete``: rank
+    blocks that miss some of their planned runs too (see :func:`sweep.report.build_report`)."""
     from .aggregate import aggregate_results
+    from .distributions import pooled_distributions
     from .report import build_report
 
     root = Path(results)
     agg_path = aggregate_results(root)
+    pooled_distributions(root, *dask_target(root, scheduler, address))
     path = build_report(root, include_incomplete=include_incomplete)
     if res is not None:
         res.aggregate_path, res.report = agg_path, path
@@ -421,8 +445,10 @@ def build_outputs(results: str | os.PathLike, res: SweepResult | None = None, in
 
 
 def report(results: str | os.PathLike, include_incomplete: bool = False,
-           log: Callable[[str], None] | None = None) -> Path:
-    """Rebuild the aggregate tables and the HTML report of an output folder; returns the page's path.
+           log: Callable[[str], None] | None = None, scheduler: str | None = None, address: str | None = None) -> Path:
+    """Rebuild the aggregate tables, the pooled distributions and the HTML report of an output
+    folder; returns the page's path. ``scheduler`` / ``address``: where Dask computes the
+    distributions (:func:`dask_target`).
 
     Every run in runs.parquet is checked first (:func:`sweep.store.check_run_dir`): when one cannot
     be read completely, or its folder is gone, the folder is locked, the damaged runs are moved to
@@ -447,4 +473,4 @@ def report(results: str | os.PathLike, include_incomplete: bool = False,
         with store.locked():
             keys = _plan_keys(root) if (root / "plan.csv").exists() else None
             store.write_table(keys)
-    return build_outputs(root, include_incomplete=include_incomplete)
+    return build_outputs(root, include_incomplete=include_incomplete, scheduler=scheduler, address=address)

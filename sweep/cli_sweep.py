@@ -50,11 +50,19 @@ def add_parsers(sub) -> None:
     st.set_defaults(func=_cmd_status)
 
     r = sub.add_parser("report", help="build the HTML report of a sweep's results folder", description=(
-        "Aggregate runs.parquet (exact statistics with Dask) and write report/index.html with PNGs and CSVs."))
+        "Summarise runs.parquet (exact statistics per variant), compute the pooled distributions over every "
+        "job and timeline sample of every run with Dask (docs/aggregation.md), and write report/index.html "
+        "with PNGs and CSVs."))
     r.add_argument("results", help="results folder of a sweep")
     r.add_argument("--include-incomplete", action="store_true",
                    help="also rank blocks (dataset, window, seed) that miss planned runs; their missing variants "
                         "rank last, and the page says so (default: such blocks are left out of the rankings)")
+    r.add_argument("--dask-scheduler", default=None, metavar="NAME",
+                   help="where Dask computes the distributions: threads (default), processes, synchronous, "
+                        "distributed (with --dask-address), ray (Dask on Ray), inline (no Dask)")
+    r.add_argument("--dask-address", default=None, metavar="ADDR",
+                   help="a dask.distributed scheduler (tcp://host:8786, e.g. from dask-jobqueue on Slurm) or, "
+                        "with --dask-scheduler ray, a Ray cluster")
     r.set_defaults(func=_cmd_report)
 
 
@@ -205,11 +213,14 @@ def _cmd_status(args) -> int:
 
 
 def _cmd_report(args) -> int:
+    from twinsweep.core.errors import ConfigError
+
     from .api import report
 
     try:
-        path = report(args.results, include_incomplete=args.include_incomplete, log=_warn_line("report"))
-    except FileNotFoundError as exc:
+        path = report(args.results, include_incomplete=args.include_incomplete, log=_warn_line("report"),
+                      scheduler=args.dask_scheduler, address=args.dask_address)
+    except (FileNotFoundError, ConfigError) as exc:
         print(f"twinsweep report: error: {exc}", file=sys.stderr)
         return 2
     print(f"report: {path}")

@@ -137,7 +137,7 @@ class _Page:
         nav = "".join(f'<a href="#{i}">{t}</a>' for i, t in (
             ("summary", "summary"), ("distributions", "distributions"), ("ranks", "ranks"), ("wins", "wins"),
             ("agreement", "agreement"), ("timelines", "timelines"), ("aggregate", "aggregate"),
-            ("provenance", "provenance"), ("power-models", "power models"), ("failures", "failures")))
+            ("pooled", "pooled distributions"), ("provenance", "provenance"), ("power-models", "power models"), ("failures", "failures")))
         return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
                 f"<style>{css}</style></head><body><nav>{nav}</nav>" + "\n".join(self.parts) + "</body></html>\n")
 
@@ -607,9 +607,13 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
         _section_agreement(pg, ranked, variants, rank)
         _section_timelines(pg, root, runs, variants, study, datasets)
         _section_aggregate(pg, root, runs, variants, metrics)
+        from .report_pooled import section_pooled
+
+        section_pooled(pg, root, runs, variants, _is_assumed(runs["power_label"]))
     else:
         for sid, title in (("distributions", "Distributions"), ("ranks", "Rank tables"), ("wins", "Win matrices"),
-                           ("agreement", "Agreement"), ("timelines", "Timelines"), ("aggregate", "Aggregate")):
+                           ("agreement", "Agreement"), ("timelines", "Timelines"), ("aggregate", "Aggregate"),
+                           ("pooled", "Pooled distributions")):
             pg.h(2, title, sid)
             pg.p("No complete runs yet.")
     _section_provenance(pg, datasets)
@@ -622,5 +626,5 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
 
 def report_sections() -> tuple[str, ...]:
     """The HTML ids every report has (for tests and links)."""
-    return ("summary", "distributions", "ranks", "wins", "agreement", "timelines", "aggregate", "provenance",
+    return ("summary", "distributions", "ranks", "wins", "agreement", "timelines", "aggregate", "pooled", "provenance",
             "power-models", "failures")

@@ -31,7 +31,7 @@ def test_exact_stats_match_numpy():
     assert exact_stats(np.array([np.nan]))["n"] == 0
 
 
-def test_dask_aggregate_equals_pandas(tmp_path):
+def test_aggregate_equals_numpy_per_group(tmp_path):
     rng = np.random.default_rng(0)
     rows = []
     for ds in ("a", "b"):
@@ -43,7 +43,7 @@ def test_dask_aggregate_equals_pandas(tmp_path):
     df = pd.DataFrame(rows)
     df.to_parquet(tmp_path / "runs.parquet", index=False)
     agg = aggregate(tmp_path / "runs.parquet", ["dataset", "window", "policy", "backfill"],
-                    ["wait_mean_s", "utilization"], npartitions=3)
+                    ["wait_mean_s", "utilization"])
     assert list(agg.columns) == ["dataset", "window", "policy", "backfill", "metric", *STAT_COLUMNS]
     assert len(agg) == 2 * 3 * 2
     for _, r in agg.iterrows():

@@ -1,0 +1,127 @@
+"""The report's "pooled distributions" section: every job and timeline sample of every run, per
+variant, pooled over seeds (from ``distributions.parquet`` and ``distribution_quantiles.parquet``,
+written by :mod:`twinsweep.sweep.distributions`).
+
+:func:`section_pooled` is one section function of the report (:mod:`twinsweep.sweep.report`):
+it takes the page object, the results folder and the run table with its ``variant`` labels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+#: HTML id of the section.
+SECTION_ID = "pooled"
+#: Display of the pooled metrics: name -> (label, divisor, unit, is_power_or_energy).
+POOLED_DISPLAY: dict[str, tuple[str, float, str, bool]] = {
+    "wait_s": ("job wait", 3600.0, "h", False),
+    "bsld": ("job bounded slowdown (τ=10 s)", 1.0, "", False),
+    "job_edp_js": ("job EDP (energy × run time)", 3.6e6 * 3600.0, "kWh·h", True),
+    "power_swing_1min_w": ("1-min power swing", 1e3, "kW", True),
+    "power_swing_15min_w": ("15-min power swing", 1e3, "kW", True),
+}
+
+
+def _label(metric: str, assumed: bool) -> str:
+    label, _, unit, power = POOLED_DISPLAY.get(metric, (metric, 1.0, "", False))
+    s = f"{label} [{unit}]" if unit else label
+    return s + (" (assumed)" if power and assumed else "")
+
+
+def _variant_map(runs: pd.DataFrame, gcols: list[str]) -> pd.DataFrame:
+    """(group columns as str) -> variant label, from the report's run table."""
+    keys = pd.DataFrame({c: runs[c].astype(str) for c in gcols})
+    keys["variant"] = runs["variant"].to_numpy()
+    return keys.drop_duplicates(gcols)
+
+
+def section_pooled(pg, root: Path, runs: pd.DataFrame, variants: list[str], assumed: bool) -> None:
+    """Write the section: a table of the pooled statistics and one quantile-function figure per
+    dataset and window (one panel per metric, one line per variant). ``pg``: the report's page
+    (``h``, ``p``, ``table``, ``figure``); ``runs``: runs.parquet with a ``variant`` column."""
+    pg.h(2, "Pooled distributions (every job and every power sample)", SECTION_ID)
+    root = Path(root)
+    summ_p, qt_p = root / "distributions.parquet", root / "distribution_quantiles.parquet"
+    if not summ_p.exists() or not qt_p.exists():
+        pg.p("Not computed for this folder (run `twinsweep report RESULTS`).")
+        return
+    summ = pd.read_parquet(summ_p)
+    qt = pd.read_parquet(qt_p)
+    gcols = [c for c in summ.columns if c not in ("metric", "runs", "runs_skipped", "missing", "n", "min", "mean",
+                                                    "median", "std", "max", "q05", "q25", "q75", "q95")]
+    gcols = [c for c in gcols if c in runs.columns]
+    vmap = _variant_map(runs, gcols)
+    summ = summ.merge(vmap, on=gcols, how="inner")
+    qt = qt.merge(vmap, on=gcols, how="inner")
+    pg.p("Pooled over the seeds of each variant: the wait and bounded slowdown of every finished job, its "
+         "energy-delay product (its own DC energy × its run time), and the absolute change between consecutive "
+         "exact 1-min and 15-min averages of the facility power (the population whose maximum and 95th "
+         "percentile are the runs' power ramps). Every quantile is exact (type 7, as numpy.quantile of all the "
+         "pooled values), computed with Dask over the runs' files; all statistics are in distributions.csv, "
+         "percentiles 0–100 in distribution_quantiles.parquet.")
+    skipped = summ[summ["runs_skipped"] > 0]
+    if len(skipped):
+        pg.p(f"{int(skipped['runs_skipped'].sum())} run-metric pairs could not give a power swing (the sample "
+             "period must divide the swing window); they are counted in distributions.csv, column runs_skipped.")
+    order = {v: i for i, v in enumerate(variants)}
+    metrics = [m for m in POOLED_DISPLAY if m in set(summ["metric"])]
+    rows = []
+    for (ds, win, v), g in summ.groupby(["dataset", "window", "variant"], sort=False):
+        r = {"dataset": ds, "window": win, "variant": v, "seeds": int(g["runs"].max())}
+        for m in metrics:
+            x = g[g["metric"] == m]
+            if not len(x) or x["n"].iloc[0] == 0:
+                r[_label(m, assumed)] = "—"
+                continue
+            s = POOLED_DISPLAY[m][1]
+            x = x.iloc[0]
+            r[_label(m, assumed)] = f"{x['median'] / s:,.3g} [{x['q25'] / s:,.3g}–{x['q75'] / s:,.3g}], " \
+                                    f"p95 {x['q95'] / s:,.3g}, max {x['max'] / s:,.3g}"
+        rows.append(r)
+    tab = pd.DataFrame(rows)
+    if len(tab):
+        tab = tab.sort_values(["dataset", "window", "variant"], kind="mergesort",
+                              key=lambda s: s.map(order) if s.name == "variant" else s.map(
+                                  {k: i for i, k in enumerate(dict.fromkeys(runs[s.name].astype(str)))}))
+    pg.p("Median [quartiles], 95th percentile and maximum, in display units:")
+    pg.table(tab)
+    _figures(pg, qt, metrics, variants, assumed)
+
+
+def _figures(pg, qt: pd.DataFrame, metrics: list[str], variants: list[str], assumed: bool) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = plt.get_cmap("tab20")
+    for (ds, win), g in qt.groupby(["dataset", "window"], sort=False):
+        fig, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 3.0), squeeze=False)
+        fig.subplots_adjust(wspace=0.55)
+        for ax, m in zip(axes[0], metrics):
+            gm = g[g["metric"] == m]
+            s = POOLED_DISPLAY[m][1]
+            pos = gm["value"].to_numpy(dtype="float64") / s
+            pos = pos[pos > 0]
+            for i, v in enumerate(variants):
+                x = gm[gm["variant"] == v]
+                if len(x):
+                    ax.plot(x["q"].to_numpy() * 100, x["value"].to_numpy(dtype="float64") / s, lw=1,
+                            color=colors(i % 20), label=v)
+            if len(pos) and pos.max() / pos.min() > 100:  # wide range: log scale around the zeros
+                ax.set_yscale("symlog", linthresh=float(np.quantile(pos, 0.05)))
+            ax.set_xlabel("percentile", fontsize=8)
+            ax.set_ylabel(textwrap.fill(_label(m, assumed), 26), fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.grid(alpha=0.3)
+        axes[0, -1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+        fig.suptitle(f"{ds} / {win}: pooled quantile functions per variant", fontsize=9)
+        safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in f"{ds}_{win}")
+        safe += "_" + hashlib.sha1(f"{ds}\0{win}".encode()).hexdigest()[:6]  # distinct for any names
+        pg.figure(fig, f"pooled_{safe}.png", f"{ds} / {win}: quantile function (exact percentiles 0–100) of each "
+                  "pooled distribution, one line per variant", bbox="tight")
