@@ -94,8 +94,8 @@ def _pooled(root) -> dict:
 @pytest.mark.parametrize("kw", [
     {"scheduler": "inline"},
     # several partitions, tiny collection budget: every refinement level of the selection runs
-    {"scheduler": "threads", "partition_values": 300, "collect_values": 7},
-    {"scheduler": "synchronous", "partition_values": 2_000, "collect_values": 100},
+    {"scheduler": "threads", "partition_values": 1_500, "collect_values": 100},
+    {"scheduler": "synchronous", "partition_values": 2_000, "collect_values": 7},
 ])
 def test_pooled_distributions_equal_numpy_on_pooled_values(sweep_dir, kw):
     path = pooled_distributions(sweep_dir, **kw)
