@@ -183,12 +183,25 @@ def convert(system: System, it_power_w):
         else float64 arrays of the input's shape.
     """
     p = np.asarray(it_power_w, dtype="float64")
-    parts = power_breakdown(system, p)
-    p_in = parts["input_w"]
+    p_in = _stages(system, p)[2]
     loss = p_in - p
     if np.ndim(p_in) == 0:
         return float(p_in), float(loss)
     return p_in, loss
+
+
+def _stages(system: System, p):
+    """``(P_n, P_r, P_in, switch_w, cdu_w)`` of :func:`power_breakdown` for IT power ``p`` (W)."""
+    pw = system.power
+    n_nodes = int(system.nodes)
+    nc, rc = pw.node_converter, pw.rectifier
+    g_n = nc.count(n_nodes) if hasattr(nc, "count") else -(-n_nodes // int(nc.nodes_per_group))
+    g_r = rc.count(n_nodes) if hasattr(rc, "count") else -(-n_nodes // int(rc.nodes_per_group))
+    sw = float(getattr(pw, "switches", 0)) * float(getattr(pw, "switch_w", 0.0))
+    cdu = float(getattr(pw, "cdus", 0)) * float(getattr(pw, "cdu_w", 0.0))
+    p_n = (p + g_n * float(nc.c_w)) / float(nc.eta)
+    p_r = (p_n + sw + g_r * float(rc.c_w)) / float(rc.eta)
+    return p_n, p_r, p_r + cdu, sw, cdu
 
 
 def power_breakdown(system: System, it_power_w) -> dict:
@@ -204,16 +217,7 @@ def power_breakdown(system: System, it_power_w) -> dict:
         P_in = P_r + cdus·cdu_w
     """
     p = np.asarray(it_power_w, dtype="float64")
-    pw = system.power
-    n_nodes = int(system.nodes)
-    nc, rc = pw.node_converter, pw.rectifier
-    g_n = nc.count(n_nodes) if hasattr(nc, "count") else -(-n_nodes // int(nc.nodes_per_group))
-    g_r = rc.count(n_nodes) if hasattr(rc, "count") else -(-n_nodes // int(rc.nodes_per_group))
-    sw = float(getattr(pw, "switches", 0)) * float(getattr(pw, "switch_w", 0.0))
-    cdu = float(getattr(pw, "cdus", 0)) * float(getattr(pw, "cdu_w", 0.0))
-    p_n = (p + g_n * float(nc.c_w)) / float(nc.eta)
-    p_r = (p_n + sw + g_r * float(rc.c_w)) / float(rc.eta)
-    p_in = p_r + cdu
+    p_n, p_r, p_in, sw, cdu = _stages(system, p)
     out = {
         "it_w": p,
         "node_converter_loss_w": p_n - p,
@@ -473,29 +477,48 @@ def bin_step(times, values, t0: int, t1: int, period: int):
     if period_i != period or period_i < 1:
         raise ValueError(f"period must be a whole number of seconds >= 1, got {period!r}")
     starts, seg_v = step_segments(times, values, t0, t1)
-    t0, t1 = int(t0), int(t1)
-    nbins = -(-(t1 - t0) // period_i)
-    if nbins == 0:
-        return np.zeros(0, dtype="int64"), seg_v[:0].astype("float64")
-    bin_start = t0 + period_i * np.arange(nbins, dtype="int64")
-    # breakpoints: bin starts ∪ change points inside the window, then t1
-    # (both inputs are sorted: a stable sort of their concatenation is a cheap merge; drop repeats)
-    cuts = np.sort(np.concatenate([bin_start, starts]), kind="stable")
-    if len(cuts) > 1:
-        cuts = cuts[np.concatenate(([True], cuts[1:] != cuts[:-1]))]
-    lengths = np.diff(np.append(cuts, t1))
-    # value of the piece starting at each cut
-    idx = np.searchsorted(starts, cuts, side="right") - 1
-    pv = seg_v[idx]
-    if pv.ndim == 2:
-        area = pv * lengths[:, None].astype("float64")
-    else:
-        area = pv * lengths.astype("float64")
-    first = np.searchsorted(cuts, bin_start, side="left")  # every bin start is a cut
-    sums = np.add.reduceat(area, first, axis=0)
-    blen = (np.minimum(bin_start + period_i, t1) - bin_start).astype("float64")
-    mean = sums / (blen[:, None] if sums.ndim == 2 else blen)
-    return bin_start, mean
+    binner = _Bins(starts, int(t0), int(t1), period_i)
+    if binner.nbins == 0:
+        return binner.bin_start, seg_v[:0].astype("float64")
+    return binner.bin_start, binner.means(seg_v)
+
+
+class _Bins:
+    """The cut structure of :func:`bin_step` for one set of change points, shared by every signal
+    binned on it. ``starts``: the pieces of :func:`step_segments` (first = t0)."""
+
+    def __init__(self, starts: np.ndarray, t0: int, t1: int, period: int):
+        self.nbins = nbins = -(-(t1 - t0) // period)
+        self.bin_start = bin_start = t0 + period * np.arange(nbins, dtype="int64")
+        if nbins == 0:
+            return
+        # breakpoints: bin starts ∪ change points inside the window, then t1. The change points
+        # that are not bin starts go after their bin's start (both lists are sorted), so the merge
+        # is an insertion, not a sort.
+        inner = starts[((starts - t0) % period) != 0]
+        inner_bin = (inner - t0) // period
+        self.several = len(inner) > 0  # some bins hold several pieces
+        cuts = np.insert(bin_start, inner_bin + 1, inner) if self.several else bin_start
+        # the piece starting at each cut: piece i covers the cuts in [starts[i], starts[i+1])
+        self.per_piece = np.diff(np.searchsorted(cuts, starts, side="left"), append=len(cuts))
+        self.unit = period == 1  # every bin is one whole second of one piece: its mean is its value
+        if self.unit:
+            return
+        self.lengths = np.diff(cuts, append=t1).astype("float64")
+        if self.several:
+            first = np.arange(nbins, dtype="int64")
+            first[1:] += np.cumsum(np.bincount(inner_bin, minlength=nbins))[:-1]
+            self.first = first
+        self.blen = (np.minimum(bin_start + period, t1) - bin_start).astype("float64")
+
+    def means(self, seg_v: np.ndarray) -> np.ndarray:
+        """Exact bin means of the pieces' values ``seg_v`` (shape ``(m,)`` or ``(m, k)``)."""
+        pv = np.repeat(seg_v, self.per_piece, axis=0)
+        if self.unit:  # (v · 1) / 1 == v exactly
+            return pv.astype("float64", copy=False)
+        area = pv * (self.lengths[:, None] if pv.ndim == 2 else self.lengths)
+        sums = np.add.reduceat(area, self.first, axis=0) if self.several else area
+        return sums / (self.blen[:, None] if sums.ndim == 2 else self.blen)
 
 
 def integrate_step(times, values, t0: int, t1: int):
@@ -564,10 +587,29 @@ def build_timeline(steps: pd.DataFrame, system: System, t0: int, t1: int, period
     missing = [c for c in ("time",) + _STEP_COLUMNS if c not in steps.columns]
     if missing:
         raise ValueError(f"steps lacks column(s) {missing}")
-    vals = np.column_stack([steps[c].to_numpy(dtype="float64", na_value=np.nan) for c in _STEP_COLUMNS])
+    period_i = int(period)
+    if period_i != period or period_i < 1:
+        raise ValueError(f"period must be a whole number of seconds >= 1, got {period!r}")
     times = steps["time"].to_numpy()
-    bstart, mean = bin_step(times, vals, t0, t1, period)
-    busy, it, queued, running = (mean[:, i] for i in range(4)) if len(mean) else (np.zeros(0),) * 4
+    cols = [steps[c].to_numpy(dtype="float64", na_value=np.nan) for c in _STEP_COLUMNS]
+    starts, _ = step_segments(times, cols[0], t0, t1)  # validates; the pieces in [t0, t1)
+    i0 = int(np.searchsorted(np.asarray(times), int(t0), side="right")) - 1  # piece holding at t0
+    binner = _Bins(starts, int(t0), int(t1), period_i)  # one cut structure for the four signals
+    if binner.nbins and binner.unit:
+        # 1-s bins: each bin's mean is its piece's value, and every column is elementwise in it,
+        # so the columns are computed per piece and repeated into the bins (the same numbers)
+        busy, it, queued, running = (c[i0:i0 + len(starts)] for c in cols)
+        fac, loss = convert(system, it)
+        block = np.column_stack([it, loss, fac, busy, busy / float(system.nodes), queued, running])
+        df = pd.DataFrame(np.repeat(block, binner.per_piece, axis=0), columns=list(TIMELINE_COLUMNS[1:]),
+                          copy=False)
+        df.insert(0, "time", binner.bin_start)
+        return df
+    if binner.nbins:
+        busy, it, queued, running = (binner.means(c[i0:i0 + len(starts)]) for c in cols)
+    else:
+        busy = it = queued = running = np.zeros(0)
+    bstart = binner.bin_start
     fac, loss = convert(system, np.asarray(it, dtype="float64"))
     return pd.DataFrame(
         {
