@@ -167,13 +167,15 @@ class LocalBackend(Backend):
 
     def _death_note(self) -> str:
         deadline = time.monotonic() + 2.0
-        for p in self._procs.values():  # the pool notices the death (its pipe closes) before the exit status exists
-            if p.exitcode is None and not p.is_alive():
+        # the pool notices the death (its pipe closes) before the process is reaped, and it then
+        # terminates the other workers: wait (briefly) for every worker's exit status
+        for p in self._procs.values():
+            if p.exitcode is None:
                 p.join(max(0.0, deadline - time.monotonic()))
         dead = [p for p in self._procs.values() if not p.is_alive()]
-        for p in dead:
-            p.join(max(0.0, deadline - time.monotonic()))
         codes = [p.exitcode for p in dead if p.exitcode is not None and p.exitcode != 0]
+        # the pool's own SIGTERM of the healthy workers is not the cause
+        codes = [c for c in codes if c != -signal.SIGTERM] or codes
         if not codes:
             return "the worker process exited abruptly"
         c = codes[0]
