@@ -182,7 +182,7 @@ def _jobs_table(jobs: pd.DataFrame) -> pa.Table:
     for c in df.columns:
         if df[c].dtype == object:
             df[c] = df[c].astype("string")
-    table = pa.Table.from_pandas(df, preserve_index=False)
+    table = pa.Table.from_pandas(df, preserve_index=False, nthreads=1)  # one thread: a sweep already runs a run per core
     # node_ids as list<int32>, built from one flat array (jobs can hold thousands of nodes each)
     vals = [np.asarray(v, dtype=np.int32) if v is not None else None for v in jobs["node_ids"]]
     lens = np.array([0 if v is None else len(v) for v in vals], dtype=np.int32)
@@ -224,7 +224,7 @@ def write_run(result: RunResult, out_dir: str | Path, timing: bool = True) -> Pa
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     jt = _jobs_table(result.jobs)
-    tt = pa.Table.from_pandas(result.timeline, preserve_index=False)
+    tt = pa.Table.from_pandas(result.timeline, preserve_index=False, nthreads=1)
     atomic_write(out / "jobs.parquet", lambda p: pq.write_table(jt, p, compression="zstd"))
     atomic_write(out / "timeline.parquet", lambda p: pq.write_table(tt, p, compression="zstd"))
     atomic_write(out / "stats.json", lambda p: Path(p).write_text(to_json(result.stats)))
