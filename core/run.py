@@ -32,8 +32,11 @@ from .stats import compute_stats
 from .system import System, load_system, system_for_trace, system_from_swf_header
 from .workload import Workload
 
-#: Largest timeline a run may ask for (bins); a guard against a mistyped duration (e.g. 9999999d).
-MAX_TIMELINE_BINS = 50_000_000
+#: Largest timeline a run may build (bins): a guard against a mistyped duration (e.g. 9999999d) and
+#: a trace whose times run away (a submit or run time of decades). A timeline row holds 8 float64
+#: columns (14 with cooling) and binning needs about as much again in temporaries, so 10^7 bins
+#: cost ~1-2 GB; that is 115 days at a 1 s sample period, 19 years at 60 s.
+MAX_TIMELINE_BINS = 10_000_000
 
 #: Output file names of a run directory (DESIGN.md §5).
 RUN_FILES = ("jobs.parquet", "timeline.parquet", "stats.json", "manifest.json")
@@ -69,6 +72,38 @@ def resolve_system(config: RunConfig, workload: Workload) -> System:
     if named is not None:
         return named
     return system_from_swf_header(workload.header, workload.source, workload.procs_unit)
+
+
+def _check_timeline_size(jobs: pd.DataFrame, t0: int, sample_period: int, source: str, full_run: bool,
+                         ends=None) -> None:
+    """Refuse a run whose timeline would exceed :data:`MAX_TIMELINE_BINS` *before* it is allocated.
+
+    ``jobs``: the window's jobs (Workload columns); the timeline of an open window reaches at least
+    each job's submit time and, when it ran, its submit time plus its run time (``full_run``: the
+    recorded run time; else the run time is not used, as a kill may cut it), or the given ``ends``
+    (s, NaN = none: the simulated ends). Raises ConfigError naming the job that reaches furthest
+    (id, 1-based trace position, time), the span (s and days), the sample period and the bins.
+    """
+    import numpy as np
+
+    reach = jobs["submit_time"].to_numpy(dtype="float64")
+    if ends is not None:
+        reach = np.fmax(reach, ends)
+    elif full_run:
+        reach = reach + np.nan_to_num(jobs["run_time"].astype("float64").to_numpy(), nan=0.0)
+    if not len(reach):
+        return
+    k = int(np.argmax(reach))
+    span = float(reach[k]) - t0
+    bins = span // sample_period
+    if bins <= MAX_TIMELINE_BINS:
+        return
+    row = jobs.iloc[k]
+    raise ConfigError(
+        f"{source}: job {row['job_id']} (trace position {int(row['trace_index']) + 1}) reaches t = {int(reach[k])} s, "
+        f"so the run spans {int(span)} s ({span / 86400:,.0f} days) from t = {t0} s: {int(bins):,} timeline bins of "
+        f"{sample_period} s (limit {MAX_TIMELINE_BINS:,}); check that job's times in the trace, or choose a "
+        "window (--start/--duration) or a longer --sample-period")
 
 
 def load_run_workload(config: RunConfig) -> Workload:
@@ -108,6 +143,8 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     frame, t0, t1 = select_window(wl.jobs, config.start, config.duration, replay, config.kill,
                                   system.default_time_limit)
     frame.attrs["source"] = workload.source
+    if t1 is None:  # an open window lasts at least until its last submission / recorded end
+        _check_timeline_size(frame, t0, config.sample_period, workload.source, replay or not config.kill)
     npow = job_node_power_w(system, frame)
     cb = None
     if progress is not None:
@@ -128,6 +165,11 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         raise ConfigError(
             f"{workload.source}: nothing to simulate in the window [{res.t_start}, {res.t_end}) s "
             "(no job is submitted or running in it); check --start/--duration against the trace's span")
+    if (res.t_end - res.t_start) // config.sample_period > MAX_TIMELINE_BINS:
+        _check_timeline_size(res.jobs, res.t_start, config.sample_period, workload.source, True,
+                             ends=res.jobs["end_time"].astype("float64").to_numpy())
+        raise ConfigError(f"{workload.source}: the run spans {res.t_end - res.t_start} s from t = {res.t_start} s: "
+                          f"more than {MAX_TIMELINE_BINS:,} timeline bins of {config.sample_period} s")
     if workload.traces:  # recorded per-job power/utilisation samples replace the constant job power
         from .power import apply_power_traces, traces_node_power
 

@@ -10,9 +10,10 @@ lenient mode records every bad line and parses the remaining ones.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -117,12 +118,15 @@ def _line_regex(nfields: int, text_cols: Sequence[int]) -> re.Pattern:
     return re.compile(r"^\s*" + r"\s+".join(parts) + r"\s*$")
 
 
-def _read_fast(data: bytes, nfields: int, text_cols: Sequence[int]) -> pd.DataFrame | None:
-    """pandas C parse; returns None when the result is not a valid ``nfields`` table."""
+def _read_fast(data: bytes, nfields: int, text_cols: Sequence[int], allow_nonfinite: bool = False) -> pd.DataFrame | None:
+    """pandas C parse, numeric columns as float64; returns None when the result is not a valid
+    ``nfields`` table (a missing field, a non-numeric token, a NaN; ±inf too unless
+    ``allow_nonfinite``: an overflowing number such as ``1e400`` that the range check reports)."""
+    dtype = {i: (object if i in text_cols else np.float64) for i in range(nfields)}
     try:
         df = pd.read_csv(
             io.BytesIO(data), sep=r"\s+", comment=";", header=None, engine="c", encoding="latin-1",
-            keep_default_na=False, na_values=[], dtype={i: object for i in text_cols} or None,
+            keep_default_na=False, na_values=[], dtype=dtype,
         )
     except pd.errors.EmptyDataError:
         return pd.DataFrame({i: pd.Series(dtype=object if i in text_cols else np.float64) for i in range(nfields)})
@@ -136,9 +140,10 @@ def _read_fast(data: bytes, nfields: int, text_cols: Sequence[int]) -> pd.DataFr
             if (col.astype(str) == "").any():
                 return None
         else:
-            if col.dtype.kind not in "iuf":
+            if col.dtype.kind != "f":
                 return None
-            if col.dtype.kind == "f" and not np.isfinite(col.to_numpy()).all():
+            v = col.to_numpy()
+            if np.isnan(v).any() or (not allow_nonfinite and np.isinf(v).any()):
                 return None
     return df
 
@@ -152,29 +157,146 @@ def _diagnose(tokens: list[str], nfields: int, text_cols: Sequence[int]) -> str:
     return "malformed line"
 
 
+# --------------------------------------------------------------------------------------------
+# range checks (one function for the fast and the slow path)
+
+#: Largest time value (s) a SWF field may hold: 2^31 - 1, the signed 32-bit seconds of the SWF
+#: files' integer fields (68 years; the Parallel Workloads Archive's longest log spans ~10 years,
+#: and CEA-Curie uses exactly 2147483647 as an "unlimited" requested time).
+SWF_TIME_MAX = 2**31 - 1
+#: Largest magnitude of any numeric field: 2^53, the largest range in which float64 (the parse
+#: type) holds every integer exactly; beyond it ids and counts are no longer exact and an int64
+#: cast of a rounded value can overflow.
+NUM_ABS_MAX = 2.0**53
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldRange:
+    """The allowed closed interval ``[lo, hi]`` of one numeric field; ``name`` and ``unit`` name it
+    in errors (``"run time"``, ``"s"``)."""
+
+    name: str
+    lo: float
+    hi: float
+    unit: str = ""
+
+
+def swf_ranges(absolute_submit: bool = False, negative_run_time: bool = False) -> dict[int, FieldRange]:
+    """Range limits of the 18 SWF fields (0-based column -> :class:`FieldRange`), from the PWA SWF
+    definition (https://www.cs.huji.ac.il/labs/parallel/workload/swf.html): times are whole
+    seconds, -1 means "unknown", and nothing else may be negative. Times are at most
+    :data:`SWF_TIME_MAX`; the submit time (field 2) counts from the log's start (>= 0), or with
+    ``absolute_submit`` (dialects whose field 2 is a Unix time) lies in ``[0, 2^32 - 1]`` (the
+    span from the trace start is guarded later by the timeline-size check of a run).
+    ``negative_run_time`` allows run times down to ``-SWF_TIME_MAX`` for a dialect that writes
+    "end never recorded" as a negative run time (MetaCentrum's ``-(submit + 1)``). Every other
+    numeric field is only held to finiteness and ``|v| <= 2^53`` (:data:`NUM_ABS_MAX`).
+    """
+    t = SWF_TIME_MAX
+    return {
+        1: FieldRange("submit time", 0, 2**32 - 1 if absolute_submit else t, "s"),
+        2: FieldRange("wait time", -1, t, "s"),
+        3: FieldRange("run time", -t if negative_run_time else -1, t, "s"),
+        4: FieldRange("allocated processors", -1, t),
+        5: FieldRange("average CPU time", -1, t, "s"),
+        7: FieldRange("requested processors", -1, t),
+        8: FieldRange("requested time", -1, t, "s"),
+    }
+
+
+#: Limits of standard SWF (relative submit times).
+SWF_RANGES = swf_ranges()
+
+
+def job_line_numbers(data: bytes, skipped: Iterable[tuple[int, str]] = ()) -> np.ndarray:
+    """1-based line numbers of the job lines of ``data`` (non-blank once a ``;`` comment is cut),
+    leaving out the lines in ``skipped``; row ``i`` of a parsed table came from line ``out[i]``."""
+    skip = {no for no, _ in skipped}
+    out = []
+    for no, line in enumerate(data.decode("latin-1").split("\n"), 1):
+        if line.split(";", 1)[0].strip() and no not in skip:
+            out.append(no)
+    return np.asarray(out, dtype=np.int64)
+
+
+def _fmt_value(v: float) -> str:
+    return str(int(v)) if np.isfinite(v) and v == np.rint(v) and abs(v) < 2**63 else repr(float(v))
+
+
+def check_field_ranges(df: pd.DataFrame, text_cols: Sequence[int], ranges: dict[int, FieldRange],
+                       path: str, lines: Callable[[], np.ndarray], lenient: bool,
+                       ) -> tuple[pd.DataFrame, list[tuple[int, str]]]:
+    """Range-check every numeric field of a parsed job table (both parse paths call this).
+
+    Checks, per row: every numeric field is finite and ``|v| <= 2^53``; the fields in ``ranges``
+    lie in their ``[lo, hi]``. ``lines()`` gives the 1-based source line of each row (only called
+    when a row fails).
+
+    Returns ``(df, skipped)``: the table without the failing rows (lenient) and their
+    ``(line_no, reason)``. Raises TraceFormatError naming the file, line and field of the first
+    failing row (not lenient).
+    """
+    n = len(df)
+    if n == 0:
+        return df, []
+    bad = np.zeros(n, dtype=bool)
+    reasons: dict[int, str] = {}
+    for c in df.columns:
+        if c in text_cols:
+            continue
+        v = df[c].to_numpy(dtype=np.float64)
+        rng = ranges.get(c)
+        lo, hi = (rng.lo, rng.hi) if rng is not None else (-NUM_ABS_MAX, NUM_ABS_MAX)
+        with np.errstate(invalid="ignore"):
+            out = ~((v >= lo) & (v <= hi))
+        for i in np.flatnonzero(out & ~bad):
+            x = float(v[i])
+            if not np.isfinite(x):
+                reasons[i] = f"field {c + 1} is out of range: {x} is not a finite number"
+            elif rng is None:
+                reasons[i] = f"field {c + 1} is out of range: {_fmt_value(x)} exceeds 2^53 in magnitude"
+            else:
+                unit = f" {rng.unit}" if rng.unit else ""
+                reasons[i] = (f"field {c + 1} is out of range: {rng.name} {_fmt_value(x)}{unit} is not in "
+                              f"[{_fmt_value(rng.lo)}, {_fmt_value(rng.hi)}]")
+        bad |= out
+    if not bad.any():
+        return df, []
+    rows = np.flatnonzero(bad)
+    line_of = lines()
+    if not lenient:
+        i = int(rows[0])
+        raise TraceFormatError(path, int(line_of[i]), reasons[i])
+    skipped = [(int(line_of[i]), reasons[int(i)]) for i in rows]
+    return df.loc[~bad].reset_index(drop=True), skipped
+
+
 def parse_table(trace: TraceText, nfields: int, text_cols: Sequence[int] = (),
-                lenient: bool = False) -> tuple[pd.DataFrame, list[tuple[int, str]]]:
+                lenient: bool = False, ranges: dict[int, FieldRange] | None = None,
+                ) -> tuple[pd.DataFrame, list[tuple[int, str]]]:
     """Parse the job lines of an SWF-like file.
 
     Job lines are the non-blank lines that do not start with ``;`` (a trailing ``; comment`` on a
     job line is ignored). Every job line must have ``nfields`` whitespace-separated fields;
-    fields not in ``text_cols`` (0-based) must be finite decimal numbers (ints or floats such as
-    ``552.21``).
+    fields not in ``text_cols`` (0-based) must be decimal numbers (ints or floats such as
+    ``552.21``) within their range: :func:`check_field_ranges` with ``ranges`` (default
+    :data:`SWF_RANGES`), applied alike whichever path parsed the file.
 
     Returns:
         ``(df, skipped)``: ``df`` has integer column labels ``0 … nfields-1``, numeric columns as
-        int64/float64 and text columns as ``str`` objects, one row per valid job line in file
+        float64 and text columns as ``str`` objects, one row per valid job line in file
         order; ``skipped`` is the list of ``(line_no, reason)`` of skipped lines (lenient only).
 
     Raises:
-        TraceFormatError: (not lenient) the first malformed line: file, 1-based line number and
-            what is wrong.
+        TraceFormatError: (not lenient) the first malformed or out-of-range line: file, 1-based
+            line number, field and what is wrong.
     """
     text_cols = tuple(text_cols)
+    ranges = SWF_RANGES if ranges is None else ranges
     df = _read_fast(trace.data, nfields, text_cols)
     if df is not None:
-        return df, []
-    # slow path: find the bad lines
+        return check_field_ranges(df, text_cols, ranges, trace.path, lambda: job_line_numbers(trace.data), lenient)
+    # slow path: find the malformed lines, parse the others
     line_re = _line_regex(nfields, text_cols)
     text = trace.data.decode("latin-1")
     good: list[str] = []
@@ -190,34 +312,17 @@ def parse_table(trace: TraceText, nfields: int, text_cols: Sequence[int] = (),
             continue
         reason = _diagnose(s.split(), nfields, text_cols)
         if not lenient:
+            before = _read_fast("\n".join(good).encode("latin-1"), nfields, text_cols, allow_nonfinite=True)
+            if before is not None:  # an out-of-range value on an earlier line is the first error
+                check_field_ranges(before, text_cols, ranges, trace.path, lambda: np.asarray(good_no), False)
             raise TraceFormatError(trace.path, no, f"{reason} (line starts {s[:60]!r})")
         skipped.append((no, reason))
-    df = _read_fast("\n".join(good).encode("latin-1"), nfields, text_cols)
-    if df is None:  # a line the pattern accepts but pandas cannot parse: a number out of range
-        bad = []
-        for i, (no, s) in enumerate(zip(good_no, good)):
-            for f, tok in enumerate(s.split()[:nfields], 1):
-                if f - 1 in text_cols:
-                    continue
-                try:
-                    v = float(tok)
-                except ValueError:
-                    continue
-                if not np.isfinite(v) or abs(v) >= 2.0 ** 62:
-                    reason = f"field {f} is out of range: {tok[:30]!r}"
-                    if not lenient:
-                        raise TraceFormatError(trace.path, no, reason)
-                    bad.append(i)
-                    skipped.append((no, reason))
-                    break
-        if bad:
-            drop = set(bad)
-            good = [s for i, s in enumerate(good) if i not in drop]
-            skipped.sort()
-            df = _read_fast("\n".join(good).encode("latin-1"), nfields, text_cols)
-        if df is None:
-            raise TraceFormatError(trace.path, None, "job lines could not be parsed after validation")
-    return df, skipped
+    df = _read_fast("\n".join(good).encode("latin-1"), nfields, text_cols, allow_nonfinite=True)
+    if df is None:
+        raise TraceFormatError(trace.path, None, "job lines could not be parsed after validation")
+    line_of = np.asarray(good_no, dtype=np.int64)
+    df, bad = check_field_ranges(df, text_cols, ranges, trace.path, lambda: line_of, lenient)
+    return df, sorted(skipped + bad)
 
 
 # --------------------------------------------------------------------------------------------

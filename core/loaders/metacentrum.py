@@ -57,7 +57,9 @@ from ..errors import TraceFormatError
 from ..workload import Workload
 from ._registry import TraceText, register_loader
 from .nodelist import replay_slots
-from ._swfcore import build_frame, int_col, obj_array, parse_table, subset_cols, swf_jobs_frame
+from ._swfcore import (
+    build_frame, int_col, job_line_numbers, obj_array, parse_table, subset_cols, swf_jobs_frame, swf_ranges,
+)
 from .swf import _share_with_fields
 
 MC_FIELDS = 21
@@ -114,16 +116,6 @@ def read_machines(path: Path) -> tuple[tuple[int, str, int, int], ...]:
     if not out:
         raise TraceFormatError(str(path), None, "no cluster lines")
     return tuple(out)
-
-
-def _job_line_numbers(trace: TraceText, skipped: list[tuple[int, str]]) -> list[int]:
-    skip = {no for no, _ in skipped}
-    out = []
-    for no, line in enumerate(trace.data.decode("latin-1").split("\n"), 1):
-        s = line.split(";", 1)[0].strip()
-        if s and no not in skip:
-            out.append(no)
-    return out
 
 
 def _parse_hosts(field: str) -> list[int]:
@@ -230,7 +222,8 @@ def load_metacentrum(trace: TraceText, lenient: bool = False) -> Workload:
     Raises TraceFormatError(path, line, detail) on a malformed job line (including a bad node
     list in field 19) unless ``lenient``.
     """
-    df, skipped = parse_table(trace, MC_FIELDS, (18, 19, 20), lenient)
+    df, skipped = parse_table(trace, MC_FIELDS, (18, 19, 20), lenient,
+                              swf_ranges(absolute_submit=True, negative_run_time=True))
     a = df[list(range(18))].to_numpy(dtype=np.float64)
     hosts_txt = df[18].astype(str).tolist()
     queue = np.array(df[19].astype(str).tolist(), dtype=object)
@@ -246,11 +239,11 @@ def load_metacentrum(trace: TraceText, lenient: bool = False) -> Workload:
             bad_rows.append(i)
     keep = np.ones(n, dtype=bool)
     if bad_rows:
-        lines = _job_line_numbers(trace, skipped)
+        lines = job_line_numbers(trace.data, skipped)
         if not lenient:
-            raise TraceFormatError(trace.path, lines[bad_rows[0]],
+            raise TraceFormatError(trace.path, int(lines[bad_rows[0]]),
                                    f"field 19 is not a {{id,id,...}} node list: {hosts_txt[bad_rows[0]][:40]!r}")
-        skipped = sorted(skipped + [(lines[i], "field 19 is not a {id,id,...} node list") for i in bad_rows])
+        skipped = sorted(skipped + [(int(lines[i]), "field 19 is not a {id,id,...} node list") for i in bad_rows])
         keep[bad_rows] = False
     epoch = int(np.rint(a[keep, 1].min())) if keep.any() else 0
     cols, code = swf_jobs_frame(a, epoch)

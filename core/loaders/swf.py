@@ -18,7 +18,11 @@ Choices:
   its summary line already describes, so they are dropped when a summary line with the same
   job number exists (count in ``header["loader_partial_lines_dropped"]``); orphan partial lines
   are kept with 3 -> completed, 4 -> failed, 2 -> unknown. None of the shipped logs has any.
-* A run time < -1 (impossible, not the "unknown" code) is treated like -1 (<NA>).
+* Range checks (:func:`core.loaders._swfcore.swf_ranges`, the same on every parse path): times
+  are whole seconds in ``[-1, 2^31 - 1]`` (-1 = unknown; the submit time ``>= 0``), processor
+  counts in ``[-1, 2^31 - 1]``, every other number finite with ``|v| <= 2^53``; a value outside
+  (a run time of -5 or 1e300, a submit time of 3e9) is an error naming the file, line and field
+  (``--lenient``: the line is skipped and counted).
 * ``partition`` / ``queue`` hold the numeric codes of fields 16 / 15 as str; the header's
   ``Partition`` / ``Queue`` lines give their names (``header["Partition"]["4"] == "large"``).
 """

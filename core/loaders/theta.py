@@ -26,6 +26,7 @@ from ..workload import Workload
 from ._registry import TraceText, register_loader
 from ._swfcore import (
     build_frame, header_int, int_col, leading_comment_lines, parse_swf_header, parse_table, swf_jobs_frame,
+    swf_ranges,
 )
 from .swf import _share_with_fields
 
@@ -51,7 +52,7 @@ def load_theta(trace: TraceText, lenient: bool = False) -> Workload:
     Raises TraceFormatError(path, line, detail) on a malformed job line unless ``lenient``.
     """
     header = parse_swf_header(leading_comment_lines(trace.data))
-    df, skipped = parse_table(trace, THETA_FIELDS, (), lenient)
+    df, skipped = parse_table(trace, THETA_FIELDS, (), lenient, swf_ranges(absolute_submit=True))
     a = df.to_numpy(dtype=np.float64)[:, :18]
     epoch = header_int(header, "UnixStartTime")
     if epoch is None:
