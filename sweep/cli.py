@@ -2,7 +2,7 @@
 
 Subcommands: ``run`` (one twin run), ``systems`` (named systems and their sources), ``sweep``,
 ``report`` (see :mod:`sweep.api`), ``incentives`` (:mod:`sweep.incentives`), ``tune``
-(:mod:`sweep.tune`). Errors from bad input print one clear line and exit 2.
+(:mod:`sweep.tune`), ``validate`` (:mod:`sweep.validate`). Errors from bad input print one clear line and exit 2.
 """
 
 from __future__ import annotations
@@ -302,6 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_sweep.add_parsers(sub)
     _add_incentives_parser(sub)
+    _add_validate_parser(sub)
     if "tune" not in sub.choices:
         from . import tune as _tune
 
@@ -330,6 +331,53 @@ def _cmd_incentives(args) -> int:
         print(f"twinsweep incentives: error: {exc}", file=sys.stderr)
         return 2
     print(f"report: {path}")
+    return 0
+
+
+def _add_validate_parser(sub):
+    p = sub.add_parser("validate", help="backtest: reschedule a log under its site's policy and compare with its recorded schedule",
+                       description=("Reschedule a trace under the site's policy and compare the twin's schedule with the "
+                                    "recorded one (sweep/validate.py): wait, bounded slowdown and per-job start errors, "
+                                    "wait-distribution distances, hourly occupancy, by mode (blind; restart with "
+                                    "--restart), with the twin's noise floor and every policy x backfill beside them. "
+                                    "Writes validation.json and validation.html."))
+    p.add_argument("--data", required=True, help="trace file (relative paths resolve against $TWINSWEEP_DATA)")
+    p.add_argument("--system", default=None, help="system name or TOML path (default: as `twinsweep run`)")
+    p.add_argument("--policy", default="fcfs", help="the site's ordering policy (default fcfs)")
+    p.add_argument("--backfill", default="easy", help="the site's backfill variant (default easy)")
+    p.add_argument("--restart", type=_duration, default=None, metavar="PERIOD",
+                   help="add the restart mode: re-seed from the recorded state every PERIOD (e.g. 7d)")
+    p.add_argument("--calibrate", default=None, metavar="START:END",
+                   help="fitting window from the trace epoch (e.g. 0:180d); default the first half of the trace")
+    p.add_argument("--report-window", default=None, metavar="START:END",
+                   help="window the figures are taken over (default: what follows the fitting window)")
+    p.add_argument("--noise-seeds", type=int, default=3, help="seeds of the noise floor (default 3; 0 = none)")
+    p.add_argument("--no-sensitivity", action="store_true", help="skip the policy x backfill table")
+    p.add_argument("--no-kill", action="store_true", help="do not end jobs at their time limit")
+    p.add_argument("--lenient", action="store_true", help="skip malformed trace lines")
+    p.add_argument("--out", required=True, help="output folder for validation.json and validation.html")
+    p.set_defaults(func=_cmd_validate)
+
+
+def _cmd_validate(args) -> int:
+    from twinsweep.core.errors import ConfigError
+
+    from .validate import validate
+
+    if args.noise_seeds < 0:
+        raise ConfigError(f"--noise-seeds must be >= 0, got {args.noise_seeds}")
+    res = validate(args.data, system=args.system, policy=args.policy, backfill=args.backfill, restart=args.restart,
+                   calibrate=args.calibrate, report_window=args.report_window, noise_seeds=args.noise_seeds,
+                   sensitivity=not args.no_sensitivity, kill=not args.no_kill, lenient=args.lenient, out=args.out)
+    for mode, fig in res["modes"].items():
+        def pct(k):
+            v = fig.get(k)
+            return "n/a" if v is None else f"{v * 100:+.1f} %"
+        corr = fig.get("occupancy_corr_hourly")
+        print(f"{mode:8s} jobs {fig['jobs_compared']:>7,}  mean wait {pct('wait_mean_rel_error')}  "
+              f"p95 wait {pct('wait_p95_rel_error')}  within 1 h {fig.get('start_within_1h_frac') or 0:.0%}  "
+              f"hourly occupancy corr {'n/a' if corr is None else f'{corr:.2f}'}")
+    print(f"validation: {Path(args.out) / 'validation.json'}, {Path(args.out) / 'validation.html'}")
     return 0
 
 

@@ -1,0 +1,226 @@
+"""Fidelity of a twin schedule against a reference schedule (DESIGN.md §7): pure functions.
+
+A *schedule* here is a job table with one row per job and the columns ``trace_index`` (the key
+that pairs rows of two schedules), ``submit_time``, ``start_time``, ``end_time`` (s since the
+trace epoch; nullable: never started / still running) and ``nodes``. :func:`recorded_schedule`
+builds the reference from a Workload's recorded fields; :func:`twin_schedule` from a run's
+jobs.parquet (simulated ``start_time``/``end_time``).
+
+:func:`compare` returns the figures of issue 15 (definitions in :data:`FIGURES`), for the jobs
+*compared*: jobs that ran in the reference (a start and an end), were submitted in the reported
+window ``[t0, t1)``, and were started by the twin; every other job is counted under
+``exclusions`` with its reason, never silently dropped. Occupancy figures use every job that
+occupies nodes in the window (compared or not), in each schedule.
+
+Sources: bounded slowdown with τ = 10 s (Feitelson et al., "Theory and practice in parallel job
+scheduling", JSSPP 1997; :data:`core.stats.BSLD_TAU_S`); the two-sample Kolmogorov-Smirnov
+statistic and the 1-Wasserstein distance of the empirical wait distributions are
+``scipy.stats.ks_2samp(...).statistic`` and ``scipy.stats.wasserstein_distance``; quantiles are
+``numpy.quantile`` (linear interpolation); Pearson's correlation of hourly mean busy nodes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .stats import BSLD_TAU_S
+
+#: The figures :func:`compare` returns: name -> (unit, definition). Relative errors are signed
+#: (twin − reference) / reference; a twin that waits less than the machine did is negative.
+FIGURES: dict[str, tuple[str, str]] = {
+    "jobs_compared": ("jobs", "jobs present in both schedules (see the module docstring)"),
+    "wait_mean_rel_error": ("1", "(mean twin wait − mean reference wait) / mean reference wait"),
+    "wait_p95_rel_error": ("1", "(p95 twin wait − p95 reference wait) / p95 reference wait"),
+    "bsld_mean_rel_error": ("1", "(mean twin bounded slowdown − reference's) / reference's; τ = 10 s, "
+                                 "each schedule's own occupancy (end − start) as run time"),
+    "start_error_median_s": ("s", "median of |twin start − reference start| over the compared jobs"),
+    "start_error_mae_s": ("s", "mean of |twin start − reference start|"),
+    "start_error_bias_s": ("s", "median of (twin start − reference start): < 0 the twin starts jobs earlier"),
+    "start_within_1h_frac": ("1", "share of compared jobs whose |start error| <= 3600 s"),
+    "start_within_1min_frac": ("1", "share of compared jobs whose |start error| <= 60 s"),
+    "wait_ks": ("1", "two-sample Kolmogorov-Smirnov statistic of the two wait distributions"),
+    "wait_w1_s": ("s", "1-Wasserstein (earth mover's) distance of the two wait distributions"),
+    "occupancy_corr_hourly": ("1", "Pearson correlation of hourly mean busy nodes over [t0, t1)"),
+    "occupancy_rmse_frac": ("1", "RMSE of hourly mean busy nodes / the system's nodes"),
+    "wait_mean_ref_s": ("s", "mean reference wait of the compared jobs"),
+    "wait_mean_twin_s": ("s", "mean twin wait of the compared jobs"),
+    "wait_p95_ref_s": ("s", "p95 reference wait"),
+    "wait_p95_twin_s": ("s", "p95 twin wait"),
+}
+
+#: Keys of a comparison that are figures (the order of tables in reports).
+FIGURE_KEYS = tuple(FIGURES)
+
+_HOUR = 3600
+
+
+def recorded_schedule(jobs: pd.DataFrame) -> pd.DataFrame:
+    """The recorded schedule of a Workload table (or of a run's jobs table).
+
+    Reads ``trace_index``, ``submit_time``, ``recorded_start_time``, ``run_time`` (end = recorded
+    start + recorded run time, so that a log's end column with another meaning is not needed) and
+    ``nodes``. Returns a schedule (see the module docstring); rows in the input's order.
+    """
+    start = jobs["recorded_start_time"].astype("Int64")
+    run = jobs["run_time"].astype("Int64")
+    end = start + run
+    return pd.DataFrame({
+        "trace_index": jobs["trace_index"].astype("int64").to_numpy(),
+        "submit_time": jobs["submit_time"].astype("int64").to_numpy(),
+        "start_time": start.to_numpy(),
+        "end_time": end.to_numpy(),
+        "nodes": jobs["nodes"].astype("Int64").to_numpy(),
+    })
+
+
+def twin_schedule(jobs: pd.DataFrame) -> pd.DataFrame:
+    """The simulated schedule of a run's jobs table (jobs.parquet: ``start_time``, ``end_time``).
+
+    Jobs still running at the window end (``status == 'running'``) have no ``end_time``; they
+    count as busy up to the comparison window's end. Rejected and never-run jobs have no start.
+    """
+    out = pd.DataFrame({
+        "trace_index": jobs["trace_index"].astype("int64").to_numpy(),
+        "submit_time": jobs["submit_time"].astype("int64").to_numpy(),
+        "start_time": jobs["start_time"].astype("Int64").to_numpy(),
+        "end_time": jobs["end_time"].astype("Int64").to_numpy(),
+        "nodes": jobs["nodes"].astype("Int64").to_numpy(),
+    })
+    if "prepopulated" in jobs.columns:
+        out["prepopulated"] = jobs["prepopulated"].astype(bool).to_numpy()
+    return out
+
+
+def hourly_busy_nodes(schedule: pd.DataFrame, t0: int, t1: int, bin_s: int = _HOUR,
+                      open_end: int | None = None) -> np.ndarray:
+    """Mean busy nodes per bin ``[t0 + k·bin_s, t0 + (k+1)·bin_s)`` over ``[t0, t1)``, exact.
+
+    A job occupies ``nodes`` on ``[start_time, end_time)``; a started job without an end occupies
+    up to ``open_end`` (default ``t1``). The last bin may be shorter (its mean is over its own
+    length). Computed from the node-seconds accumulated up to each bin edge,
+    ``G(T) = Σ n·(T − s)⁺ − Σ n·(T − e)⁺``, so the cost is O((jobs + bins)·log jobs).
+    Returns float64 array of length ``ceil((t1 − t0) / bin_s)``. Raises ValueError if t1 <= t0.
+    """
+    if t1 <= t0:
+        raise ValueError(f"occupancy window [{t0}, {t1}) is empty")
+    st = schedule["start_time"].astype("Int64")
+    ok = st.notna().to_numpy() & schedule["nodes"].notna().to_numpy()
+    s = st.to_numpy(dtype="float64", na_value=np.nan)[ok].astype(np.int64)
+    e_raw = schedule["end_time"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)[ok]
+    e = np.where(np.isnan(e_raw), float(t1 if open_end is None else open_end), e_raw).astype(np.int64)
+    n = schedule["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=0)[ok].astype(np.int64)
+    edges = np.append(np.arange(t0, t1, bin_s, dtype=np.int64), np.int64(t1))
+
+    def accumulated(points, weights):
+        order = np.argsort(points, kind="stable")
+        p, w = points[order], weights[order]
+        cw = np.concatenate([[0], np.cumsum(w)])
+        cpw = np.concatenate([[0], np.cumsum(w * p)])
+        k = np.searchsorted(p, edges, side="left")  # points < edge
+        return cw[k] * edges - cpw[k]
+
+    g = accumulated(s, n) - accumulated(e, n)
+    return np.diff(g).astype("float64") / np.diff(edges).astype("float64")
+
+
+def _rel(twin: float, ref: float) -> float | None:
+    if ref == 0 or math.isnan(ref) or math.isnan(twin):
+        return None
+    return (twin - ref) / ref
+
+
+def _bsld(wait: np.ndarray, run: np.ndarray) -> np.ndarray:
+    return np.maximum(1.0, (wait + run) / np.maximum(run, float(BSLD_TAU_S)))
+
+
+def _f(x) -> float | None:
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, system_nodes: int) -> dict:
+    """The fidelity figures of ``twin`` against ``reference`` over the reported window ``[t0, t1)``.
+
+    Args:
+        reference, twin: schedules (see the module docstring), paired by ``trace_index``; a twin
+            row with ``prepopulated`` true was placed at its recorded start, not scheduled, and
+            is excluded.
+        t0, t1: reported window (s); jobs are compared when submitted in it; occupancy is binned
+            by the hour over it.
+        system_nodes: the machine's node count (normalises the occupancy RMSE).
+    Returns: dict with every key of :data:`FIGURES` (None where undefined, e.g. no job compared)
+        and ``exclusions`` {reason: count}. Raises ValueError on an empty window or when the
+        twin holds a ``trace_index`` the reference lacks.
+    """
+    if t1 <= t0:
+        raise ValueError(f"reported window [{t0}, {t1}) is empty")
+    ref = reference.set_index("trace_index", drop=False)
+    tw = twin.set_index("trace_index", drop=False)
+    missing = tw.index.difference(ref.index)
+    if len(missing):
+        raise ValueError(f"{len(missing)} twin job(s) are not in the reference (first trace_index {missing[0]})")
+    ref = ref.loc[tw.index]
+    submit = ref["submit_time"].to_numpy(dtype="int64")
+    in_window = (submit >= t0) & (submit < t1)
+    r_start = ref["start_time"].astype("Int64")
+    r_end = ref["end_time"].astype("Int64")
+    t_start = tw["start_time"].astype("Int64")
+    t_end = tw["end_time"].astype("Int64")
+    ran = (r_start.notna() & r_end.notna()).to_numpy()
+    started = t_start.notna().to_numpy()
+    prepop = tw["prepopulated"].to_numpy(dtype=bool) if "prepopulated" in tw.columns else np.zeros(len(tw), bool)
+    exclusions = {
+        "submitted outside the reported window": int((~in_window).sum()),
+        "never ran in the reference (no recorded start or run time)": int((in_window & ~ran).sum()),
+        "placed at its recorded start by the twin (running at the twin's window start)":
+            int((in_window & ran & prepop).sum()),
+        "not started by the twin (rejected, or queued at its end)": int((in_window & ran & ~prepop & ~started).sum()),
+    }
+    exclusions = {k: v for k, v in exclusions.items() if v}
+    keep = in_window & ran & started & ~prepop
+    rs = r_start.to_numpy(dtype="float64", na_value=np.nan)[keep]
+    ts = t_start.to_numpy(dtype="float64", na_value=np.nan)[keep]
+    sub = submit[keep].astype("float64")
+    w_ref, w_tw = rs - sub, ts - sub
+    run_ref = r_end.to_numpy(dtype="float64", na_value=np.nan)[keep] - rs
+    te = t_end.to_numpy(dtype="float64", na_value=np.nan)[keep]
+    run_tw = np.where(np.isnan(te), np.float64(t1) - ts, te - ts)
+    run_tw = np.maximum(run_tw, 0.0)
+    out: dict = {"jobs_compared": int(keep.sum())}
+    occ_r = hourly_busy_nodes(reference.loc[reference["trace_index"].isin(tw.index)], t0, t1)
+    occ_t = hourly_busy_nodes(twin, t0, t1)
+    if len(occ_r) >= 2 and occ_r.std() > 0 and occ_t.std() > 0:
+        out["occupancy_corr_hourly"] = float(np.corrcoef(occ_r, occ_t)[0, 1])
+    else:
+        out["occupancy_corr_hourly"] = None
+    out["occupancy_rmse_frac"] = float(np.sqrt(np.mean((occ_r - occ_t) ** 2)) / system_nodes)
+    if not keep.any():
+        for k in FIGURE_KEYS:
+            out.setdefault(k, None)
+        out["exclusions"] = exclusions
+        return out
+    from scipy.stats import ks_2samp, wasserstein_distance
+
+    err = ts - rs
+    aerr = np.abs(err)
+    mr, mt = float(w_ref.mean()), float(w_tw.mean())
+    pr, pt = float(np.quantile(w_ref, 0.95)), float(np.quantile(w_tw, 0.95))
+    out.update({
+        "wait_mean_rel_error": _rel(mt, mr),
+        "wait_p95_rel_error": _rel(pt, pr),
+        "bsld_mean_rel_error": _rel(float(_bsld(w_tw, run_tw).mean()), float(_bsld(w_ref, run_ref).mean())),
+        "start_error_median_s": float(np.median(aerr)),
+        "start_error_mae_s": float(aerr.mean()),
+        "start_error_bias_s": float(np.median(err)),
+        "start_within_1h_frac": float((aerr <= 3600).mean()),
+        "start_within_1min_frac": float((aerr <= 60).mean()),
+        "wait_ks": float(ks_2samp(w_ref, w_tw, method="asymp").statistic),  # the statistic; no p-value used
+        "wait_w1_s": float(wasserstein_distance(w_ref, w_tw)),
+        "wait_mean_ref_s": mr, "wait_mean_twin_s": mt, "wait_p95_ref_s": pr, "wait_p95_twin_s": pt,
+    })
+    out = {k: (_f(v) if isinstance(v, float) else v) for k, v in out.items()}
+    out["exclusions"] = exclusions
+    return out

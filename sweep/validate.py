@@ -1,0 +1,368 @@
+"""Backtest of the twin against a log's recorded schedule: ``twinsweep validate`` (DESIGN.md §7, issue 15).
+
+:func:`validate` reschedules a trace under the site's policy and compares the result with the
+recorded schedule (:mod:`core.fidelity`), by *mode*, each saying what recorded information it used:
+
+- ``blind``: the twin's input holds no recorded start, end or placement at all (they are removed
+  from the workload before the run), so only submit times, requests (nodes, time limit) and run
+  times reach it; the whole trace is simulated from its first submit and the figures are taken
+  over the reported window (default: the second half of the trace's submit span; the fitting
+  window, the first half, is where calibrated model constants would be fitted).
+- ``restart`` (``restart=P`` seconds): the reported window is cut into periods of ``P``; each
+  period is simulated from the recorded state at its start (jobs running in the log at that
+  moment placed on their recorded start, jobs submitted and not yet started in the log queued;
+  DESIGN.md §3.9) and each job is judged in the period it was submitted in. This mode reads the
+  recorded starts *before* each restart point, by design.
+
+Beside each mode's figures: the **noise floor** (the same figures between the twin and itself
+with run times perturbed by 1 % log-normal noise, :data:`NOISE_SIGMA`, over several seeds: below
+it a difference means nothing) and, for the blind twin, the **policy sensitivity** (every built-in
+policy × backfill variant against the log; the site's policy should be among the closest).
+
+Outputs: ``validation.json`` (:data:`SCHEMA_VERSION`) and ``validation.html`` in ``out``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from twinsweep.core.atomic import atomic_write
+from twinsweep.core.config import BACKFILLS, Perturbation, RunConfig, parse_duration
+from twinsweep.core.errors import ConfigError
+from twinsweep.core.fidelity import FIGURES, compare, recorded_schedule, twin_schedule
+from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json
+from twinsweep.core.workload import Workload
+
+#: validation.json layout version.
+SCHEMA_VERSION = 1
+#: Run-time perturbation of the noise floor: σ of the multiplicative log-normal noise (1 %).
+NOISE_SIGMA = 0.01
+#: Seeds of the noise floor (3 by default; ``noise_seeds`` changes the count).
+DEFAULT_NOISE_SEEDS = 3
+#: Ordering policies of the sensitivity table (``priority`` joins when the trace has priorities).
+SENSITIVITY_POLICIES = ("fcfs", "sjf", "ljf")
+#: Timeline bin of the validation runs (s): the figures use the job tables, not the timeline.
+_SAMPLE_PERIOD = 3600
+
+#: Recorded fields the twin's input holds, per mode (``validation.json["fields_read"]``).
+_TWIN_FIELDS_BLIND = ["submit_time", "run_time", "procs (-> nodes)", "time_limit", "user", "account",
+                      "priority", "status"]
+_REFERENCE_FIELDS = ["submit_time", "recorded_start_time", "run_time", "procs (-> nodes)"]
+
+
+def _window_arg(text: str | None, what: str) -> tuple[int, int] | None:
+    """``"A:B"`` (seconds or durations from the trace epoch) -> (A, B); None passes through."""
+    if text is None:
+        return None
+    if isinstance(text, (tuple, list)):
+        a, b = text
+    else:
+        if ":" not in str(text):
+            raise ConfigError(f"{what}: expected START:END (seconds or durations from the trace epoch, e.g. 0:180d), "
+                              f"got {text!r}")
+        a, b = str(text).split(":", 1)
+    a, b = parse_duration(a, what), parse_duration(b, what)
+    if b <= a:
+        raise ConfigError(f"{what}: END must be after START, got {text!r}")
+    return int(a), int(b)
+
+
+def blind_workload(workload: Workload) -> Workload:
+    """A copy of ``workload`` without anything the log recorded about the schedule: recorded
+    start and end times and placements (``node_ids``) are removed (set missing). What remains is
+    what a user submitted (submit time, request, limit) and the run time."""
+    jobs = workload.jobs.copy()
+    jobs["recorded_start_time"] = pd.array([pd.NA] * len(jobs), dtype="Int64")
+    jobs["recorded_end_time"] = pd.array([pd.NA] * len(jobs), dtype="Int64")
+    jobs["node_ids"] = pd.Series([None] * len(jobs), index=jobs.index, dtype="object")
+    return dataclasses.replace(workload, jobs=jobs)
+
+
+def _planned_end(jobs: pd.DataFrame, kill: bool) -> pd.Series:
+    """end_time, with a still-running job's end filled in from its start and occupancy
+    (run time, cut at the effective time limit when jobs are killed)."""
+    end = jobs["end_time"].astype("Int64").copy()
+    run = jobs["run_time"].astype("float64").to_numpy(na_value=np.nan)
+    if kill:
+        run = np.fmin(run, jobs["time_limit"].astype("float64").to_numpy(na_value=np.nan))
+    start = jobs["start_time"].astype("float64").to_numpy(na_value=np.nan)
+    fill = (end.isna().to_numpy() & ~np.isnan(start) & ~np.isnan(run)
+            & (jobs["status"] == "running").to_numpy())
+    if fill.any():
+        vals = end.to_numpy(dtype="float64", na_value=np.nan)
+        vals[fill] = start[fill] + run[fill]
+        end = pd.array(np.where(np.isnan(vals), 0, vals).astype("int64"), dtype="Int64")
+        end[np.isnan(vals)] = pd.NA
+        return pd.Series(end, index=jobs.index)
+    return end
+
+
+def _run(config: RunConfig, workload: Workload, system) -> pd.DataFrame:
+    res = simulate(config, workload=workload, system=system)
+    jobs = res.jobs
+    return jobs.assign(end_time=_planned_end(jobs, config.kill))
+
+
+_SCHED_COLS = ["trace_index", "submit_time", "start_time", "end_time", "nodes", "prepopulated"]
+
+
+def _restart_jobs(config: RunConfig, workload: Workload, system, t0: int, t1: int, period: int) -> pd.DataFrame:
+    """Twin schedule of restart mode: periods of ``period`` s over ``[t0, t1)``, each simulated
+    from the recorded state at its start. A job's row is the first period that started it: the
+    twin's start, or, when the log had started it before a restart at which the twin still held
+    it queued, its recorded placement (``prepopulated``: not compared). Jobs no period started
+    have no start. The last period runs on until every job has ended. One row per job of the
+    trace (trace order)."""
+    parts = []
+    for k, s in enumerate(range(t0, t1, period)):
+        last = s + period >= t1  # the last period runs until its queue is empty
+        cfg = dataclasses.replace(config, start=s, duration=None if last else period)
+        jobs = _run(cfg, workload, system)
+        part = jobs.loc[jobs["start_time"].notna().to_numpy(), _SCHED_COLS].copy()
+        part["_period"] = k
+        parts.append(part)
+    started = pd.concat(parts, ignore_index=True).sort_values(["trace_index", "_period"], kind="stable")
+    started = started.drop_duplicates("trace_index", keep="first").set_index("trace_index")
+    wl = workload.with_nodes(system.cores_per_node).jobs
+    out = pd.DataFrame({
+        "trace_index": wl["trace_index"].astype("int64").to_numpy(),
+        "submit_time": wl["submit_time"].astype("int64").to_numpy(),
+        "nodes": wl["nodes"].astype("Int64").to_numpy(),
+    })
+    idx = out["trace_index"]
+    out["start_time"] = started["start_time"].reindex(idx).astype("Int64").to_numpy()
+    out["end_time"] = started["end_time"].reindex(idx).astype("Int64").to_numpy()
+    out["prepopulated"] = started["prepopulated"].reindex(idx).fillna(False).astype(bool).to_numpy()
+    return out
+
+
+def _noise_floor(base: pd.DataFrame, make_jobs, seeds: int, t0: int, t1: int, nodes: int) -> dict:
+    """Mean and max (by absolute value) of each figure between the twin and itself under 1 % run-time noise."""
+    ref = twin_schedule(base)
+    rows = []
+    for seed in range(1, seeds + 1):
+        rows.append(compare(ref, twin_schedule(make_jobs(seed)), t0, t1, nodes))
+    out: dict[str, Any] = {"seeds": seeds, "runtime_sigma": NOISE_SIGMA}
+    for k in FIGURES:
+        vals = [r[k] for r in rows if r.get(k) is not None]
+        if not vals:
+            out[k] = None
+            continue
+        out[k] = float(np.mean(vals))
+        out[k + "_worst"] = float(max(vals, key=abs))
+    return out
+
+
+def validate(data: str, system: str | None = None, policy: str = "fcfs", backfill: str = "easy",
+             restart: int | str | None = None, calibrate: str | tuple | None = None,
+             report_window: str | tuple | None = None, noise_seeds: int = DEFAULT_NOISE_SEEDS,
+             sensitivity: bool = True, kill: bool = True, out: str | Path | None = None,
+             workload: Workload | None = None, lenient: bool = False, tables: dict | None = None) -> dict:
+    """Backtest the twin on trace ``data`` (see the module docstring); returns validation.json's dict.
+
+    Args:
+        data: trace path (relative paths resolve against the data folder).
+        system: system name or TOML path (default: as ``twinsweep run``).
+        policy, backfill: the site's scheduler (default ``fcfs`` + ``easy``).
+        restart: restart period (s or a duration such as ``"7d"``) to add the ``restart`` mode.
+        calibrate: fitting window ``"A:B"`` (durations from the trace epoch); default the first
+            half of the trace's submit span. The reported window defaults to what follows it.
+        report_window: ``"A:B"``, the window the figures are taken over (default: see above).
+        noise_seeds: seeds of the noise floor (0 = no noise floor).
+        sensitivity: add the policy × backfill table (blind twin).
+        kill: end jobs at their time limit (the twin's default).
+        out: folder for validation.json and validation.html (created; None = write nothing).
+        workload: an already loaded trace (else loaded from ``data``).
+        tables: when a dict is given, the twin's job table of each mode is stored in it under the
+            mode's name (for inspection and tests).
+    Raises: ConfigError (bad window, policy, trace), UnknownNameError.
+    """
+    t_wall = time.perf_counter()
+    base_cfg = RunConfig(data=data, system=system, policy=policy, backfill=backfill, kill=kill,
+                         sample_period=_SAMPLE_PERIOD, lenient=lenient)
+    if policy == "replay":
+        raise ConfigError("validate: policy 'replay' copies the recorded starts; give the site's policy (e.g. fcfs)")
+    if workload is None:
+        workload = load_run_workload(base_cfg)
+    sysobj = resolve_system(base_cfg, workload)
+    period = parse_duration(restart, "--restart") if restart is not None else None
+    if period is not None and period <= 0:
+        raise ConfigError(f"--restart: the period must be > 0 s, got {restart!r}")
+    submit = workload.jobs["submit_time"].to_numpy(dtype="int64")
+    span0, span1 = int(submit.min()), int(submit.max()) + 1
+    fit = _window_arg(calibrate, "--calibrate")
+    if fit is None:
+        fit = (span0, span0 + (span1 - span0) // 2)
+    rep = _window_arg(report_window, "--report-window")
+    if rep is None:
+        rep = (fit[1], span1) if fit[1] < span1 else (span0, fit[0])
+    t0, t1 = rep
+    if t1 <= t0 or t1 <= span0 or t0 >= span1:
+        raise ConfigError(f"validate: the reported window [{t0}, {t1}) s holds no submission of the trace "
+                          f"(submits span [{span0}, {span1}) s)")
+    if fit[0] < t1 and t0 < fit[1]:
+        raise ConfigError(f"validate: the fitting window {list(fit)} overlaps the reported window {[t0, t1]}; "
+                          "blind mode must not fit on what it reports")
+    nodes = sysobj.nodes
+    wl_nodes = workload.with_nodes(sysobj.cores_per_node)
+    reference = recorded_schedule(wl_nodes.jobs)
+    blind_wl = blind_workload(workload)
+
+    modes: dict[str, dict] = {}
+    timing: dict[str, float] = {}
+
+    # -- blind ------------------------------------------------------------------------------------
+    t = time.perf_counter()
+    blind_jobs = _run(base_cfg, blind_wl, sysobj)
+    if tables is not None:
+        tables["blind"] = blind_jobs
+    modes["blind"] = compare(reference, twin_schedule(blind_jobs), t0, t1, nodes)
+    modes["blind"]["description"] = ("whole trace rescheduled from its first submit on the nominal machine; the "
+                                     "twin's input holds no recorded start, end or placement")
+    if noise_seeds:
+        pert = Perturbation(runtime_sigma=NOISE_SIGMA)
+        modes["blind"]["noise_floor"] = _noise_floor(
+            blind_jobs, lambda s: _run(dataclasses.replace(base_cfg, seed=s, perturbation=pert), blind_wl, sysobj),
+            noise_seeds, t0, t1, nodes)
+    timing["blind_s"] = time.perf_counter() - t
+
+    # -- restart ----------------------------------------------------------------------------------
+    if period is not None:
+        t = time.perf_counter()
+        rjobs = _restart_jobs(base_cfg, workload, sysobj, t0, t1, period)
+        if tables is not None:
+            tables["restart"] = rjobs
+        modes["restart"] = compare(reference, twin_schedule(rjobs), t0, t1, nodes)
+        modes["restart"]["description"] = (f"re-seeded from the recorded state every {period} s over the reported "
+                                           "window; each job judged in the period it was submitted in")
+        modes["restart"]["period_s"] = period
+        if noise_seeds:
+            pert = Perturbation(runtime_sigma=NOISE_SIGMA)
+            modes["restart"]["noise_floor"] = _noise_floor(
+                rjobs, lambda s: _restart_jobs(dataclasses.replace(base_cfg, seed=s, perturbation=pert), workload,
+                                               sysobj, t0, t1, period), noise_seeds, t0, t1, nodes)
+        timing["restart_s"] = time.perf_counter() - t
+
+    # -- policy sensitivity (blind twin) ----------------------------------------------------------
+    table = []
+    if sensitivity:
+        t = time.perf_counter()
+        pols = list(SENSITIVITY_POLICIES)
+        if workload.jobs["priority"].notna().any():
+            pols.append("priority")
+        for p in pols:
+            for b in BACKFILLS:
+                if (p, b) == (policy, backfill):
+                    fig = {k: v for k, v in modes["blind"].items() if k in FIGURES}
+                else:
+                    j = _run(dataclasses.replace(base_cfg, policy=p, backfill=b), blind_wl, sysobj)
+                    fig = {k: v for k, v in compare(reference, twin_schedule(j), t0, t1, nodes).items()
+                           if k in FIGURES}
+                table.append({"policy": p, "backfill": b, "site": (p, b) == (policy, backfill), **fig})
+        timing["sensitivity_s"] = time.perf_counter() - t
+    best = None
+    if table:
+        scored = [r for r in table if r.get("wait_mean_rel_error") is not None]
+        if scored:
+            b = min(scored, key=lambda r: (abs(r["wait_mean_rel_error"]), -(r["occupancy_corr_hourly"] or -1)))
+            best = {"policy": b["policy"], "backfill": b["backfill"], "by": "smallest |wait_mean_rel_error|"}
+
+    result = {
+        "schema_version": SCHEMA_VERSION,
+        "trace": Path(workload.source).name,
+        "checksum": workload.checksum,
+        "system": {"name": sysobj.name, "nodes": nodes, "cores_per_node": sysobj.cores_per_node},
+        "policy": policy, "backfill": backfill, "kill": kill,
+        "windows": {"trace_submit_span": [span0, span1], "fitting": list(fit), "reported": [t0, t1]},
+        "calibration": {"fitted": {}, "note": "no model constant is fitted: the nominal machine is used"},
+        "fields_read": {
+            "reference": _REFERENCE_FIELDS,
+            "blind": {"twin_input": _TWIN_FIELDS_BLIND},
+            **({"restart": {"twin_input": _TWIN_FIELDS_BLIND + ["recorded_start_time and run_time of the jobs "
+                                                               "running or queued at each restart point",
+                                                               "node_ids (placement of those running)"]}}
+               if period is not None else {}),
+        },
+        "modes": modes,
+        "sensitivity": table,
+        "best_matching_policy": best,
+        "figures": {k: {"unit": u, "definition": d} for k, (u, d) in FIGURES.items()},
+        "timing_s": {k: round(v, 3) for k, v in {**timing, "total_s": time.perf_counter() - t_wall}.items()},
+    }
+    if out is not None:
+        write_validation(result, out)
+    return result
+
+
+def write_validation(result: dict, out: str | Path) -> Path:
+    """Write ``validation.json`` and ``validation.html`` into ``out`` (created). Returns the folder."""
+    d = Path(out)
+    d.mkdir(parents=True, exist_ok=True)
+    atomic_write(d / "validation.json", lambda p: Path(p).write_text(to_json(result)))
+    atomic_write(d / "validation.html", lambda p: Path(p).write_text(validation_html(result)))
+    return d
+
+
+_SHOWN = ("jobs_compared", "wait_mean_rel_error", "wait_p95_rel_error", "bsld_mean_rel_error",
+          "start_error_median_s", "start_error_mae_s", "start_within_1h_frac", "start_within_1min_frac",
+          "wait_ks", "wait_w1_s", "occupancy_corr_hourly", "occupancy_rmse_frac")
+
+
+def _fmt(k: str, v) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return "–"
+    if k.endswith("_rel_error"):
+        return f"{v * 100:+.1f} %"
+    if k.endswith("_frac"):
+        return f"{v * 100:.1f} %"
+    if k.endswith("_s"):
+        return f"{v / 3600:.2f} h"
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+def validation_html(result: dict) -> str:
+    """A short self-contained HTML page of a validation: figures by mode with their noise floor,
+    exclusions, the policy-sensitivity table and what was read."""
+    e = html.escape
+    head = "".join(f"<th>{e(k)}</th>" for k in _SHOWN)
+    rows = []
+    for m, fig in result["modes"].items():
+        rows.append(f"<tr><th>{e(m)}</th>" + "".join(f"<td>{e(_fmt(k, fig.get(k)))}</td>" for k in _SHOWN) + "</tr>")
+        nf = fig.get("noise_floor")
+        if nf:
+            rows.append(f"<tr class='nf'><td>{e(m)} noise floor ({nf['seeds']} seeds, σ={nf['runtime_sigma']})</td>"
+                        + "".join(f"<td>{e(_fmt(k, nf.get(k)))}</td>" for k in _SHOWN) + "</tr>")
+    excl = "".join(f"<li><b>{e(m)}</b>: " + ", ".join(f"{e(r)}: {n}" for r, n in fig.get("exclusions", {}).items())
+                   + "</li>" for m, fig in result["modes"].items())
+    sens = ""
+    if result.get("sensitivity"):
+        srows = "".join(
+            f"<tr{' class=site' if r['site'] else ''}><th>{e(r['policy'])} + {e(r['backfill'])}</th>"
+            + "".join(f"<td>{e(_fmt(k, r.get(k)))}</td>" for k in _SHOWN) + "</tr>" for r in result["sensitivity"])
+        sens = (f"<h2>Policy sensitivity (blind twin)</h2><table><tr><th></th>{head}</tr>{srows}</table>"
+                f"<p>Closest: {e(str(result.get('best_matching_policy')))}</p>")
+    w = result["windows"]
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>twinsweep validate: {e(result['trace'])}</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;
+padding:3px 6px;text-align:right}}tr.nf{{color:#777}}tr.site{{background:#eef}}</style></head><body>
+<h1>How close is the twin to the recorded schedule? {e(result['trace'])}</h1>
+<p>System {e(result['system']['name'])} ({result['system']['nodes']} nodes); site policy {e(result['policy'])} +
+{e(result['backfill'])}; reported window {w['reported']} s, fitting window {w['fitting']} s (from the trace epoch).
+Relative errors are (twin − log) / log.</p>
+<table><tr><th>mode</th>{head}</tr>{''.join(rows)}</table>
+<h2>Jobs left out</h2><ul>{excl}</ul>{sens}
+<h2>Recorded fields read</h2><pre>{e(to_json(result['fields_read']))}</pre>
+</body></html>
+"""

@@ -1,0 +1,119 @@
+"""core/fidelity.py: figures of a twin schedule against a reference, checked on values computed by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from twinsweep.core.fidelity import FIGURES, compare, hourly_busy_nodes, recorded_schedule
+
+
+def _sched(rows):
+    """rows: (trace_index, submit, start|None, end|None, nodes)."""
+    return pd.DataFrame({
+        "trace_index": [r[0] for r in rows],
+        "submit_time": [r[1] for r in rows],
+        "start_time": pd.array([r[2] for r in rows], dtype="Int64"),
+        "end_time": pd.array([r[3] for r in rows], dtype="Int64"),
+        "nodes": pd.array([r[4] for r in rows], dtype="Int64"),
+    })
+
+
+def test_hourly_busy_nodes_by_hand():
+    s = _sched([(0, 0, 0, 5400, 2), (1, 0, 1800, 3600, 1), (2, 0, None, None, 4)])
+    # bin 0: 2 nodes · 3600 s + 1 node · 1800 s = 9000 node-s / 3600 s = 2.5; bin 1: 2 · 1800 / 3600 = 1
+    assert hourly_busy_nodes(s, 0, 7200).tolist() == [2.5, 1.0]
+    # a short last bin is averaged over its own length: [3600, 5400) holds 2 nodes throughout
+    assert hourly_busy_nodes(s, 0, 5400).tolist() == [2.5, 2.0]
+    # a started job without an end is busy up to the window end
+    open_job = _sched([(0, 0, 1800, None, 3)])
+    assert hourly_busy_nodes(open_job, 0, 7200).tolist() == [1.5, 3.0]
+    with pytest.raises(ValueError):
+        hourly_busy_nodes(s, 10, 10)
+
+
+def _pair():
+    # reference waits 0, 100, 190, 280; twin waits 0, 50, 0, 300; every job runs 100 s in both
+    ref = _sched([(0, 1000, 1000, 1100, 1), (1, 1000, 1100, 1200, 1), (2, 1010, 1200, 1300, 1),
+                  (3, 1020, 1300, 1400, 1), (4, 1030, None, None, 1), (5, 500, 500, 600, 1)])
+    tw = _sched([(0, 1000, 1000, 1100, 1), (1, 1000, 1050, 1150, 1), (2, 1010, 1010, 1110, 1),
+                 (3, 1020, 1320, 1420, 1), (4, 1030, None, None, 1), (5, 500, 500, 600, 1)])
+    return ref, tw
+
+
+def test_compare_by_hand():
+    ref, tw = _pair()
+    f = compare(ref, tw, 1000, 4600, system_nodes=4)
+    assert f["jobs_compared"] == 4
+    assert f["exclusions"] == {"submitted outside the reported window": 1,
+                               "never ran in the reference (no recorded start or run time)": 1}
+    assert f["wait_mean_ref_s"] == 142.5 and f["wait_mean_twin_s"] == 87.5
+    assert f["wait_mean_rel_error"] == pytest.approx(-55 / 142.5)
+    # numpy linear quantile: position 0.95 · 3 = 2.85 -> 190 + 0.85 · 90 and 50 + 0.85 · 250
+    assert f["wait_p95_rel_error"] == pytest.approx((262.5 - 266.5) / 266.5)
+    # bounded slowdown max(1, (w + 100) / 100): 1, 2, 2.9, 3.8 against 1, 1.5, 1, 4
+    assert f["bsld_mean_rel_error"] == pytest.approx((7.5 / 4 - 9.7 / 4) / (9.7 / 4))
+    # start errors 0, -50, -190, +20
+    assert f["start_error_median_s"] == 35.0
+    assert f["start_error_mae_s"] == 65.0
+    assert f["start_error_bias_s"] == pytest.approx(-25.0)
+    assert f["start_within_1min_frac"] == 0.75 and f["start_within_1h_frac"] == 1.0
+    # ECDFs differ most just after 50 s: 1/4 of the reference against 3/4 of the twin
+    assert f["wait_ks"] == pytest.approx(0.5)
+    # equal sizes: mean |sorted difference| = (0 + 100 + 140 + 20) / 4
+    assert f["wait_w1_s"] == pytest.approx(65.0)
+    # one hour-long bin holds everything... and a second nearly empty one: [1000, 4600) is one bin
+    assert f["occupancy_corr_hourly"] is None
+    # node-seconds in [1000, 4600): 400 in both (the job submitted at 500 ended before) -> equal means
+    assert f["occupancy_rmse_frac"] == pytest.approx(0.0)
+
+
+def test_compare_identity_and_occupancy():
+    ref, _ = _pair()
+    big = _sched([(i, i * 600, i * 600 + 60 * (i % 7), i * 600 + 60 * (i % 7) + 1800 + 300 * (i % 5), 1 + i % 3)
+                  for i in range(40)])
+    for s in (ref, big):
+        f = compare(s, s, 0, 24000, system_nodes=8)
+        for k in ("wait_mean_rel_error", "wait_p95_rel_error", "bsld_mean_rel_error", "start_error_median_s",
+                  "start_error_mae_s", "wait_ks", "wait_w1_s", "occupancy_rmse_frac"):
+            assert f[k] == 0.0 or f[k] is None, k
+    f = compare(big, big, 0, 24000, system_nodes=8)
+    assert f["occupancy_corr_hourly"] == pytest.approx(1.0)
+    assert f["start_within_1min_frac"] == 1.0
+    # the twin's occupancy shifted by one hour: correlation and RMSE as computed from the bins directly
+    late = big.copy()
+    late["start_time"] = late["start_time"] + 3600
+    late["end_time"] = late["end_time"] + 3600
+    g = compare(big, late, 0, 24000, system_nodes=8)
+    a, b = hourly_busy_nodes(big, 0, 24000), hourly_busy_nodes(late, 0, 24000)
+    assert g["occupancy_corr_hourly"] == pytest.approx(float(np.corrcoef(a, b)[0, 1]))
+    assert g["occupancy_rmse_frac"] == pytest.approx(math.sqrt(float(np.mean((a - b) ** 2))) / 8)
+    assert g["start_error_median_s"] == 3600 and g["start_within_1h_frac"] == 1.0
+    assert g["start_within_1min_frac"] == 0.0
+    assert set(FIGURES) <= set(g)
+
+
+def test_compare_prepopulated_and_unstarted_are_excluded():
+    ref, tw = _pair()
+    tw = tw.copy()
+    tw["prepopulated"] = [False, True, False, False, False, False]
+    tw.loc[3, "start_time"] = pd.NA
+    tw.loc[3, "end_time"] = pd.NA
+    f = compare(ref, tw, 1000, 4600, system_nodes=4)
+    assert f["jobs_compared"] == 2
+    assert f["exclusions"]["placed at its recorded start by the twin (running at the twin's window start)"] == 1
+    assert f["exclusions"]["not started by the twin (rejected, or queued at its end)"] == 1
+    with pytest.raises(ValueError, match="not in the reference"):
+        compare(ref.iloc[:2], tw, 1000, 4600, system_nodes=4)
+
+
+def test_recorded_schedule_uses_start_plus_run_time():
+    jobs = pd.DataFrame({"trace_index": [0, 1], "submit_time": [0, 5],
+                         "recorded_start_time": pd.array([10, None], dtype="Int64"),
+                         "run_time": pd.array([90, None], dtype="Int64"),
+                         "nodes": pd.array([2, 1], dtype="Int64")})
+    s = recorded_schedule(jobs)
+    assert s["end_time"].tolist()[0] == 100 and pd.isna(s["end_time"].tolist()[1])

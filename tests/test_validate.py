@@ -1,0 +1,117 @@
+"""sweep/validate.py (`twinsweep validate`): hand-made logs whose true schedule is known."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from twin_helpers import write_swf_rows
+from twinsweep.core import RunConfig, simulate
+from twinsweep.core.errors import ConfigError
+from twinsweep.sweep.cli import main
+from twinsweep.sweep.validate import validate
+
+NODES = 8
+
+
+def _jobs(n=240, seed=7):
+    """(job, submit, run, procs) of a busy 8-node machine (offered load ~0.9)."""
+    rng = np.random.default_rng(seed)
+    sub = np.cumsum(rng.exponential(900, n)).astype(int)
+    run = rng.integers(100, 3000, n)
+    procs = rng.integers(1, NODES + 1, n)
+    return [(i + 1, int(sub[i]), int(run[i]), int(procs[i])) for i in range(n)]
+
+
+def _log_of(tmp_path, name, jobs, policy, backfill):
+    """Write the log a machine running ``policy`` + ``backfill`` would have written: each job's
+    wait is the twin's (requested time = 2 × run time, so no job is killed)."""
+    draft = write_swf_rows(tmp_path / f"{name}-draft.swf", [(j, s, 0, r, p) for j, s, r, p in jobs], max_nodes=NODES)
+    res = simulate(RunConfig(data=str(draft), policy=policy, backfill=backfill))
+    waits = (res.jobs["start_time"] - res.jobs["submit_time"]).astype(int).tolist()
+    return write_swf_rows(tmp_path / f"{name}.swf", [(j, s, w, r, p) for (j, s, r, p), w in zip(jobs, waits)],
+                          max_nodes=NODES)
+
+
+def test_twin_made_log_validates_to_zero_error(tmp_path):
+    log = _log_of(tmp_path, "easy", _jobs(), "fcfs", "easy")
+    res = validate(str(log), policy="fcfs", backfill="easy", restart="6h", noise_seeds=2, sensitivity=True,
+                   out=tmp_path / "v")
+    for mode in ("blind", "restart"):
+        f = res["modes"][mode]
+        assert f["jobs_compared"] > 100
+        assert f["wait_mean_ref_s"] > 600, "the log must have queueing for the test to mean something"
+        assert f["wait_mean_rel_error"] == 0.0 and f["wait_p95_rel_error"] == 0.0
+        assert f["start_error_mae_s"] == 0.0 and f["start_within_1min_frac"] == 1.0
+        assert f["wait_ks"] == 0.0 and f["wait_w1_s"] == 0.0
+        assert f["occupancy_corr_hourly"] == pytest.approx(1.0) and f["occupancy_rmse_frac"] == 0.0
+        assert f["noise_floor"]["seeds"] == 2
+    # the site's policy is the closest in the sensitivity table, and the table covers the grid
+    assert res["best_matching_policy"]["policy"] == "fcfs" and res["best_matching_policy"]["backfill"] == "easy"
+    assert len(res["sensitivity"]) == 12
+    on_disk = json.loads((tmp_path / "v" / "validation.json").read_text())
+    assert on_disk["modes"]["blind"]["jobs_compared"] == res["modes"]["blind"]["jobs_compared"]
+    assert "<table>" in (tmp_path / "v" / "validation.html").read_text()
+
+
+def test_another_policys_log_gives_a_large_error(tmp_path):
+    log = _log_of(tmp_path, "ljf", _jobs(), "ljf", "none")
+    f = validate(str(log), policy="fcfs", backfill="easy", noise_seeds=1, sensitivity=False)["modes"]["blind"]
+    assert abs(f["wait_mean_rel_error"]) > 0.3
+    assert f["start_within_1min_frac"] < 0.6
+    # and the noise floor is far below that error
+    assert abs(f["noise_floor"]["wait_mean_rel_error"]) < abs(f["wait_mean_rel_error"]) / 3
+
+
+def test_blind_mode_never_reads_recorded_starts_of_the_reported_window(tmp_path):
+    jobs = _jobs()
+    log = _log_of(tmp_path, "easy", jobs, "fcfs", "easy")
+    tables = {}
+    a = validate(str(log), policy="fcfs", backfill="easy", noise_seeds=2, sensitivity=False, tables=tables)
+    t0 = a["windows"]["reported"][0]
+    # scramble the recorded waits of every job submitted in the reported window
+    rng = np.random.default_rng(3)
+    rows = []
+    for line in log.read_text().splitlines():
+        if line.startswith(";"):
+            continue
+        f = line.split()
+        jid, sub, wait, run, procs = int(f[0]), int(f[1]), int(f[2]), int(f[3]), int(f[4])
+        if sub >= t0:
+            wait = int(rng.integers(0, 50_000))
+        rows.append((jid, sub, wait, run, procs))
+    scrambled = write_swf_rows(tmp_path / "scrambled.swf", rows, max_nodes=NODES)
+    tables2 = {}
+    b = validate(str(scrambled), policy="fcfs", backfill="easy", noise_seeds=2, sensitivity=False, tables=tables2)
+    cols = ["trace_index", "start_time", "end_time", "status", "wait_time", "node_ids"]
+    assert tables["blind"][cols].equals(tables2["blind"][cols])
+    assert a["modes"]["blind"]["wait_mean_twin_s"] == b["modes"]["blind"]["wait_mean_twin_s"]
+    assert a["modes"]["blind"]["noise_floor"] == b["modes"]["blind"]["noise_floor"]
+    # while the figures against the (scrambled) log do change
+    assert a["modes"]["blind"]["wait_mean_ref_s"] != b["modes"]["blind"]["wait_mean_ref_s"]
+    assert "recorded_start_time" not in a["fields_read"]["blind"]["twin_input"]
+
+
+def test_bad_windows_are_one_clear_error(tmp_path, capsys):
+    log = _log_of(tmp_path, "easy", _jobs(60), "fcfs", "easy")
+    with pytest.raises(ConfigError, match="overlaps the reported window"):
+        validate(str(log), calibrate="0:10h", report_window="5h:20h")
+    with pytest.raises(ConfigError, match="START:END"):
+        validate(str(log), calibrate="10h")
+    with pytest.raises(ConfigError, match="replay"):
+        validate(str(log), policy="replay")
+    assert main(["validate", "--data", str(log), "--calibrate", "9h:1h", "--out", str(tmp_path / "x")]) == 2
+    assert "END must be after START" in capsys.readouterr().err
+
+
+def test_cli_writes_validation(tmp_path, capsys):
+    log = _log_of(tmp_path, "easy", _jobs(80), "fcfs", "easy")
+    assert main(["validate", "--data", str(log), "--restart", "6h", "--noise-seeds", "1", "--no-sensitivity",
+                 "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "blind" in out and "restart" in out
+    v = json.loads((tmp_path / "o" / "validation.json").read_text())
+    assert set(v["modes"]) == {"blind", "restart"}
+    assert v["windows"]["fitting"][1] == v["windows"]["reported"][0]
