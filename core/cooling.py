@@ -48,7 +48,7 @@ tower-loop pumps); ``facility_power_w = it + loss + cooling``; ``pue = facility 
 
 Public names: :class:`CoolingModel`, :func:`generic_cooling`, :func:`cooling_from_table`,
 :func:`cooling_model_for`, :func:`integrate`, :func:`steady_state`, :func:`wetbulb_bins`,
-:func:`apply_cooling`, :class:`FMUCoolingModel`, :data:`COOLING_COLUMNS`, :data:`CP_WATER`.
+:func:`check_wetbulb`, :func:`apply_cooling`, :class:`FMUCoolingModel`, :data:`COOLING_COLUMNS`, :data:`CP_WATER`.
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ __all__ = [
     "CoolingTrace",
     "FMUCoolingModel",
     "apply_cooling",
+    "check_wetbulb",
     "cooling_from_table",
     "cooling_model_for",
     "generic_cooling",
@@ -624,6 +625,16 @@ def _parse_wetbulb(spec):
         return float(s)
     except ValueError:
         return s
+
+
+def check_wetbulb(spec) -> None:
+    """Check a RunConfig ``wetbulb`` value without running: None and numbers pass (their range is
+    :class:`core.config.RunConfig`'s check); a CSV path must exist (as a run resolves it: from the
+    working directory, else under the data folder) and be readable as :func:`wetbulb_bins` reads
+    it (columns, numbers, ascending times, plausible °C). Raises ConfigError naming the file."""
+    s = _parse_wetbulb(spec)
+    if isinstance(s, str):
+        _read_wetbulb_csv(s, 0)  # the epoch only shifts absolute times; every check is independent of it
 
 
 def _read_wetbulb_csv(path: str, epoch: int) -> tuple[np.ndarray, np.ndarray, str]:

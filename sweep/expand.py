@@ -13,7 +13,7 @@ import dataclasses
 import itertools
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from twinsweep.core.config import run_key, RunConfig
 from twinsweep.core.errors import ConfigError
@@ -179,14 +179,10 @@ def _config(ds: LoadedDataset, window, axes: dict, seed: int, spec: StudySpec) -
     )
 
 
-def expand(spec: StudySpec, datasets: dict[str, LoadedDataset]) -> list[RunItem]:
-    """The study's runs in deterministic order (see module docstring).
-
-    Raises ConfigError when two grid points give the same run (same key), e.g. two windows with
-    the same start and duration.
-    """
-    items: list[RunItem] = []
-    seen: dict[str, RunItem] = {}
+def iter_items(spec: StudySpec, datasets: dict[str, LoadedDataset]) -> Iterator[RunItem]:
+    """The study's runs in plan order (module docstring), one at a time: nothing is held in
+    memory, so the first runs of a 10^7-point grid come at once. No identity check (:func:`expand`
+    and :func:`check_distinct_windows` do that)."""
     axis_names = [a for a, _ in spec.grid]
     for ds_spec in spec.datasets:
         ds = datasets[ds_spec.name]
@@ -194,17 +190,73 @@ def expand(spec: StudySpec, datasets: dict[str, LoadedDataset]) -> list[RunItem]
             for values in itertools.product(*(v for _, v in spec.grid)):
                 axes = dict(zip(axis_names, values))
                 for seed in spec.seeds:
-                    cfg = _config(ds, window, axes, seed, spec)
-                    item = RunItem(run_key(cfg, ds.checksum, ds.system.checksum), ds.name, window.name, seed,
-                                   tuple(zip(axis_names, values)), cfg, ds.checksum)
-                    if item.key in seen:
-                        o = seen[item.key]
-                        raise ConfigError(
-                            f"datasets: {o.dataset}/{o.window} and {item.dataset}/{item.window} give identical "
-                            f"runs (same trace, window and options; key {item.key}); remove one")
-                    seen[item.key] = item
-                    items.append(item)
+                    yield _item(ds, window, axes, seed, spec)
+
+
+def _item(ds: LoadedDataset, window, axes: dict, seed: int, spec: StudySpec) -> RunItem:
+    cfg = _config(ds, window, axes, seed, spec)
+    return RunItem(run_key(cfg, ds.checksum, ds.system.checksum), ds.name, window.name, seed,
+                   tuple(axes.items()), cfg, ds.checksum)
+
+
+def _identical(o: RunItem, item: RunItem) -> ConfigError:
+    return ConfigError(f"datasets: {o.dataset}/{o.window} and {item.dataset}/{item.window} give identical "
+                       f"runs (same trace, window and options; key {item.key}); remove one")
+
+
+def expand(spec: StudySpec, datasets: dict[str, LoadedDataset]) -> list[RunItem]:
+    """The study's runs in deterministic order (see module docstring), as a list.
+
+    Raises ConfigError when two grid points give the same run (same key), e.g. two windows with
+    the same start and duration.
+    """
+    items: list[RunItem] = []
+    seen: dict[str, RunItem] = {}
+    for item in iter_items(spec, datasets):
+        if item.key in seen:
+            raise _identical(seen[item.key], item)
+        seen[item.key] = item
+        items.append(item)
     return items
+
+
+def check_distinct_windows(spec: StudySpec, datasets: dict[str, LoadedDataset]) -> None:
+    """What :func:`expand`'s identity check finds, at the cost of one run per (dataset, window):
+    a run's config is its dataset-window part (trace, system, window) plus its grid point and seed,
+    and grid points are distinct runs once the spec is loaded (:mod:`sweep.gridcheck`), so two runs
+    are identical only when two dataset-windows are. Raises ConfigError naming both."""
+    first_axes = {a: v[0] for a, v in spec.grid}
+    seen: dict[str, RunItem] = {}
+    for ds_spec in spec.datasets:
+        for window in ds_spec.windows:
+            item = _item(datasets[ds_spec.name], window, first_axes, spec.seeds[0], spec)
+            if item.key in seen:
+                raise _identical(seen[item.key], item)
+            seen[item.key] = item
+
+
+_MISSING = object()
+
+
+def planned_item(spec: StudySpec, datasets: dict[str, LoadedDataset], coords: dict[str, Any]) -> RunItem | None:
+    """The run of the plan at ``coords`` (a run folder's ``sweep.json``: ``dataset``, ``window``,
+    ``axes``, ``seed``), or None when the study has no such point. Costs one key, whatever the
+    grid's size (how a dry run counts the complete runs of a plan it never expands)."""
+    ds_spec = next((d for d in spec.datasets if d.name == coords.get("dataset")), None)
+    if ds_spec is None:
+        return None
+    window = next((w for w in ds_spec.windows if w.name == coords.get("window")), None)
+    axes = coords.get("axes")
+    if window is None or not isinstance(axes, dict) or set(axes) != {a for a, _ in spec.grid}:
+        return None
+    point = {}
+    for a, values in spec.grid:  # the spec's value (JSON has no tuples; True == 1 in Python)
+        point[a] = next((v for v in values if type(axes[a]) is type(v) and axes[a] == v), _MISSING)
+        if point[a] is _MISSING:
+            return None
+    if coords.get("seed") not in spec.seeds:
+        return None
+    return _item(datasets[ds_spec.name], window, point, coords["seed"], spec)
 
 
 def grid_size(spec: StudySpec) -> dict[str, int]:

@@ -16,8 +16,11 @@ annotated example; the tables and keys are:
                    header), ``format`` (a loader name, checked here), ``lenient``, ``windows`` (list of ``{name, start, duration}``;
                    ``start``: offset from the trace epoch as a duration, or a TOML date-time;
                    omitted = the whole trace).
-``[grid]``         axes -> lists: ``policy``, ``backfill``, ``kill``, ``sample_period`` and
-                   ``"options.<name>"`` (policy options); every run gets the product of all axes.
+``[grid]``         axes -> lists: ``policy``, ``backfill``, ``kill``, ``sample_period``, ``cooling``,
+                   ``wetbulb`` and ``"options.<name>"`` (policy options); every run gets the product
+                   of all axes. Every grid point is checked when the spec is loaded
+                   (:func:`sweep.gridcheck.check_grid`: run config, wet-bulb files, scheduler and
+                   its options), so that a bad value fails here, not in every run.
 ``[rank]``         metric -> ``"min"`` | ``"max"`` (order = priority, the first is primary); or
                    ``metrics = [names]`` with default directions. Metric names, units and default
                    directions: the catalogue, :mod:`twinsweep.core.metrics`.
@@ -57,6 +60,8 @@ from twinsweep.core.config import BACKFILLS, POLICIES, Perturbation, parse_durat
 from twinsweep.core.errors import ConfigError, UnknownNameError
 from twinsweep.core.loaders import LOADERS
 from twinsweep.core.metrics import default_direction
+
+from .gridcheck import check_grid
 
 #: Grid axes that map onto :class:`core.config.RunConfig` fields (plus ``options.<name>``).
 GRID_AXES = ("policy", "backfill", "kill", "sample_period", "cooling", "wetbulb")
@@ -499,6 +504,7 @@ def parse_spec(doc: dict, source: str | None = None) -> StudySpec:
         raise ConfigError(f"datasets: duplicate dataset name(s) {dup}; give each a distinct 'name'")
 
     grid = _parse_grid(doc.get("grid", {}))
+    check_grid(grid)  # every grid point's run config and scheduler, before anything runs
     rank = _parse_rank(doc.get("rank"))
 
     b = _check_keys("backend", doc.get("backend", {}), _BACKEND_KEYS)

@@ -215,18 +215,19 @@ def test_dry_run_cli_prints_size_and_keys(tmp_path):
 
 def test_datetime_window_and_option_axes(tmp_path):
     # UnixStartTime of the test trace is 1000000000 = 2001-09-09T01:46:40Z
-    spec_path = write_spec(tmp_path, seeds=1, windows='[{name = "d", start = 2001-09-09T02:16:40Z, duration = "1h"}]')
+    spec_path = write_spec(tmp_path, seeds=1, windows='[{name = "d", start = 2001-09-09T02:16:40Z, duration = "1h"}]',
+                           policies=("weighted",))
     text = spec_path.read_text().replace('sample_period = ["60s"]',
-                                         'sample_period = ["60s"]\nkill = [true, false]\n"options.alpha" = [1, 2]')
+                                         'sample_period = ["60s"]\nkill = [true, false]\n"options.w_age" = [1, 2]')
     spec_path.write_text(text)
     spec = load_spec(spec_path)
-    assert spec.axis_names == ("policy", "backfill", "sample_period", "kill", "options.alpha")
+    assert spec.axis_names == ("policy", "backfill", "sample_period", "kill", "options.w_age")
     items = expand(spec, load_datasets(spec))
-    assert len(items) == 2 * 2 * 2 * 2
+    assert len(items) == 1 * 2 * 2 * 2
     assert {it.config.start for it in items} == {1800}
-    assert {it.config.options for it in items} == {(("alpha", 1),), (("alpha", 2),)}
+    assert {it.config.options for it in items} == {(("w_age", 1),), (("w_age", 2),)}
     assert {it.config.kill for it in items} == {True, False}
-    assert items[0].label()["options.alpha"] == 1
+    assert items[0].label()["options.w_age"] == 1
 
 
 def test_real_trace_window_end_to_end(tmp_path, data_path):

@@ -1,0 +1,159 @@
+"""Every grid point of a study checked when its spec is loaded (issue 11, item 4).
+
+A sweep whose grid holds a misspelt policy option, a NaN weight, a wet-bulb CSV that does not exist
+or a policy name that resolves to nothing must fail before any run starts, with one
+:class:`core.errors.ConfigError` that names the axis (``grid.<axis>``), the value and a grid point
+that has it (the spec file is prefixed by :func:`sweep.spec.load_toml_spec`) — not pass
+``--dry-run`` and then fail in every run.
+
+The check is equivalent to building every grid point's :class:`core.config.RunConfig` and its
+scheduler (policy + backfill + options), without enumerating the product of the axes:
+
+* each check of ``RunConfig`` depends on one field only, so each *distinct value of each axis* is
+  checked once, alone (a wet bulb with ``cooling = true``, the only setting that reads it);
+* a wet-bulb CSV is opened and read once per distinct path (:func:`core.cooling.check_wetbulb`);
+* the scheduler depends on ``(policy, backfill, options)``, so each distinct combination of the
+  ``policy``, ``backfill`` and ``options.<name>`` axes is built once (``sample_period``,
+  ``cooling``, ``kill``… and the seeds do not multiply this count);
+* two values of one axis that normalise to the same run field (``wetbulb = [20, "20"]``), and
+  several wet bulbs on points with ``cooling = false`` (which ignore it), would give identical runs:
+  they are errors here, so that the grid's size is its number of distinct runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+from twinsweep.core.config import RunConfig
+from twinsweep.core.errors import ConfigError
+
+__all__ = ["check_grid", "check_scheduler"]
+
+_OPTION_PREFIX = "options."
+
+
+def _point(coords: dict[str, Any]) -> str:
+    return ", ".join(f"{a}={v!r}" for a, v in coords.items())
+
+
+def _first_non_finite(v: Any) -> Any:
+    """The first NaN/inf number inside an option value (numbers, lists, tables), else None."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return v
+    if isinstance(v, dict):
+        v = list(v.values())
+    if isinstance(v, (list, tuple)):
+        for x in v:
+            bad = _first_non_finite(x)
+            if bad is not None:
+                return bad
+    return None
+
+
+def _check_option_values(grid: dict[str, tuple]) -> None:
+    for axis, values in grid.items():
+        if not axis.startswith(_OPTION_PREFIX):
+            continue
+        for v in values:
+            bad = _first_non_finite(v)
+            if bad is not None:
+                what = f"value {v!r}" if bad is v else f"value {v!r} holds {bad!r}, which"
+                raise ConfigError(f"grid.{axis}: {what} is not a finite number; an option value is never NaN "
+                                  "or inf")
+
+
+def _check_wetbulb(grid: dict[str, tuple]) -> None:
+    from twinsweep.core.cooling import check_wetbulb
+
+    values = grid.get("wetbulb")
+    if values is None:
+        return
+    cooling = grid.get("cooling", (False,))
+    if True not in cooling:
+        raise ConfigError("grid.wetbulb: the wet bulb is an input of the cooling model, and no grid point has "
+                          "cooling = true (add cooling = [true] to [grid], or remove wetbulb)")
+    if False in cooling and len(values) > 1:
+        raise ConfigError(f"grid.wetbulb: grid points with cooling = false ignore the wet bulb, so its "
+                          f"{len(values)} values {list(values)} give identical runs there; keep cooling = [true] "
+                          "or give one wetbulb value")
+    for v in values:
+        try:
+            check_wetbulb(v)
+        except ConfigError as exc:
+            raise ConfigError(f"grid.wetbulb: value {v!r} (grid points with cooling=True): {exc}") from None
+
+
+def _check_axis_values(grid: dict[str, tuple]) -> None:
+    run_axes = {a: v for a, v in grid.items() if not a.startswith(_OPTION_PREFIX)}
+    first = {a: v[0] for a, v in grid.items()}
+    with_cooling = True in run_axes.get("cooling", ())
+    for axis, values in run_axes.items():
+        seen: dict[str, Any] = {}
+        for v in values:
+            # each RunConfig check reads one field (the wet bulb's: only with cooling on), so the
+            # value is checked alone and is the cause of any error
+            fields = {axis: v, **({"cooling": True} if axis == "wetbulb" and with_cooling else {})}
+            try:
+                cfg = RunConfig(data="<grid check>", **fields)
+            except ConfigError as exc:
+                point = {**first, **fields}
+                raise ConfigError(f"grid.{axis}: value {v!r} (grid point {_point(point)}): {exc}") from None
+            norm = cfg.canonical_json()
+            if norm in seen:
+                raise ConfigError(f"grid.{axis}: values {seen[norm]!r} and {v!r} give the same run "
+                                  f"({axis} = {getattr(cfg, axis)!r}); keep one")
+            seen[norm] = v
+
+
+def check_scheduler(policy: str, backfill: str, options: dict[str, Any]) -> None:
+    """Build the scheduler of one run (policy ``policy`` with ``options``, backfill ``backfill``)
+    the way :func:`core.run.simulate` does, on a one-job queue, and discard it: the policy name must
+    resolve to a registered policy, its options must be ones it takes, with values it accepts.
+    ``replay`` builds no policy (recorded starts decide). Raises ConfigError; an error of another
+    type (a plug-in that needs a real workload to be built) is left to the run.
+
+    The accounts table of account-aware policies is what ``accounts_in`` names; it is read by the
+    run (or collected by an earlier replay), so an empty table stands in for it here.
+    """
+    from twinsweep.core.scheduler import JobView, make_policy
+
+    if policy == "replay":
+        return
+    opts = dict(options)
+    if opts.get("accounts_in"):
+        from twinsweep.core.accounts import Accounts
+
+        opts["_accounts"] = Accounts()
+    view = JobView(submit=[0], nodes=[1], time_limit=[60], trace_index=[0], priority=[1.0], user=["u"],
+                   account=["a"], recorded_start=[None])
+    try:
+        make_policy(policy, view, opts)
+    except ConfigError:
+        raise
+    except Exception:  # noqa: BLE001 - only the policy's own option checks are wanted here
+        pass
+
+
+def _check_schedulers(grid: dict[str, tuple]) -> None:
+    names = [a for a in grid if a.startswith(_OPTION_PREFIX)]
+    axes = ["policy", "backfill", *names]
+    for combo in itertools.product(*(grid[a] for a in axes)):
+        policy, backfill, *vals = combo
+        try:
+            check_scheduler(policy, backfill, {a[len(_OPTION_PREFIX):]: v for a, v in zip(names, vals)})
+        except ConfigError as exc:
+            raise ConfigError(f"grid point ({_point(dict(zip(axes, combo)))}): {exc}") from None
+
+
+def check_grid(grid: tuple[tuple[str, tuple], ...]) -> None:
+    """Check every point of a parsed grid (``StudySpec.grid``: ``(axis, values)`` pairs, ``policy``
+    and ``backfill`` present) as the module docstring describes. Cost: one RunConfig per distinct
+    axis value, one read per wet-bulb CSV, one scheduler per distinct (policy, backfill, options)
+    combination. Raises ConfigError naming ``grid.<axis>`` or the grid point."""
+    g = dict(grid)
+    _check_option_values(g)
+    _check_wetbulb(g)
+    _check_axis_values(g)
+    _check_schedulers(g)
