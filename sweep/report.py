@@ -25,11 +25,13 @@ import numpy as np
 import pandas as pd
 
 from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
-from twinsweep.core.metrics import metric as _metric, summary_metrics
+from twinsweep.core.metrics import column_decimals, format_number, metric as _metric, summary_metrics
 
 from .ranking import (block_ranks, bootstrap_mean_rank, drop_blocks, incomplete_blocks, kendall_w, pivot_blocks,
                       win_matrix)
+from .report_verdict import section_verdict
 from .spec import study_axes, study_metrics, study_rank
+from .verdict import compute_verdict
 
 KENDALL_CITE = ("M. G. Kendall and B. Babington Smith, \"The problem of m rankings\", "
                 "The Annals of Mathematical Statistics 10(3):275–287, 1939; tie correction as in "
@@ -88,6 +90,37 @@ def add_variant(runs: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list
     return df, order
 
 
+def _cell(x, digits: int = 4) -> str:
+    if x is None or isinstance(x, (bool, np.bool_, int, np.integer, float, np.floating)):
+        return format_number(None if x is None else (bool(x) if isinstance(x, (bool, np.bool_)) else x), digits)
+    if isinstance(x, str):
+        return x
+    try:
+        return "—" if pd.isna(x) else str(x)
+    except (TypeError, ValueError):
+        return str(x)
+
+
+def format_frame(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """``df`` with every cell as display text (:func:`core.metrics.format_number`): a float column is
+    rounded to one number of decimals that shows its largest magnitude with ``digits`` significant
+    digits (:func:`core.metrics.column_decimals`), integers get thousands separators, booleans read
+    yes / no, None and NaN read ``—``; never scientific notation. Text cells are kept."""
+    out = {}
+    for c in df.columns:
+        col = df[c]
+        if pd.api.types.is_bool_dtype(col):
+            out[c] = [format_number(bool(x)) for x in col]
+        elif pd.api.types.is_integer_dtype(col):
+            out[c] = [format_number(x, decimals=0) for x in col]
+        elif pd.api.types.is_float_dtype(col):
+            d = column_decimals(col.to_numpy(), digits)
+            out[c] = [format_number(x, decimals=d) for x in col]
+        else:
+            out[c] = [_cell(x) for x in col]
+    return pd.DataFrame(out, columns=df.columns, index=df.index)
+
+
 class _Page:
     """Collects HTML fragments and writes figures (PNG on disk + base64 in the page)."""
 
@@ -95,9 +128,12 @@ class _Page:
         self.out = out
         self.parts: list[str] = []
         self.files: list[str] = []
+        self.toc: list[tuple[str, str]] = []  # (HTML id, title) of every section, in page order
 
     def h(self, level: int, text: str, id: str | None = None) -> None:
         a = f' id="{id}"' if id else ""
+        if level == 2 and id:
+            self.toc.append((id, text))
         self.parts.append(f"<h{level}{a}>{html.escape(text)}</h{level}>")
 
     def p(self, text: str, raw: bool = False) -> None:
@@ -106,9 +142,22 @@ class _Page:
     def raw(self, text: str) -> None:
         self.parts.append(text)
 
-    def table(self, df: pd.DataFrame, floatfmt: str = "{:,.3g}", index: bool = False) -> None:
-        self.parts.append(df.to_html(index=index, escape=True, na_rep="—", classes="t",
-                                     float_format=lambda x: floatfmt.format(x), border=0))
+    def table(self, df: pd.DataFrame, index: bool = False, key_cols: int = 0, max_cols: int = 0,
+              cls: str = "t") -> None:
+        """Add ``df`` as an HTML table with every cell readable (:func:`format_frame`). A table with more
+        than ``max_cols`` value columns (0: no limit) is wrapped into blocks of at most ``max_cols``
+        columns, each repeating the first ``key_cols`` columns, so that it fits the page."""
+        df = format_frame(df.reset_index() if index else df)
+        value_cols = list(df.columns[key_cols:])
+        if max_cols <= 0 or len(value_cols) <= max_cols:
+            chunks = [value_cols]
+        else:
+            n = -(-len(value_cols) // max_cols)
+            size = -(-len(value_cols) // n)
+            chunks = [value_cols[i:i + size] for i in range(0, len(value_cols), size)]
+        for chunk in chunks:
+            part = df[list(df.columns[:key_cols]) + chunk]
+            self.parts.append(part.to_html(index=False, escape=True, na_rep="—", classes=cls, border=0))
 
     def figure(self, fig, name: str, caption: str = "", bbox: str | None = None) -> None:
         plt = _plt()
@@ -127,19 +176,24 @@ class _Page:
         self.files.append(name)
 
     def html(self, title: str) -> str:
-        css = ("body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}"
-               "table.t{border-collapse:collapse;font-size:0.85em;margin:0.5em 0 1.5em}"
-               "table.t td,table.t th{border-bottom:1px solid #ddd;padding:2px 8px;text-align:right}"
-               "table.t th{background:#f4f4f4}figure{margin:1em 0}img{max-width:100%}"
-               "figcaption{font-size:0.85em;color:#555}nav a{margin-right:1em}"
-               "pre{white-space:pre-wrap;font-size:0.8em;background:#f8f8f8;padding:0.5em}"
-               ".assumed{color:#a40}")
-        nav = "".join(f'<a href="#{i}">{t}</a>' for i, t in (
-            ("summary", "summary"), ("distributions", "distributions"), ("ranks", "ranks"), ("wins", "wins"),
-            ("agreement", "agreement"), ("timelines", "timelines"), ("aggregate", "aggregate"),
-            ("pooled", "pooled distributions"), ("provenance", "provenance"), ("power-models", "power models"), ("failures", "failures")))
+        """The page: a table of contents of the sections, then the sections in the order added."""
+        css = ("body{font-family:system-ui,sans-serif;max-width:1200px;margin:1em auto;padding:0 1em;color:#222}"
+               "table.t{border-collapse:collapse;font-size:0.85em;margin:0.5em 0 1.5em;max-width:100%}"
+               "table.t td,table.t th{border-bottom:1px solid #ddd;padding:2px 8px;text-align:right;"
+               "font-variant-numeric:tabular-nums}"
+               "table.t td{white-space:nowrap}table.t th{background:#f4f4f4;vertical-align:bottom}"
+               "table.verdict-table td{white-space:normal;text-align:left}"
+               "table.t td:first-child,table.t th:first-child{text-align:left}"
+               "figure{margin:1em 0}img{max-width:100%}"
+               "figcaption{font-size:0.85em;color:#555}nav.toc{font-size:0.9em;line-height:1.7}"
+               "nav.toc a{margin-right:1em;white-space:nowrap}"
+               "pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:0.8em;background:#f8f8f8;padding:0.5em}"
+               "ul.verdict{font-size:1.05em;line-height:1.5}b.best{color:#064}"
+               ".assumed{color:#a40}td,th,p,li{overflow-wrap:anywhere}")
+        nav = "".join(f'<a href="#{i}">{html.escape(t)}</a>' for i, t in self.toc)
         return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-                f"<style>{css}</style></head><body><nav>{nav}</nav>" + "\n".join(self.parts) + "</body></html>\n")
+                f"<style>{css}</style></head><body><nav class=\"toc\"><b>Contents:</b> {nav}</nav>"
+                + "\n".join(self.parts) + "</body></html>\n")
 
 
 def _fname(*parts) -> str:
@@ -170,10 +224,7 @@ def _utc(epoch: int, offset) -> str:
 
 # ---------------------------------------------------------------------------------------- sections
 def _section_summary(pg: _Page, study: dict, runs: pd.DataFrame, root: Path, failed: list[dict], plan_n: int) -> None:
-    pg.h(1, f"twinsweep report — {study.get('name', '')}")
-    if study.get("description"):
-        pg.p(study["description"])
-    pg.h(2, "Summary", "summary")
+    pg.h(2, "Study", "summary")
     grid = {g["axis"]: g["values"] for g in study.get("grid", [])}
     pert = study.get("perturbation", {})
     rank = study_rank(study)
@@ -265,31 +316,59 @@ def _section_ranks(pg: _Page, runs: pd.DataFrame, variants: list[str], rank: dic
                 continue
             values, ranks, blocks = _rank_blocks(g, metric, direction, vs)
             mean, lo, hi = bootstrap_mean_rank(ranks, n_boot, seed)
-            table[f"{metric} mean rank"] = mean
-            table[f"{metric} 95% CI"] = [f"[{a:.2f}, {b:.2f}]" for a, b in zip(lo, hi)]
-            power = _metric(metric).power
-            med_col = f"{metric} median" + (" (assumed)" if power and _is_assumed(g["power_label"]) else "")
-            table[med_col] = np.nanmedian(values, axis=0) / _scale(metric) if len(values) else np.nan
+            m = _metric(metric)
+            head = f"{m.label} ({'min' if direction == 'min' else 'max'}imise)"
+            table[f"{head}: mean rank [95 % CI]"] = [f"{format_number(a, decimals=2)} [{format_number(b, decimals=2)}"
+                                                    f"–{format_number(c, decimals=2)}]" for a, b, c in zip(mean, lo, hi)]
+            med = np.nanmedian(values, axis=0) / m.scale if len(values) else np.full(len(vs), np.nan)
+            d = column_decimals(med, m.digits)
+            table[f"{m.header(_is_assumed(g['power_label']))}: median"] = [format_number(x, decimals=d) for x in med]
+            table[f"_{metric}"] = mean
             for v, a, b, c in zip(vs, mean, lo, hi):
                 rows.append({"dataset": ds, "variant": v, "metric": metric, "direction": direction,
                              "mean_rank": a, "ci_low": b, "ci_high": c, "blocks": len(blocks)})
-        first = f"{next(iter(rank))} mean rank"
+        first = f"_{next(iter(rank))}"
         if first in table.columns:
             table = table.sort_values(first, kind="mergesort")
+        table = table.drop(columns=[c for c in table.columns if c.startswith("_")])
         pg.h(3, f"{ds}")
-        units = ", ".join(f"{m}: {_metric(m).display_unit or '—'}" for m in rank)
-        pg.p(f"{runs[runs['dataset'] == ds][['window', 'seed']].drop_duplicates().shape[0]} blocks; "
-             f"median columns in display units ({units}).")
-        pg.table(table, "{:,.3g}")
+        pg.p(f"{runs[runs['dataset'] == ds][['window', 'seed']].drop_duplicates().shape[0]} blocks; sorted by "
+             f"the primary objective, {_metric(next(iter(rank))).label}.")
+        pg.table(table, key_cols=1, max_cols=6)
     pg.csv(pd.DataFrame(rows), "ranks.csv")
+
+
+def _win_colour(x: float) -> str:
+    """Background of a win share (0..1): light red (loses) through white to light green (wins), so
+    that black text stays readable on every cell."""
+    if np.isnan(x):
+        return "#eee"
+    lo, mid, hi = np.array([244, 170, 160]), np.array([255, 255, 255]), np.array([140, 210, 160])
+    c = mid + (hi - mid) * (2 * x - 1) if x >= 0.5 else mid + (lo - mid) * (1 - 2 * x)
+    return "#%02x%02x%02x" % tuple(int(round(v)) for v in c)
+
+
+def _win_table(W: np.ndarray, vs: list[str]) -> str:
+    """A win matrix as an HTML table (percent, coloured cells; variant names break at ``+``)."""
+    def name(v: str) -> str:
+        return html.escape(v).replace("+", "+<wbr>")
+
+    head = "".join(f"<th>{name(v)}</th>" for v in vs)
+    body = []
+    for i, a in enumerate(vs):
+        cells = "".join(f'<td style="background:{_win_colour(W[i, j])}">'
+                        f'{"—" if i == j else format_number(100 * W[i, j], decimals=0)}</td>' for j in range(len(vs)))
+        body.append(f"<tr><th>{name(a)}</th>{cells}</tr>")
+    return f'<table class="t wins"><tr><th>row \\ column</th>{head}</tr>{"".join(body)}</table>'
 
 
 def _section_wins(pg: _Page, runs: pd.DataFrame, variants: list[str], rank: dict) -> None:
     plt = _plt()
     pg.h(2, "Win matrices", "wins")
     metric, direction = next(iter(rank.items()))
-    pg.p(f"Cell (row i, column j): share of blocks (window, seed) in which variant i is strictly better than "
-         f"variant j on {metric} ({direction}). Ties count for neither. CSVs hold every rank metric.")
+    pg.p(f"Cell (row i, column j): share of blocks (window, seed) in % in which variant i is strictly better than "
+         f"variant j on {_metric(metric).label} ({_metric(metric).verb if direction == _metric(metric).direction else direction}). "
+         f"Ties count for neither; green: the row wins mostly, red: it loses mostly. wins.csv holds every rank metric.")
     rows = []
     for ds, g in runs.groupby("dataset", sort=False):
         vs = [v for v in variants if v in set(g["variant"])]
@@ -304,22 +383,8 @@ def _section_wins(pg: _Page, runs: pd.DataFrame, variants: list[str], rank: dict
                         rows.append({"dataset": ds, "metric": m, "variant": a, "opponent": b, "win_share": W[i, j]})
             if m != metric:
                 continue
-            n = len(vs)
-            fig, ax = plt.subplots(figsize=(1.0 + 0.5 * n, 0.8 + 0.45 * n))
-            im = ax.imshow(W, vmin=0, vmax=1, cmap="RdYlGn")
-            ax.set_xticks(range(n))
-            ax.set_yticks(range(n))
-            ax.set_xticklabels(vs, rotation=60, ha="right", fontsize=7)
-            ax.set_yticklabels(vs, fontsize=7)
-            if n <= 16:
-                for i in range(n):
-                    for j in range(n):
-                        if i != j:
-                            ax.text(j, i, f"{W[i, j]:.2f}", ha="center", va="center", fontsize=6)
-            ax.set_title(f"{ds}: row beats column on {metric}", fontsize=9)
-            fig.colorbar(im, ax=ax, fraction=0.04)
-            fig.tight_layout()
-            pg.figure(fig, _fname("wins", ds, metric) + ".png", f"win matrix, {ds}, {metric}")
+            pg.h(3, f"{ds}: row beats column on {_metric(m).label}")
+            pg.raw(_win_table(W, vs))
     pg.csv(pd.DataFrame(rows), "wins.csv")
 
 
@@ -340,8 +405,17 @@ def _section_agreement(pg: _Page, runs: pd.DataFrame, variants: list[str], rank:
             rows.append({"dataset": ds, "window": win, "metric": m, "W": kw["W"], "seeds (m)": int(kw["m"]),
                          "variants (n)": int(kw["n"]), "chi2": kw["chi2"], "p": kw["p"]})
     df = pd.DataFrame(rows)
-    pg.table(df, "{:.3g}")
     pg.csv(df, "kendall_w.csv")
+    if df.empty:
+        pg.p("No blocks to compare.")
+        return
+    shown = pd.DataFrame({"dataset": df["dataset"], "window": df["window"],
+                          "objective": [_metric(m).label for m in df["metric"]],
+                          "W": [format_number(x, decimals=2) for x in df["W"]], "seeds (m)": df["seeds (m)"],
+                          "variants (n)": df["variants (n)"], "χ²": [format_number(x, 3) for x in df["chi2"]],
+                          "p": ["< 0.001" if x < 0.001 else format_number(x, decimals=3) for x in df["p"].fillna(np.nan)]})
+    shown.loc[df["p"].isna().to_numpy(), "p"] = "—"
+    pg.table(shown)
 
 
 def _section_timelines(pg: _Page, root: Path, runs: pd.DataFrame, variants: list[str], study: dict,
@@ -442,7 +516,8 @@ def _section_aggregate(pg: _Page, root: Path, runs: pd.DataFrame, variants: list
                 r[m] = "—"
             else:
                 sd = x.std(ddof=1) if len(x) > 1 else float("nan")
-                r[m] = f"{x.mean():,.3g} ± {sd:,.2g}" if not np.isnan(sd) else f"{x.mean():,.3g}"
+                d = column_decimals([x.mean()], _metric(m).digits)
+                r[m] = format_number(x.mean(), decimals=d) + ("" if np.isnan(sd) else f" ± {format_number(sd, decimals=d)}")
         rows.append(r)
     df = pd.DataFrame(rows)
     order = {v: i for i, v in enumerate(variants)}
@@ -450,7 +525,7 @@ def _section_aggregate(pg: _Page, root: Path, runs: pd.DataFrame, variants: list
         df = df.sort_values(["dataset", "window", "variant"], key=lambda s: s.map(order) if s.name == "variant" else s,
                             kind="mergesort")
     df = df.rename(columns={m: axis_label(m, _is_assumed(runs["power_label"])) for m in keep})
-    pg.table(df)
+    pg.table(df, key_cols=4, max_cols=4)
 
 
 def _section_provenance(pg: _Page, datasets: dict) -> None:
@@ -500,7 +575,7 @@ def _section_power(pg: _Page, datasets: dict) -> None:
                 flat.append((k, v))
         flat = [("nodes", s.get("nodes")), ("cores per node", s.get("cores_per_node")),
                 ("generic (from the trace header)", s.get("generic"))] + flat
-        pg.table(pd.DataFrame([(k, str(v)) for k, v in flat], columns=["parameter", "value"]))
+        pg.table(pd.DataFrame([(k, v) for k, v in flat], columns=["parameter", "value"]))
         srcs = s.get("sources") or []
         if srcs:
             items = "".join(f"<li><b>{html.escape(str(x.get('what', '')))}</b>: {html.escape(str(x.get('cite', '')))}</li>"
@@ -515,7 +590,7 @@ def _section_power(pg: _Page, datasets: dict) -> None:
             pg.raw(f"<p>Cooling plant (used by runs with <code>cooling = true</code>): {html.escape(origin)}; "
                    "model and sources in docs/cooling.md. PUE and coolant temperatures of such runs carry the "
                    "same label as the power model.</p>")
-            rows = [(k, str(v)) for k, v in cool.items() if k != "from_system_file" and not isinstance(v, (dict, list))]
+            rows = [(k, v) for k, v in cool.items() if k != "from_system_file" and not isinstance(v, (dict, list))]
             pg.table(pd.DataFrame(rows, columns=["cooling parameter", "value"]))
 
 
@@ -530,6 +605,22 @@ def _section_failures(pg: _Page, failed: list[dict]) -> None:
                         "attempts": len(f.get("attempts", [])), "error": f.get("error")} for f in failed])
     pg.table(df)
     pg.p("Tracebacks: failed/<key>/error.json in the results folder.")
+
+
+def _verdict_notes(runs: pd.DataFrame, plan_n: int, failed: list[dict], incomplete: pd.DataFrame,
+                   included: bool) -> list[str]:
+    """The verdict's caveats (HTML): failed or missing runs and how incomplete blocks were treated."""
+    notes = []
+    missing = plan_n - len(runs)
+    if missing > 0 or failed:
+        notes.append(f"<b>{missing:,} of {plan_n:,} planned runs are missing</b> ({len(failed):,} failed; see "
+                     f"<a href=\"#failures\">failed runs</a>)." if missing > 0 else
+                     f"<b>{len(failed):,} run(s) failed</b> (see <a href=\"#failures\">failed runs</a>).")
+    if not incomplete.empty:
+        notes.append(f"{len(incomplete):,} block(s) with missing runs are " +
+                     ("ranked anyway (their missing variants rank last)." if included else
+                      "left out of the verdict and the rankings."))
+    return notes
 
 
 def _note_incomplete(pg: _Page, incomplete: pd.DataFrame, included: bool) -> None:
@@ -597,22 +688,29 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
     ranked = runs if include_incomplete else drop_blocks(runs, incomplete)
 
     pg = _Page(out_dir)
+    pg.h(1, f"twinsweep report — {study.get('name', '')}")
+    if study.get("description"):
+        pg.p(study["description"])
+    rep = study.get("report", {})
+    n_boot, boot_seed = int(rep.get("bootstrap", 1000)), int(rep.get("seed", 0))
+    verdict = compute_verdict(ranked, variants, rank, dict(rep.get("tradeoff") or ()) or None, rep.get("baseline"),
+                              n_boot, boot_seed)
+    section_verdict(pg, verdict, _verdict_notes(runs, plan_n, failed, incomplete, include_incomplete))
     _section_summary(pg, study, runs, root, failed, plan_n)
     _note_incomplete(pg, incomplete, include_incomplete)
     if len(runs):
-        _section_distributions(pg, runs, variants, metrics)
-        _section_ranks(pg, ranked, variants, rank, int(study.get("report", {}).get("bootstrap", 1000)),
-                       int(study.get("report", {}).get("seed", 0)))
+        _section_ranks(pg, ranked, variants, rank, n_boot, boot_seed)
         _section_wins(pg, ranked, variants, rank)
         _section_agreement(pg, ranked, variants, rank)
         _section_timelines(pg, root, runs, variants, study, datasets)
+        _section_distributions(pg, runs, variants, metrics)
         _section_aggregate(pg, root, runs, variants, metrics)
         from .report_pooled import section_pooled
 
         section_pooled(pg, root, runs, variants, _is_assumed(runs["power_label"]))
     else:
-        for sid, title in (("distributions", "Distributions"), ("ranks", "Rank tables"), ("wins", "Win matrices"),
-                           ("agreement", "Agreement"), ("timelines", "Timelines"), ("aggregate", "Aggregate"),
+        for sid, title in (("ranks", "Rank tables"), ("wins", "Win matrices"), ("agreement", "Agreement"),
+                           ("timelines", "Timelines"), ("distributions", "Distributions"), ("aggregate", "Aggregate"),
                            ("pooled", "Pooled distributions")):
             pg.h(2, title, sid)
             pg.p("No complete runs yet.")
@@ -626,5 +724,5 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
 
 def report_sections() -> tuple[str, ...]:
     """The HTML ids every report has (for tests and links)."""
-    return ("summary", "distributions", "ranks", "wins", "agreement", "timelines", "aggregate", "pooled", "provenance",
-            "power-models", "failures")
+    return ("verdict", "summary", "ranks", "wins", "agreement", "timelines", "distributions", "aggregate", "pooled",
+            "provenance", "power-models", "failures")

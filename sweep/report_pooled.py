@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from twinsweep.core.metrics import format_number
+
 #: HTML id of the section.
 SECTION_ID = "pooled"
 #: Display of the pooled metrics: name -> (label, divisor, unit, is_power_or_energy).
@@ -80,8 +82,8 @@ def section_pooled(pg, root: Path, runs: pd.DataFrame, variants: list[str], assu
                 continue
             s = POOLED_DISPLAY[m][1]
             x = x.iloc[0]
-            r[_label(m, assumed)] = f"{x['median'] / s:,.3g} [{x['q25'] / s:,.3g}–{x['q75'] / s:,.3g}], " \
-                                    f"p95 {x['q95'] / s:,.3g}, max {x['max'] / s:,.3g}"
+            f = [format_number(x[k] / s, 3) for k in ("median", "q25", "q75", "q95", "max")]
+            r[_label(m, assumed)] = f"{f[0]} [{f[1]}–{f[2]}], p95 {f[3]}, max {f[4]}"
         rows.append(r)
     tab = pd.DataFrame(rows)
     if len(tab):
@@ -89,7 +91,7 @@ def section_pooled(pg, root: Path, runs: pd.DataFrame, variants: list[str], assu
                               key=lambda s: s.map(order) if s.name == "variant" else s.map(
                                   {k: i for i, k in enumerate(dict.fromkeys(runs[s.name].astype(str)))}))
     pg.p("Median [quartiles], 95th percentile and maximum, in display units:")
-    pg.table(tab)
+    pg.table(tab, key_cols=4, max_cols=2)
     _figures(pg, qt, metrics, variants, assumed)
 
 

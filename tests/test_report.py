@@ -125,9 +125,21 @@ def test_report_has_every_section(small_sweep):
     assert "(assumed)" in html  # generic header system: power assumed
     assert "twinsweep test cluster" in html  # provenance from the trace header
     assert "fcfs+easy" in html and "ljf+none" in html
+    # the verdict is the first section and names a recommended variant; the page reads its sections in
+    # report_sections() order with a table of contents
+    ids = re.findall(r'<h2 id="([^"]+)"', html)
+    assert ids == list(report_sections())
+    verdict = html[html.index('id="verdict"'):html.index('id="summary"')]
+    assert re.search(r'run <b class="best">(fcfs|sjf|ljf)\+(none|easy)</b>', verdict)
+    assert all(f'href="#{sid}"' in html.split("</nav>")[0] for sid in report_sections())
+    # headers are labels with units, never raw metric keys; cells never show sci notation or None
+    heads = re.findall(r"<th[^>]*>(.*?)</th>", html)
+    assert not [h for h in heads if re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+( .*)?", h)]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", html)
+    assert not [c for c in cells if re.search(r"(?<![\w.])\d+(\.\d+)?[eE][+-]?\d+(?!\w)|^None$|^nan$|(?<![\w.])\d+\.\d{7,}(?!\w)", c)]
     rep = res.out / "report"
     for f in ("ranks.csv", "wins.csv", "kendall_w.csv", "runs.csv", "box_bsld_mean.png",
-              "box_peak_power_w.png", "timeline_tiny_all_seed1.png", "wins_tiny_bsld_mean.png"):
+              "box_peak_power_w.png", "timeline_tiny_all_seed1.png"):
         assert (rep / f).exists(), f
     ranks = pd.read_csv(rep / "ranks.csv")
     assert set(ranks["variant"]) == {f"{p}+{b}" for p in ("fcfs", "sjf", "ljf") for b in ("none", "easy")}

@@ -1,0 +1,221 @@
+"""The report's verdict: which variant to run, how sure we are and what it costs, computed from the
+run table (one row per run, with the report's ``variant`` label).
+
+Terms (as in :mod:`twinsweep.sweep.ranking`): a *block* is one (dataset, window, seed) in which every
+variant ran on the same (perturbed) workload; within a block the variants are ranked per objective
+(1 = best, ties share the average rank, an undefined value ranks last).
+
+For each scope (every dataset, and "all datasets" pooling their blocks) and each objective:
+
+- **recommended** = the variant with the lowest mean rank over the blocks (ties: grid order);
+- **P(best)** = the share of ``n_boot`` bootstrap resamples of the blocks (with replacement, seeded
+  ``numpy.random.default_rng(seed)``) in which it has the lowest mean rank (ties split the share);
+- **distinguishable from the runner-up** when the percentile bootstrap 95 % interval of the runner-up's
+  mean rank minus the recommended one's lies above zero (a paired bootstrap over the same resampled
+  blocks; Efron & Tibshirani, "An Introduction to the Bootstrap", Chapman & Hall 1993, ch. 13);
+- **costs** = the recommended variant against the baseline on every objective: relative change of the
+  mean over blocks in % (metrics compared as a ratio) or the difference in display units (percentages,
+  PUE, temperatures), as the metric catalogue (:mod:`twinsweep.core.metrics`) says.
+
+The *trade-off* objective is the study's stated weighting (``[report] tradeoff``; default: the rank
+metrics with equal weights): per block, the weighted mean of the variants' ranks on its metrics, ranked
+like any objective. Ranks, not raw values, are weighted, so metrics in different units combine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from twinsweep.core.metrics import format_number, metric
+
+from .ranking import block_ranks, pivot_blocks
+
+__all__ = ["ObjectiveVerdict", "ScopeVerdict", "Verdict", "compute_verdict", "default_baseline", "TRADEOFF",
+           "OVERALL", "cost_text"]
+
+#: Objective name of the study's stated trade-off.
+TRADEOFF = "trade-off"
+#: Scope name of the verdict pooled over every dataset.
+OVERALL = "all datasets"
+_BLOCK = ("dataset", "window", "seed")
+
+
+@dataclasses.dataclass(frozen=True)
+class ObjectiveVerdict:
+    """The verdict for one objective in one scope.
+
+    ``objective``: a metric name or :data:`TRADEOFF`; ``best`` / ``runner_up``: variant labels
+    (``runner_up`` None with a single variant); ``p_best``: bootstrap probability (0..1) that ``best``
+    has the lowest mean rank; ``mean_rank``: of ``best``; ``gap_ci``: percentile bootstrap 95 %
+    interval of (runner-up's − best's mean rank), in ranks; ``distinguishable``: ``gap_ci[0] > 0``;
+    ``costs``: metric -> change of ``best`` against the baseline (:func:`cost_text` formats it).
+    """
+
+    objective: str
+    best: str
+    p_best: float
+    mean_rank: float
+    runner_up: str | None
+    gap_ci: tuple[float, float]
+    distinguishable: bool
+    costs: dict[str, float | None]
+
+
+@dataclasses.dataclass(frozen=True)
+class ScopeVerdict:
+    """The verdicts of one scope (a dataset or :data:`OVERALL`): ``blocks`` counted, ``variants``
+    ranked (grid order), ``baseline`` variant, one :class:`ObjectiveVerdict` per objective (rank
+    metrics in spec order, then :data:`TRADEOFF`)."""
+
+    scope: str
+    blocks: int
+    variants: tuple[str, ...]
+    baseline: str | None
+    objectives: tuple[ObjectiveVerdict, ...]
+
+    def get(self, objective: str) -> ObjectiveVerdict | None:
+        """The verdict for ``objective`` (a metric name or :data:`TRADEOFF`), or None."""
+        return next((o for o in self.objectives if o.objective == objective), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """Every scope's verdict (datasets in study order, then :data:`OVERALL` when there are several),
+    the trade-off weights (metric -> weight) and the objectives' directions (metric -> min/max)."""
+
+    scopes: tuple[ScopeVerdict, ...]
+    tradeoff: dict[str, float]
+    directions: dict[str, str]
+
+
+def default_baseline(variants: list[str], baseline: str | None = None) -> str | None:
+    """The variant every other is compared with: the spec's ``baseline`` (``"policy+backfill"``,
+    matching the first variant whose label is it or starts with it and ``+``), else ``fcfs+easy``
+    when present, else the first variant; None without variants."""
+    for want in ([baseline] if baseline else []) + ["fcfs+easy"]:
+        hit = next((v for v in variants if v == want or v.startswith(want + "+")), None)
+        if hit is not None:
+            return hit
+    return variants[0] if variants else None
+
+
+def _bootstrap(scores: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """n_boot x variants mean scores over resampled blocks (rows of ``scores``)."""
+    m = scores.shape[0]
+    if m < 2:
+        return scores.mean(axis=0, keepdims=True)
+    idx = np.random.default_rng(seed).integers(0, m, size=(n_boot, m))
+    return scores[idx].mean(axis=1)
+
+
+def _objective(name: str, scores: np.ndarray, vs: list[str], n_boot: int, seed: int) -> tuple:
+    """(best, p_best, mean_rank, runner_up, gap_ci, distinguishable) from blocks x variants scores
+    (lower is better)."""
+    mean = scores.mean(axis=0)
+    order = np.argsort(mean, kind="stable")
+    b = int(order[0])
+    boot = _bootstrap(scores, n_boot, seed)
+    lowest = np.isclose(boot, boot.min(axis=1, keepdims=True), rtol=0, atol=1e-12)
+    p = float((lowest[:, b] / lowest.sum(axis=1)).mean())
+    if len(vs) < 2:
+        return vs[b], p, float(mean[b]), None, (float("nan"), float("nan")), False
+    r = int(order[1])
+    gap = boot[:, r] - boot[:, b]
+    lo, hi = (np.quantile(gap, [0.025, 0.975]) if scores.shape[0] >= 2 else (float("nan"), float("nan")))
+    return vs[b], p, float(mean[b]), vs[r], (float(lo), float(hi)), bool(scores.shape[0] >= 2 and lo > 0)
+
+
+def _change(name: str, best: np.ndarray, base: np.ndarray) -> float | None:
+    """Change of ``best`` against ``base`` (per-block values, stored units) on metric ``name``: % of the
+    baseline's mean (compare = ratio) or the difference of the means in display units."""
+    ok = ~(np.isnan(best) | np.isnan(base))
+    if not ok.any():
+        return None
+    a, b = best[ok].mean(), base[ok].mean()
+    m = metric(name)
+    if m.compare == "difference":
+        return float((a - b) / m.scale)
+    return None if b == 0 else float(100.0 * (a - b) / abs(b))
+
+
+def cost_text(name: str, change: float | None) -> str:
+    """A change from :class:`ObjectiveVerdict` ``costs`` as text: ``"−58 % mean wait"``,
+    ``"+1.2 %-points utilisation"``, ``"mean wait: —"`` when undefined."""
+    m = metric(name)
+    if change is None:
+        return f"{m.label}: —"
+    change = float(f"{change:.2g}")  # 2 significant digits (9.9999 -> 10, not 10.0)
+    if m.compare == "difference":
+        unit = "%-points" if m.display_unit == "%" else (m.display_unit or "")
+        text = format_number(change, 2, decimals=None if abs(change) >= 1 else 2)
+    else:
+        unit = "%"
+        text = format_number(change, 2, decimals=0 if abs(change) >= 10 else 1)
+    text = text.replace("-", "−")
+    sign = "" if text.startswith("−") or text.strip("0.") == "" else "+"
+    return f"{sign}{text} {unit} {m.label}".replace("  ", " ")
+
+
+def _scope(name: str, g: pd.DataFrame, variants: list[str], rank: dict[str, str], tradeoff: dict[str, float],
+           baseline: str | None, n_boot: int, seed: int) -> ScopeVerdict | None:
+    vs = [v for v in variants if v in set(g["variant"])]
+    metrics = list(dict.fromkeys(list(rank) + list(tradeoff)))
+    metrics = [m for m in metrics if m in g.columns]
+    if not vs or not metrics:
+        return None
+    base = default_baseline(vs, baseline)
+    values: dict[str, np.ndarray] = {}
+    ranks: dict[str, np.ndarray] = {}
+    for m in metrics:
+        values[m], _ = pivot_blocks(g, m, vs, block_cols=_BLOCK)
+        ranks[m] = block_ranks(values[m], rank.get(m) or metric(m).direction)
+    blocks = next(iter(values.values())).shape[0]
+    if blocks == 0:
+        return None
+    bi = vs.index(base)
+
+    def verdict(obj: str, scores: np.ndarray) -> ObjectiveVerdict:
+        best, p, mr, ru, ci, dist = _objective(obj, scores, vs, n_boot, seed)
+        k = vs.index(best)
+        costs = {m: _change(m, values[m][:, k], values[m][:, bi]) for m in metrics}
+        return ObjectiveVerdict(obj, best, p, mr, ru, ci, dist, costs)
+
+    objs = [verdict(m, ranks[m]) for m in rank if m in ranks]
+    tw = {m: w for m, w in tradeoff.items() if m in ranks}
+    if tw:
+        total = sum(tw.values())
+        objs.append(verdict(TRADEOFF, sum(w * ranks[m] for m, w in tw.items()) / total))
+    return ScopeVerdict(name, blocks, tuple(vs), base, tuple(objs))
+
+
+def compute_verdict(runs: pd.DataFrame, variants: list[str], rank: dict[str, str],
+                    tradeoff: dict[str, float] | None = None, baseline: str | None = None,
+                    n_boot: int = 1000, seed: int = 0) -> Verdict:
+    """The verdict of a run table.
+
+    ``runs``: one row per ranked run with ``dataset``, ``window``, ``seed``, ``variant`` and the metric
+    columns (incomplete blocks already left out by the caller, :func:`sweep.ranking.drop_blocks`);
+    ``variants``: labels in grid order; ``rank``: metric -> ``"min"``/``"max"`` (spec order);
+    ``tradeoff``: metric -> weight > 0 (default: every rank metric, weight 1); ``baseline``: see
+    :func:`default_baseline`; ``n_boot`` resamples with RNG ``seed``. Scopes without blocks are
+    left out. Raises UnknownNameError (core.metrics) for a metric the catalogue does not know.
+    """
+    tradeoff = dict(tradeoff) if tradeoff else {m: 1.0 for m in rank}
+    directions = {m: rank.get(m) or metric(m).direction for m in list(rank) + list(tradeoff)}
+    scopes = []
+    if len(runs):
+        for ds, g in runs.groupby("dataset", sort=False):
+            s = _scope(str(ds), g, variants, directions, tradeoff, baseline, n_boot, seed)
+            if s is not None:
+                scopes.append(s)
+        if runs["dataset"].nunique() > 1:
+            s = _scope(OVERALL, runs, variants, directions, tradeoff, baseline, n_boot, seed)
+            if s is not None:
+                scopes.append(s)
+    # rank keeps its own objectives; trade-off-only metrics are costs, not objectives
+    scopes = [dataclasses.replace(s, objectives=tuple(o for o in s.objectives if o.objective in rank
+                                                      or o.objective == TRADEOFF)) for s in scopes]
+    return Verdict(tuple(scopes), tradeoff, directions)
