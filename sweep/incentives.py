@@ -31,6 +31,8 @@ import pandas as pd
 
 from twinsweep.core.accounts import Accounts, load_accounts
 
+from .plotting import pyplot
+
 __all__ = ["incentive_report", "entry_outcomes", "POLICY_QUANTITY"]
 
 #: Which collected quantity each incentive policy ranks by (and whether higher runs first).
@@ -44,13 +46,6 @@ POLICY_QUANTITY = {
 }
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _png(fig, path: Path) -> str:
@@ -58,7 +53,7 @@ def _png(fig, path: Path) -> str:
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     data = buf.getvalue()
     path.write_bytes(data)
-    _plt().close(fig)
+    pyplot().close(fig)
     return base64.b64encode(data).decode()
 
 
@@ -141,7 +136,7 @@ def incentive_report(results: str | os.PathLike, out: str | os.PathLike | None =
     ``baseline``: the policy whose per-entry waits the others are compared with (its backfill is
     that of the incentive runs). Raises FileNotFoundError when the folder holds no sweep.
     """
-    plt = _plt()
+    plt = pyplot()
     root = Path(results)
     runs = _runs(root)
     outdir = Path(out) if out is not None else root / "report"

@@ -1,4 +1,4 @@
-"""``twinsweep tune`` (sweep/tune.py): resume without repeating finished trials, Pareto sets,
+"""``twinsweep tune`` (sweep/tune/): resume without repeating finished trials, Pareto sets,
 outputs, spec validation. Tiny synthetic trace, serial local backend."""
 
 from __future__ import annotations
@@ -7,11 +7,13 @@ import json
 import textwrap
 
 import numpy as np
+import pandas as pd
 import optuna
 import pytest
 
 from twinsweep.core.errors import ConfigError
 from twinsweep.sweep.tune import load_tune_spec, pareto_front, run_tune
+from twinsweep.sweep.tune.study import interrupted_numbers
 
 
 def _trace(path, n=120, seed=7):
@@ -107,7 +109,11 @@ def test_resume_without_repeating_finished_trials(tmp_path):
     assert len(second.keys) == 3 and res.executed == 3
     study = _study(out)
     assert [t.values for t in study.trials[:2]] == values_before
-    assert study.trials[2].state == optuna.trial.TrialState.FAIL and study.trials[2].user_attrs["interrupted"]
+    assert study.trials[2].state == optuna.trial.TrialState.FAIL and interrupted_numbers(study) == {2}
+    # the mark (kept on the study: public Optuna API) shows in trials.csv as a user-attribute column
+    trials_csv = pd.read_csv(out / "trials.csv")
+    assert trials_csv.set_index("number")["user_attrs_interrupted"].fillna(False).to_dict() == \
+        {0: False, 1: False, 2: True, 3: False, 4: False}
     assert study.trials[3].params == cut_params and study.trials[3].user_attrs["resumed_from"] == 2
     # nothing left to do: a third call evaluates no trial and simulates nothing
     third = Counter()

@@ -1,0 +1,61 @@
+"""``twinsweep tune SPEC``: the subcommand's arguments and its console output."""
+
+from __future__ import annotations
+
+import sys
+
+from twinsweep.core.errors import ConfigError
+
+from ..cli_sweep import add_slurm_args, backend_name, slurm_overrides
+from .run import run_tune
+
+__all__ = ["add_parser"]
+
+
+def add_parser(sub) -> None:
+    """Add the ``tune`` subcommand to an argparse subparsers object."""
+    p = sub.add_parser("tune", help="Optuna search over priority / incentive weights (resumable)", description=(
+        "Tune the numeric run options of a tune spec (a study spec + [tune]) with Optuna: TPE for one objective, "
+        "NSGA-II (Pareto front) for several. Each trial runs on every train window x seed through the sweep "
+        "backends; running the same command again resumes the study. Writes best.json, trials.csv, "
+        "pareto.png/history.png, importances, and winners.toml (a sweep spec re-running the winners)."))
+    p.add_argument("spec", help="tune spec (TOML), e.g. studies/tune-incentives.toml")
+    p.add_argument("--out", default=None, help="output folder (overrides [study] output)")
+    p.add_argument("--backend", default=None, type=backend_name, metavar="NAME",
+                   help="local, ray, slurm or an installed backend plug-in (overrides [backend] name)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="parallel workers (overrides [backend] workers; slurm: Optuna worker array tasks, default 4)")
+    p.add_argument("--address", default=None, help="Ray cluster address (default: embedded local Ray)")
+    p.add_argument("--trials", type=int, default=None, help="finished trials wanted (overrides tune.trials)")
+    p.add_argument("--storage", default=None,
+                   help="Optuna storage: a journal file path or a SQLAlchemy URL (overrides tune.storage)")
+    p.add_argument("--no-test", action="store_true", help="do not evaluate the winners on the test windows")
+    add_slurm_args(p)
+    p.set_defaults(func=_cmd_tune)
+
+
+def _cmd_tune(args) -> int:
+    def on_trial(number, params, values, errors):
+        short = ", ".join(f"{k.replace('options.', '')}={v:.4g}" for k, v in (params or {}).items())
+        what = f"values {[round(v, 6) for v in values]}" if values else f"FAILED {'; '.join(errors)[:200]}"
+        print(f"trial {number}: {short} -> {what}", file=sys.stderr, flush=True)
+
+    slurm = slurm_overrides(args)
+    if slurm and args.backend not in (None, "slurm"):
+        raise ConfigError(f"Slurm options ({', '.join('--' + k.replace('_', '-') for k in slurm)}) need --backend slurm")
+    try:
+        res = run_tune(args.spec, out=args.out, backend=args.backend, trials=args.trials, workers=args.workers,
+                       address=args.address, storage=args.storage, test=not args.no_test, on_trial=on_trial,
+                       slurm=slurm or None, log=lambda msg: print(msg, file=sys.stderr, flush=True))
+    except KeyboardInterrupt:
+        print("interrupted: finished trials and runs are kept; run the same command again to resume", file=sys.stderr)
+        raise
+    print(f"{res.ran_trials} trial(s) evaluated now ({res.executed} run(s) simulated), {res.complete} finished "
+          f"in the study, {res.wall_s:.1f} s")
+    for b in res.best:
+        params = ", ".join(f"{k.replace('options.', '')}={v:.4g}" for k, v in b["params"].items())
+        print(f"best trial {b['number']}: {params}; train {b['values']}; test {b.get('test_values')}")
+    print(f"storage: {res.storage}  (optuna-dashboard {res.storage})")
+    for name, path in res.files.items():
+        print(f"{name}: {path}")
+    return 0

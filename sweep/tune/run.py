@@ -1,0 +1,111 @@
+"""``run_tune``: run (or resume) a tuning study through a sweep backend (local, Ray) or as Optuna
+workers on Slurm (:mod:`.slurm_workers`), then write its outputs (:mod:`.outputs`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+from twinsweep.core.errors import ConfigError
+
+from .evaluator import Evaluator, evaluate_test
+from .outputs import write_outputs
+from .result import TuneResult, record_interrupt
+from .slurm_workers import tune_on_slurm
+from .spec import TuneSpec, load_tune_spec
+from .study import best_trials, counted, make_sampler, open_storage, recover_interrupted
+
+__all__ = ["run_tune"]
+
+def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None = None, backend: str | None = None,
+             trials: int | None = None, workers: int | None = None, address: str | None = None,
+             storage: str | None = None, run_fn: Callable | None = None, test: bool = True,
+             on_trial: Callable | None = None, slurm: dict | None = None,
+             log: Callable[[str], None] | None = None) -> TuneResult:
+    """Run (or resume) a tuning study; returns a :class:`TuneResult` (module docstring).
+
+    ``out``/``backend``/``workers``/``address`` override the spec's ``[study] output`` and
+    ``[backend]``; ``trials``: finished trials wanted (overrides ``tune.trials``); ``storage``:
+    overrides ``tune.storage``; ``run_fn``: the backend's run function (default
+    :func:`sweep.runner.execute_run`); ``test``: evaluate the winners on the test windows;
+    ``on_trial(number, params, values, errors)``: called as each trial is told (on Slurm: as the
+    driver sees it finished); ``slurm``: Slurm options over ``[backend.slurm]``; ``log``: one-line
+    backend messages.
+    Raises ConfigError for a bad spec or a storage holding a study with other objectives;
+    KeyboardInterrupt propagates (the study and the finished runs are kept: run again to resume).
+    """
+    import optuna
+
+    from twinsweep.backends.base import make_backend
+
+    from ..expand import load_datasets
+    from ..runner import execute_run
+    from ..store import ResultStore
+
+    t_wall = time.perf_counter()
+    if not isinstance(spec, TuneSpec):
+        spec = load_tune_spec(spec)
+    study_spec = spec.study.with_overrides(output=str(out) if out is not None else None, backend=backend,
+                                           workers=workers, address=address, slurm=slurm)
+    spec = dataclasses.replace(spec, study=study_spec)
+    n_wanted = spec.trials if trials is None else int(trials)
+    if n_wanted < 1:
+        raise ConfigError(f"--trials: expected >= 1, got {n_wanted}")
+    root = Path(study_spec.output).expanduser().absolute()  # workers elsewhere must not resolve it themselves
+    store = ResultStore(root)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    res = TuneResult(out=store.root, study_name=spec.study_name, storage="")
+    with store.locked():
+        store.clean_tmp()
+        datasets = load_datasets(study_spec)
+        stor, res.storage = open_storage(spec, store.root, storage)
+        study = optuna.create_study(storage=stor, study_name=spec.study_name, directions=spec.directions,
+                                    sampler=make_sampler(spec), load_if_exists=True)
+        if [d.name.lower() for d in study.directions] != spec.directions:
+            raise ConfigError(f"storage {res.storage}: study {spec.study_name!r} has directions "
+                              f"{[d.name.lower() for d in study.directions]}, this spec {spec.directions}; "
+                              "use another study_name or output folder")
+        prev = study.user_attrs.get("objectives")
+        want = [m for m, _ in spec.objectives]
+        if prev is not None and prev != want:
+            raise ConfigError(f"storage {res.storage}: study {spec.study_name!r} tunes {prev}, this spec {want}; "
+                              "use another study_name or output folder")
+        study.set_user_attr("objectives", want)
+        study.set_user_attr("spec", spec.to_dict())
+        recover_interrupted(study)
+        n_before = len(study.get_trials(deepcopy=False))
+        study.sampler = make_sampler(spec, offset=n_before)
+        sessions = list(study.user_attrs.get("sessions", []))
+        sessions.append({"sampler_seed": spec.sampler_seed + n_before, "trials_before": n_before,
+                         "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})
+        study.set_user_attr("sessions", sessions)
+        store.write_json("tune.json", spec.to_dict() | {"storage": res.storage, "study_name": spec.study_name})
+        remaining = max(0, n_wanted - counted(study))
+        ev = Evaluator(spec, study, store, datasets, run_fn or execute_run, on_trial)
+        shared = {name: (ds.workload, ds.system) for name, ds in datasets.items()}
+        if remaining and study_spec.backend.name == "slurm":
+            tune_on_slurm(spec, store, study, datasets, remaining, n_before, ev, res, on_trial, log, t_wall)
+        elif remaining:
+            bk = make_backend(study_spec.backend.name, workers=study_spec.backend.workers,
+                              address=study_spec.backend.address)
+            try:
+                with bk:
+                    for outcome in bk.run(ev.tasks(remaining), ev.run_fn, shared):
+                        ev.outcome(outcome)
+            except KeyboardInterrupt:
+                record_interrupt(res, ev, study, t_wall)
+                raise
+        res.executed, res.ran_trials = ev.executed, ev.told
+        res.complete = counted(study)
+        res.best = best_trials(study, spec)
+        if test and spec.test and res.best:
+            evaluate_test(spec, study_spec, store, datasets, res.best, run_fn or execute_run, shared, ev, log)
+            study.set_user_attr("test", [{"number": b["number"], "test_values": b["test_values"]} for b in res.best])
+        res.files = write_outputs(study, spec, store.root, res.best)
+    res.wall_s = time.perf_counter() - t_wall
+    return res
