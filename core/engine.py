@@ -127,6 +127,16 @@ class Engine:
         self.progress = progress
 
     def run(self) -> EngineResult:
+        """Simulate the window. With a node availability calendar (``system.availability``,
+        periods ``(start, end, nodes_down)``), each period *drains* its nodes: from its start,
+        every node that is free (at once, else as running jobs end) is taken out of service,
+        before any scheduling pass, until ``nodes_down`` are out; all come back at its end.
+        Schedulers see a held node as a running one-node job whose expected end is the period's
+        end, so EASY's shadow time and conservative reservations count on its return; a period
+        is seen from its start on (as a drain is), not before. Held nodes are not busy in the
+        timeline and draw idle power; ``counts`` gains ``availability_periods`` and
+        ``availability_down_node_s``. Replay ignores the calendar. Raises ConfigError for a
+        calendar with a usage-following (dynamic) policy."""
         f = self.frame
         n = len(f)
         N = self.system.nodes
@@ -161,6 +171,16 @@ class Engine:
             if run[j] is not None:
                 dur[j] = min(run[j], limit[j]) if self.kill else run[j]
 
+        # node availability calendar (System.availability): each period gets one 1-node hold per
+        # node down, appended after the n jobs so that schedulers see held nodes as running
+        # "jobs" that give their node back at the period end (their expected end)
+        cal = [p for p in getattr(self.system, "availability", ()) if p[1] > self.t0 and not self.replay]
+        hold_base: list[int] = []
+        if cal:
+            for (_a, b, k) in cal:
+                hold_base.append(len(nodes))
+                nodes.extend([1] * k)
+                limit.extend([0] * k)
         start_unknown = f["recorded_start_time"].isna().tolist()
         rec_nodes = f["node_ids"].tolist() if "node_ids" in f.columns else [None] * n
         view = JobView(
@@ -170,6 +190,11 @@ class Engine:
             recorded_start=rstart, recorded_zero=[d == 0 for d in dur] if self.replay else None, frame=f, source=str(self.frame.attrs.get("source", "")),
         )
         sched = make_scheduler(self.policy, self.backfill, view, self.options)
+        if cal and getattr(getattr(sched, "policy", None), "dynamic", False):
+            from .errors import ConfigError
+
+            raise ConfigError(f"policy {self.policy!r} follows usage during the run (fair share / accounts) and "
+                              "cannot run with a node availability calendar yet; use fcfs, sjf, ljf or priority")
 
         pool = NodePool(N)
         sim_start = [None] * n
@@ -238,6 +263,38 @@ class Engine:
         sub_time = [max(submit[j], self.t0) for j in range(n)]
 
         timers.append(self.t0)  # an event at the window start records its state
+        # availability calendar: periods start / end as timer events; a starting period drains
+        # its nodes (takes each as soon as it is free, before any pass); an ending one frees them
+        cal_events: list[tuple[int, int, int]] = []  # (time, 0 end | 1 start, period)
+        pending = [0] * len(cal)
+        held: list[list[tuple[int, int]]] = [[] for _ in cal]  # per period: (hold index, time taken)
+        n_held = 0
+        held_node_s = 0  # node-seconds held down
+        for pi, (a, b, k) in enumerate(cal):
+            cal_events.append((max(a, self.t0), 1, pi))
+            cal_events.append((b, 0, pi))
+            timers.append(max(a, self.t0))
+            timers.append(b)
+        cal_events.sort()
+        heapq.heapify(timers)
+        ce = 0
+
+        draining: list[int] = []  # periods still waiting for nodes
+
+        def drain() -> None:
+            nonlocal n_held
+            for pi in draining:
+                while pending[pi] and pool.free:
+                    h = hold_base[pi] + len(held[pi])
+                    placed[h] = pool.allocate(1)
+                    held[pi].append((h, t_now))
+                    cluster.add_running(cal[pi][1], h)
+                    pending[pi] -= 1
+                    n_held += 1
+            if draining and not all(pending[pi] for pi in draining):
+                draining[:] = [pi for pi in draining if pending[pi]]
+
+        placed.extend([None] * (len(nodes) - n))
         steps_t: list[int] = []
         steps_busy: list[int] = []
         steps_pow: list[float] = []
@@ -261,6 +318,8 @@ class Engine:
             t = min(cand)
             if t1 is not None and t >= t1:
                 break
+            if cal and events and p >= ns and not end_heap and not sched.queued():
+                break  # only availability periods are left: nothing to schedule any more
             t_now = t
             cluster.now = t
             # 1. ends
@@ -278,9 +337,29 @@ class Engine:
                 wake = sched.submit(j, t)
                 if wake is not None:
                     heapq.heappush(timers, wake)
-            # 3. scheduler wake-ups
+            # 3. scheduler wake-ups, availability periods ending / starting
             while timers and timers[0] == t:
                 heapq.heappop(timers)
+            while ce < len(cal_events) and cal_events[ce][0] == t:
+                _, kind, pi = cal_events[ce]
+                ce += 1
+                if kind == 0:
+                    a, b, _k = cal[pi]
+                    for h, taken in held[pi]:
+                        pool.release(placed[h])
+                        cluster.remove_running(b, h)
+                        placed[h] = None
+                        held_node_s += b - taken
+                    n_held -= len(held[pi])
+                    held[pi] = []
+                    pending[pi] = 0
+                    if pi in draining:
+                        draining.remove(pi)
+                else:
+                    pending[pi] = cal[pi][2]
+                    draining.append(pi)
+            if draining:
+                drain()
             # 4. passes
             while True:
                 sched.schedule(t, cluster)
@@ -290,10 +369,12 @@ class Engine:
                 zero_started.clear()
                 for j in zs:
                     finish(j)
+                if draining:
+                    drain()
             events += 1
             if self.progress is not None and events % 10000 == 0:
                 self.progress(t)
-            busy = N - pool.free
+            busy = N - pool.free - n_held
             pw = base_idle + busy_power
             q = sched.queued()
             if steps_t and steps_t[-1] == t:
@@ -322,6 +403,12 @@ class Engine:
                 out_status[j] = "completed"
 
         counts.update(getattr(sched, "stats", {}))
+        if cal:
+            end_t = t_end
+            for pi in range(len(cal)):  # periods still holding nodes at the end count up to it
+                held_node_s += sum(max(0, min(cal[pi][1], end_t) - taken) for _h, taken in held[pi])
+            counts["availability_periods"] = len(cal)
+            counts["availability_down_node_s"] = int(held_node_s)
         counts.setdefault("replay_delayed", 0)
         counts.setdefault("reservation_delays", 0)
 
@@ -330,7 +417,7 @@ class Engine:
         jobs["status"] = out_status
         jobs["reason"] = reason
         jobs["prepopulated"] = [bool(prepop[j] and sim_start[j] is not None) for j in range(n)]
-        jobs["time_limit"] = pd.array(limit, dtype="Int64")
+        jobs["time_limit"] = pd.array(limit[:n], dtype="Int64")
         jobs["time_limit_imputed"] = imputed
         jobs["start_time"] = pd.array(sim_start, dtype="Int64")
         end_out = [sim_end[j] if out_status[j] in ("completed", "timeout") else None for j in range(n)]

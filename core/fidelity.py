@@ -62,10 +62,11 @@ def recorded_schedule(jobs: pd.DataFrame) -> pd.DataFrame:
 
     Reads ``trace_index``, ``submit_time``, ``recorded_start_time``, ``run_time`` (end = recorded
     start + recorded run time, so that a log's end column with another meaning is not needed) and
-    ``nodes``. Returns a schedule (see the module docstring); rows in the input's order.
+    ``nodes``. A job without a recorded run time never ran: it has no start either (logs record
+    a wait for jobs cancelled in the queue). Returns a schedule (see the module docstring); rows in the input's order.
     """
-    start = jobs["recorded_start_time"].astype("Int64")
     run = jobs["run_time"].astype("Int64")
+    start = jobs["recorded_start_time"].astype("Int64").where(run.notna(), pd.NA)  # never ran: no start
     end = start + run
     return pd.DataFrame({
         "trace_index": jobs["trace_index"].astype("int64").to_numpy(),

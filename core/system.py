@@ -158,6 +158,10 @@ class System:
     installed_nodes: int | None = None  # node positions of the layout, None = nodes
     unavailable_nodes: tuple[int, ...] = ()  # positions known to be unavailable (not schedulable, unpowered)
     timezone: str | None = None  # IANA zone of the site's local timestamps
+    #: node availability calendar: ``(start, end, nodes_down)`` periods (s from the trace epoch,
+    #: ``[start, end)``) during which ``nodes_down`` fewer nodes are usable (downtime, drains,
+    #: dedicated reservations); see :class:`core.engine.Engine` and docs/validation.md. Empty: off.
+    availability: tuple[tuple[int, int, int], ...] = ()
 
     def __post_init__(self):
         if self.nodes < 1:
@@ -193,6 +197,8 @@ class System:
 
         d = self.to_dict()
         d.pop("path", None)
+        if not d.get("availability"):  # added later: systems without a calendar keep their identity
+            d.pop("availability", None)
         blob = json.dumps(d, sort_keys=True, default=str, separators=(",", ":")).encode()
         return "sha256:" + hashlib.sha256(blob).hexdigest()
 
@@ -222,6 +228,32 @@ def _node_positions(v, where: str) -> tuple[int, ...]:
             out.extend(range(int(x[0]), int(x[1]) + 1))
         else:
             raise ConfigError(f"{where}: unavailable_nodes entry {x!r} is neither an int nor a [first, last] range")
+    return tuple(sorted(out))
+
+
+def availability_periods(v, nodes: int, where: str) -> tuple[tuple[int, int, int], ...]:
+    """The node availability calendar from TOML: a list of tables ``{start, end, nodes_down}``
+    (``[[system.availability]]``; times in s from the trace epoch or durations such as ``"30d"``;
+    ``[start, end)``), sorted by start. Raises ConfigError naming the entry when a key is missing
+    or unknown, ``end <= start``, or ``nodes_down`` is not in ``1..nodes - 1``."""
+    from .config import parse_duration
+
+    if not isinstance(v, (list, tuple)):
+        raise ConfigError(f"{where}: availability must be a list of {{start, end, nodes_down}} tables")
+    out = []
+    for i, x in enumerate(v):
+        w = f"{where}: availability[{i}]"
+        if isinstance(x, (list, tuple)) and len(x) == 3:
+            x = {"start": x[0], "end": x[1], "nodes_down": x[2]}
+        if not isinstance(x, dict) or set(x) != {"start", "end", "nodes_down"}:
+            raise ConfigError(f"{w}: expected a table with exactly start, end, nodes_down; got {x!r}")
+        a, b = parse_duration(x["start"], f"{w}.start"), parse_duration(x["end"], f"{w}.end")
+        k = x["nodes_down"]
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < nodes:
+            raise ConfigError(f"{w}: nodes_down must be an integer in 1..{nodes - 1}, got {k!r}")
+        if b <= a:
+            raise ConfigError(f"{w}: end ({b}) must be after start ({a})")
+        out.append((int(a), int(b), int(k)))
     return tuple(sorted(out))
 
 
@@ -264,6 +296,8 @@ def system_from_dict(doc: dict, path: str | None = None) -> System:
                                      Path(path).parent if path else None)
     if "unavailable_nodes" in s:
         s["unavailable_nodes"] = _node_positions(s["unavailable_nodes"], f"{where} [system]")
+    if "availability" in s:
+        s["availability"] = availability_periods(s["availability"], int(s["nodes"]), f"{where} [system]")
     return System(
         title=s.pop("title", s["name"]),
         partitions=tuple(Partition(str(x["name"]), int(x["nodes"])) for x in parts),

@@ -7,9 +7,16 @@ recorded schedule (:mod:`core.fidelity`), by *mode*, each saying what recorded i
   from the workload before the run), so only submit times, requests (nodes, time limit) and run
   times reach it; the whole trace is simulated from its first submit and the figures are taken
   over the reported window (default: the second half of the trace's submit span; the fitting
-  window, the first half, is where calibrated model constants would be fitted).
+  window, the first half, is where its one model constant is fitted: a number of nodes out of
+  service throughout, :func:`core.availability.blind_constant`).
+
+A calendar given in the system file (``[[system.availability]]``) is known machine state: every
+mode then uses it and nothing is estimated.
+- ``informed``: as blind, on a machine with a node availability calendar inferred from the
+  recorded busy-node and queued-job counts over time (:func:`core.availability.informed_calendar`),
+  as node-state telemetry would give them; no per-job start reaches the twin.
 - ``restart`` (``restart=P`` seconds): the reported window is cut into periods of ``P``; each
-  period is simulated from the recorded state at its start (jobs running in the log at that
+  period is simulated, on the informed machine, from the recorded state at its start (jobs running in the log at that
   moment placed on their recorded start, jobs submitted and not yet started in the log queued;
   DESIGN.md §3.9) and each job is judged in the period it was submitted in. This mode reads the
   recorded starts *before* each restart point, by design.
@@ -34,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from twinsweep.core import availability as _avail
 from twinsweep.core.atomic import atomic_write
 from twinsweep.core.config import BACKFILLS, Perturbation, RunConfig, parse_duration
 from twinsweep.core.errors import ConfigError
@@ -219,36 +227,64 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
     modes: dict[str, dict] = {}
     timing: dict[str, float] = {}
 
+    site_cal = tuple(sysobj.availability)  # a calendar the system file gives is known machine state
+    end_all = int(np.nanmax(reference["end_time"].astype("float64").to_numpy(na_value=np.nan), initial=span1)) + 1
+    blind_down, blind_median = _avail.blind_constant(reference, nodes, fit[0], fit[1])
+    # the constant hold lasts beyond any job (the engine stops once only holds are left)
+    sys_blind = dataclasses.replace(sysobj, availability=_avail.constant_calendar(blind_down, span0, 2 ** 40))
+    informed_cal = _avail.informed_calendar(reference, nodes, span0, end_all)
+    if site_cal:
+        blind_down = blind_median = 0
+        sys_blind = sysobj
+        informed_cal = site_cal
+    sys_informed = dataclasses.replace(sysobj, availability=informed_cal)
+    pert = Perturbation(runtime_sigma=NOISE_SIGMA)
+
     # -- blind ------------------------------------------------------------------------------------
     t = time.perf_counter()
-    blind_jobs = _run(base_cfg, blind_wl, sysobj)
+    blind_jobs = _run(base_cfg, blind_wl, sys_blind)
     if tables is not None:
         tables["blind"] = blind_jobs
     modes["blind"] = compare(reference, twin_schedule(blind_jobs), t0, t1, nodes)
-    modes["blind"]["description"] = ("whole trace rescheduled from its first submit on the nominal machine; the "
-                                     "twin's input holds no recorded start, end or placement")
+    modes["blind"]["description"] = (f"whole trace rescheduled from its first submit with {blind_down} node(s) "
+                                     "out of service throughout (fitted on the fitting window); the twin's input "
+                                     "holds no recorded start, end or placement")
     if noise_seeds:
-        pert = Perturbation(runtime_sigma=NOISE_SIGMA)
         modes["blind"]["noise_floor"] = _noise_floor(
-            blind_jobs, lambda s: _run(dataclasses.replace(base_cfg, seed=s, perturbation=pert), blind_wl, sysobj),
+            blind_jobs, lambda s: _run(dataclasses.replace(base_cfg, seed=s, perturbation=pert), blind_wl, sys_blind),
             noise_seeds, t0, t1, nodes)
     timing["blind_s"] = time.perf_counter() - t
+
+    # -- informed ---------------------------------------------------------------------------------
+    t = time.perf_counter()
+    inf_jobs = _run(base_cfg, blind_wl, sys_informed)
+    if tables is not None:
+        tables["informed"] = inf_jobs
+    modes["informed"] = compare(reference, twin_schedule(inf_jobs), t0, t1, nodes)
+    modes["informed"]["description"] = (
+        "as blind, on a machine whose node availability calendar is inferred from the recorded busy-node and "
+        f"queued-job counts (blocks of {_avail.BLOCK_S} s; core/availability.py)")
+    if noise_seeds:
+        modes["informed"]["noise_floor"] = _noise_floor(
+            inf_jobs, lambda s: _run(dataclasses.replace(base_cfg, seed=s, perturbation=pert), blind_wl, sys_informed),
+            noise_seeds, t0, t1, nodes)
+    timing["informed_s"] = time.perf_counter() - t
 
     # -- restart ----------------------------------------------------------------------------------
     if period is not None:
         t = time.perf_counter()
-        rjobs = _restart_jobs(base_cfg, workload, sysobj, t0, t1, period)
+        rjobs = _restart_jobs(base_cfg, workload, sys_informed, t0, t1, period)
         if tables is not None:
             tables["restart"] = rjobs
         modes["restart"] = compare(reference, twin_schedule(rjobs), t0, t1, nodes)
         modes["restart"]["description"] = (f"re-seeded from the recorded state every {period} s over the reported "
-                                           "window; each job judged in the period it was submitted in")
+                                           "window, on the informed machine; each job judged in the period it was "
+                                           "submitted in")
         modes["restart"]["period_s"] = period
         if noise_seeds:
-            pert = Perturbation(runtime_sigma=NOISE_SIGMA)
             modes["restart"]["noise_floor"] = _noise_floor(
                 rjobs, lambda s: _restart_jobs(dataclasses.replace(base_cfg, seed=s, perturbation=pert), workload,
-                                               sysobj, t0, t1, period), noise_seeds, t0, t1, nodes)
+                                               sys_informed, t0, t1, period), noise_seeds, t0, t1, nodes)
         timing["restart_s"] = time.perf_counter() - t
 
     # -- policy sensitivity (blind twin) ----------------------------------------------------------
@@ -263,7 +299,7 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
                 if (p, b) == (policy, backfill):
                     fig = {k: v for k, v in modes["blind"].items() if k in FIGURES}
                 else:
-                    j = _run(dataclasses.replace(base_cfg, policy=p, backfill=b), blind_wl, sysobj)
+                    j = _run(dataclasses.replace(base_cfg, policy=p, backfill=b), blind_wl, sys_blind)
                     fig = {k: v for k, v in compare(reference, twin_schedule(j), t0, t1, nodes).items()
                            if k in FIGURES}
                 table.append({"policy": p, "backfill": b, "site": (p, b) == (policy, backfill), **fig})
@@ -282,10 +318,24 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
         "system": {"name": sysobj.name, "nodes": nodes, "cores_per_node": sysobj.cores_per_node},
         "policy": policy, "backfill": backfill, "kill": kill,
         "windows": {"trace_submit_span": [span0, span1], "fitting": list(fit), "reported": [t0, t1]},
-        "calibration": {"fitted": {}, "note": "no model constant is fitted: the nominal machine is used"},
+        "calibration": {
+            "calendar_source": "system file" if site_cal else "estimated (core/availability.py)",
+            "block_s": _avail.BLOCK_S,
+            "blind_nodes_down": blind_down,
+            "blind_nodes_down_median": blind_median,
+            "blind_note": ("median over the fitting window's blocks of the nodes inferred down, clipped so that the "
+                           "fitting window's largest job fits"),
+            "informed_periods": len(informed_cal),
+            "informed_down_node_frac": (sum((b - a) * k for a, b, k in informed_cal)
+                                        / max(1, (end_all - span0) * nodes)),
+        },
         "fields_read": {
             "reference": _REFERENCE_FIELDS,
-            "blind": {"twin_input": _TWIN_FIELDS_BLIND},
+            "blind": {"twin_input": _TWIN_FIELDS_BLIND,
+                      "calibration": "recorded busy-node and queued-job counts over the fitting window only"},
+            "informed": {"twin_input": _TWIN_FIELDS_BLIND,
+                         "calibration": ("recorded busy-node and queued-job counts over time (aggregates of "
+                                         "recorded_start_time, run_time, nodes; no per-job start reaches the twin)")},
             **({"restart": {"twin_input": _TWIN_FIELDS_BLIND + ["recorded_start_time and run_time of the jobs "
                                                                "running or queued at each restart point",
                                                                "node_ids (placement of those running)"]}}

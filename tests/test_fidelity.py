@@ -112,8 +112,11 @@ def test_compare_prepopulated_and_unstarted_are_excluded():
 
 def test_recorded_schedule_uses_start_plus_run_time():
     jobs = pd.DataFrame({"trace_index": [0, 1], "submit_time": [0, 5],
-                         "recorded_start_time": pd.array([10, None], dtype="Int64"),
+                         "recorded_start_time": pd.array([10, 40], dtype="Int64"),
                          "run_time": pd.array([90, None], dtype="Int64"),
                          "nodes": pd.array([2, 1], dtype="Int64")})
     s = recorded_schedule(jobs)
     assert s["end_time"].tolist()[0] == 100 and pd.isna(s["end_time"].tolist()[1])
+    # cancelled in the queue: the log records a wait but no run time -> no start, never busy
+    assert pd.isna(s["start_time"].tolist()[1])
+    assert hourly_busy_nodes(s, 0, 3600).tolist() == [2 * 90 / 3600]

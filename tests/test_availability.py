@@ -1,0 +1,89 @@
+"""Node availability calendar (System.availability, core/engine.py) and its estimators (core/availability.py)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from twin_helpers import frame
+from twinsweep.core import availability as av
+from twinsweep.core.config import BACKFILLS
+from twinsweep.core.engine import Engine, select_window
+from twinsweep.core.errors import ConfigError
+from twinsweep.core.system import System, system_from_dict
+
+# A: the whole machine for [0, 200); B: 8 nodes for 100 s, submitted at 50; C: 6 nodes for 500 s.
+_JOBS = [dict(submit=0, run=200, limit=200, nodes=10), dict(submit=50, run=100, limit=100, nodes=8),
+         dict(submit=60, run=500, limit=500, nodes=6)]
+
+
+def _run(calendar, backfill, jobs=_JOBS, policy="fcfs"):
+    f = frame(jobs)
+    system = System(name="t", title="t", nodes=10, availability=calendar)
+    win, t0, t1 = select_window(f, None, None, policy == "replay", True)
+    return Engine(win, system, policy, backfill, True, [100.0] * len(win), 10.0, t0, t1).run()
+
+
+@pytest.mark.parametrize("backfill", BACKFILLS)
+def test_nominal_machine(backfill):
+    # B starts when A ends; C needs 6 of the 2 left: after B
+    assert _run((), backfill).jobs["start_time"].tolist() == [0, 200, 300]
+
+
+@pytest.mark.parametrize("backfill", BACKFILLS)
+def test_drain_holds_nodes_and_reservations_count_on_their_return(backfill):
+    # 4 nodes down on [100, 1000): the machine is full at 100, so they are drained when A ends
+    # at 200; B (8 nodes) then waits for the period's end. With a reservation for B at 1000 (the
+    # held nodes' expected end), C (6 nodes, ends by 700) is backfilled at 200; without
+    # backfilling, C waits behind B.
+    res = _run(((100, 1000, 4),), backfill)
+    want = [0, 1000, 1100] if backfill == "none" else [0, 1000, 200]
+    assert res.jobs["start_time"].tolist() == want
+    assert res.counts["availability_down_node_s"] == 4 * (1000 - 200)
+    assert res.counts["availability_periods"] == 1
+    # held nodes are not busy: 6 busy from 200 (C), none after C ends at 700 until B starts
+    steps = dict(zip(res.steps["time"].tolist(), res.steps["busy_nodes"].tolist()))
+    if backfill != "none":
+        assert steps[200] == 6 and steps[700] == 0 and steps[1000] == 8
+
+
+def test_calendar_before_window_and_replay_ignore_it():
+    assert _run(((5000, 6000, 4),), "easy").jobs["start_time"].tolist() == [0, 200, 300]
+    jobs = [dict(j, start=s) for j, s in zip(_JOBS, (0, 200, 300))]
+    assert _run(((100, 1000, 4),), "easy", jobs=jobs, policy="replay").jobs["start_time"].tolist() == [0, 200, 300]
+
+
+def test_system_file_calendar_is_checked():
+    doc = {"system": {"name": "x", "nodes": 10,
+                      "availability": [{"start": "1d", "end": "2d", "nodes_down": 3}, [0, 50, 1]]}}
+    assert system_from_dict(doc).availability == ((0, 50, 1), (86400, 172800, 3))
+    assert System(name="x", title="x", nodes=10).checksum == system_from_dict(
+        {"system": {"name": "x", "title": "x", "nodes": 10}}).checksum
+    for bad, msg in (({"start": 5, "end": 5, "nodes_down": 1}, "after start"),
+                     ({"start": 0, "end": 5, "nodes_down": 10}, r"1\.\.9"),
+                     ({"start": 0, "end": 5}, "exactly start, end, nodes_down")):
+        with pytest.raises(ConfigError, match=msg):
+            system_from_dict({"system": {"name": "x", "nodes": 10, "availability": [bad]}}, "x.toml")
+
+
+def _sched(rows):
+    return pd.DataFrame({"submit_time": [r[0] for r in rows], "start_time": pd.array([r[1] for r in rows], dtype="Int64"),
+                         "end_time": pd.array([r[2] for r in rows], dtype="Int64"),
+                         "nodes": pd.array([r[3] for r in rows], dtype="Int64")})
+
+
+def test_estimators_by_hand():
+    B = 100
+    # block [0, 100): queue never empty (a job waits 0..100), peak 6 of 10 -> 4 down;
+    # block [100, 200): queue empty from 100 -> nothing inferred; block [200, 300): peak 10 -> 0
+    s = _sched([(0, 0, 100, 6), (0, 100, 150, 10), (0, 200, 300, 10), (150, 250, 300, 0), (190, 210, 300, 0)])
+    edges, down = av.block_down_nodes(s, 10, 0, 300, block_s=B)
+    assert edges.tolist() == [0, 100, 200, 300] and down.tolist() == [4, 0, 0]
+    assert av.informed_calendar(s, 10, 0, 300, block_s=B) == ((0, 100, 4),)
+    # blind: median of [4, 0, 0] = 0 on the whole window; on [0, 100) alone 4, clipped to 0 as a
+    # 10-node job was submitted in it (it must still fit)
+    assert av.blind_constant(s, 10, 0, 300, block_s=B) == (0, 0)
+    assert av.blind_constant(s, 10, 0, 100, block_s=B) == (0, 4)
+    small = _sched([(0, 0, 100, 6), (0, 100, 150, 5)])
+    assert av.blind_constant(small, 10, 0, 100, block_s=B) == (4, 4)
+    assert av.constant_calendar(0, 0, 10) == () and av.constant_calendar(2, 0, 10) == ((0, 10, 2),)
