@@ -52,7 +52,7 @@ def effective_time_limit(time_limit, run_time, default_time_limit: int | None):
 
 
 def select_window(jobs: pd.DataFrame, start: int | None, duration: int | None, replay: bool, kill: bool,
-                  default_time_limit: int | None = None):
+                  default_time_limit: int | None = None, kill_grace_s: int = 0):
     """Split a workload into the jobs a window keeps (DESIGN.md §3.9).
 
     Returns ``(frame, t0, t1)``: ``frame`` is the kept jobs in trace order with an extra bool column
@@ -60,8 +60,8 @@ def select_window(jobs: pd.DataFrame, start: int | None, duration: int | None, r
     ``replay_start`` (recorded start, or the submit time when the trace has none).
     ``t1`` is None for an open window (run until every job ends). A job counts as running at the
     window start when its occupancy in this run (run time, or with kill on the run time cut at
-    its effective limit: :func:`effective_time_limit` with the system's ``default_time_limit``)
-    from its recorded start reaches past ``start``.
+    its effective limit plus ``kill_grace_s``: :func:`effective_time_limit` with the system's
+    ``default_time_limit``) from its recorded start reaches past ``start``.
     """
     submit = jobs["submit_time"].to_numpy(dtype="int64")
     rec_start = jobs["recorded_start_time"].astype("float64").to_numpy()
@@ -80,7 +80,7 @@ def select_window(jobs: pd.DataFrame, start: int | None, duration: int | None, r
         occ = run
     else:
         tl, _ = effective_time_limit(jobs["time_limit"].astype("float64").to_numpy(), run, default_time_limit)
-        occ = np.minimum(run, tl)
+        occ = np.minimum(run, tl + kill_grace_s)
     rend = rstart + np.where(ran, occ, 0)
     keep = np.ones(len(jobs), dtype=bool)
     pre = np.zeros(len(jobs), dtype=bool)
@@ -147,6 +147,7 @@ class Engine:
         prepop = f["prepopulated"].tolist()
         rstart = f["replay_start"].astype("int64").tolist()
         default_tl = self.system.default_time_limit
+        grace = int(getattr(self.system, "kill_grace_s", 0) or 0)  # s past the limit before the kill
 
         # effective time limit (DESIGN.md §3.3; 0 for a job that never ran) and rejection (§3.5)
         lim, imp = effective_time_limit(f["time_limit"].astype("float64").to_numpy(),
@@ -169,7 +170,7 @@ class Engine:
         dur = [0] * n
         for j in range(n):
             if run[j] is not None:
-                dur[j] = min(run[j], limit[j]) if self.kill else run[j]
+                dur[j] = min(run[j], limit[j] + grace) if self.kill else run[j]
 
         # node availability calendar (System.availability): each period gets one 1-node hold per
         # node down, appended after the n jobs so that schedulers see held nodes as running
@@ -396,9 +397,10 @@ class Engine:
                 out_status[j] = "queued"
             elif t1 is not None and sim_end[j] > t1:
                 out_status[j] = "running"
-            elif self.kill and run[j] > limit[j]:
+            elif self.kill and run[j] > limit[j] + grace:
                 out_status[j] = "timeout"
-                reason[j] = f"killed at its time limit ({limit[j]} s; recorded run time {run[j]} s)"
+                reason[j] = (f"killed at its time limit ({limit[j]} s; recorded run time {run[j]} s)" if not grace else
+                             f"killed {grace} s past its time limit ({limit[j]} s; recorded run time {run[j]} s)")
             else:
                 out_status[j] = "completed"
 

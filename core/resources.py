@@ -108,17 +108,19 @@ class Cluster:
 
     Attributes: ``total_nodes``, ``free_nodes`` (int), ``now`` (s). ``running`` is the list of
     ``(expected_end, job)`` of running jobs, ascending (expected end = start + time limit, as the
-    scheduler knows it; never the real run time). ``start(job)`` starts a job now (the engine
+    scheduler knows it; never the real run time); ``changes`` counts every change to it (a
+    scheduler that keeps state between passes compares it). ``start(job)`` starts a job now (the engine
     places it and schedules its end); the job must fit (``nodes[job] <= free_nodes``).
     """
 
-    __slots__ = ("pool", "running", "now", "_start", "nodes")
+    __slots__ = ("pool", "running", "now", "_start", "nodes", "changes")
 
     def __init__(self, pool: NodePool, nodes: Sequence[int], start_cb: Callable[[int], None]):
         self.pool = pool
         self.nodes = nodes
         self.running: list[tuple[int, int]] = []
         self.now = 0
+        self.changes = 0  # count of add_running/remove_running calls: tells a scheduler the set changed
         self._start = start_cb
 
     @property
@@ -134,9 +136,11 @@ class Cluster:
 
     def add_running(self, expected_end: int, job: int) -> None:
         bisect.insort(self.running, (expected_end, job))
+        self.changes += 1
 
     def remove_running(self, expected_end: int, job: int) -> None:
         i = bisect.bisect_left(self.running, (expected_end, job))
         if i >= len(self.running) or self.running[i] != (expected_end, job):
             raise RuntimeError(f"job {job} is not running")
         del self.running[i]
+        self.changes += 1

@@ -141,7 +141,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
             f"{config.duration // config.sample_period:,} timeline bins (limit {MAX_TIMELINE_BINS:,}); "
             "choose a shorter duration or a longer --sample-period")
     frame, t0, t1 = select_window(wl.jobs, config.start, config.duration, replay, config.kill,
-                                  system.default_time_limit)
+                                  system.default_time_limit, system.kill_grace_s)
     frame.attrs["source"] = workload.source
     if t1 is None:  # an open window lasts at least until its last submission / recorded end
         _check_timeline_size(frame, t0, config.sample_period, workload.source, replay or not config.kill)

@@ -301,7 +301,7 @@ class QueueScheduler:
         if (c.profile is not None and self.reuse_profile and not self.policy.dynamic
                 and len(run) == c.n_running and (not run or run[0][0] > now)
                 and (m == 0 or (len(q) >= m and q[m - 1] == c.tail))
-                and c.profile.free_now == cluster.free_nodes):
+                and c.profile.free_now == cluster.free_nodes and c.changes == cluster.changes):
             # Only submissions since the last pass (no end: starts happen only in passes), no
             # running job past its expected end, and every new job queued behind every old
             # one: the old jobs' reservations are unchanged (no breakpoint lies between the two
@@ -326,6 +326,8 @@ class QueueScheduler:
         for j in started:  # in queue order: placement takes the lowest free nodes in that order
             cluster.start(j)
         c.n_running = len(run)
+        c.changes = cluster.changes  # after this pass's starts: any later change (an end, a node
+        # availability period taking or returning nodes) forbids the reuse
         c.kept = len(q) - len(started)
         if c.kept:
             c.tail = q[-1] if not started or started[-1] != q[-1] else _last_not_in(q, set(started))
@@ -349,6 +351,7 @@ class _Conservative:
     kept: int = 0
     tail: int = -1
     n_running: int = -1
+    changes: int = -1  # Cluster.changes after the last pass
     reused: int = 0  # passes that reused the profile (tests check that the path runs)
 
 

@@ -162,12 +162,17 @@ class System:
     #: ``[start, end)``) during which ``nodes_down`` fewer nodes are usable (downtime, drains,
     #: dedicated reservations); see :class:`core.engine.Engine` and docs/validation.md. Empty: off.
     availability: tuple[tuple[int, int, int], ...] = ()
+    #: kill grace (s): a job that overruns its time limit is killed this long after it (Slurm's
+    #: ``OverTimeLimit``/``KillWait``; 0 = at the limit). Schedulers still plan with the limit.
+    kill_grace_s: int = 0
 
     def __post_init__(self):
         if self.nodes < 1:
             raise ConfigError(f"system {self.name!r}: nodes must be >= 1, got {self.nodes}")
         if self.cores_per_node < 1:
             raise ConfigError(f"system {self.name!r}: cores_per_node must be >= 1, got {self.cores_per_node}")
+        if isinstance(self.kill_grace_s, bool) or not isinstance(self.kill_grace_s, int) or self.kill_grace_s < 0:
+            raise ConfigError(f"system {self.name!r}: kill_grace_s must be an integer >= 0 s, got {self.kill_grace_s!r}")
         if self.installed_nodes is not None or self.unavailable_nodes:
             inst = self.installed_nodes if self.installed_nodes is not None else self.nodes + len(self.unavailable_nodes)
             bad = [i for i in self.unavailable_nodes if not 0 <= int(i) < inst]
@@ -197,8 +202,9 @@ class System:
 
         d = self.to_dict()
         d.pop("path", None)
-        if not d.get("availability"):  # added later: systems without a calendar keep their identity
-            d.pop("availability", None)
+        for k in ("availability", "kill_grace_s"):  # added later: at their defaults the identity is unchanged
+            if not d.get(k):
+                d.pop(k, None)
         blob = json.dumps(d, sort_keys=True, default=str, separators=(",", ":")).encode()
         return "sha256:" + hashlib.sha256(blob).hexdigest()
 

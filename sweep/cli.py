@@ -353,6 +353,8 @@ def _add_validate_parser(sub):
                    help="window the figures are taken over (default: what follows the fitting window)")
     p.add_argument("--noise-seeds", type=int, default=3, help="seeds of the noise floor (default 3; 0 = none)")
     p.add_argument("--no-sensitivity", action="store_true", help="skip the policy x backfill table")
+    p.add_argument("--windows", type=int, default=4,
+                   help="busiest weeks of the ranking-stability study (Kendall tau blind vs informed; default 4, 0 = none)")
     p.add_argument("--no-kill", action="store_true", help="do not end jobs at their time limit")
     p.add_argument("--lenient", action="store_true", help="skip malformed trace lines")
     p.add_argument("--out", required=True, help="output folder for validation.json and validation.html")
@@ -364,11 +366,14 @@ def _cmd_validate(args) -> int:
 
     from .validate import validate
 
+    if args.windows < 0:
+        raise ConfigError(f"--windows must be >= 0, got {args.windows}")
     if args.noise_seeds < 0:
         raise ConfigError(f"--noise-seeds must be >= 0, got {args.noise_seeds}")
     res = validate(args.data, system=args.system, policy=args.policy, backfill=args.backfill, restart=args.restart,
                    calibrate=args.calibrate, report_window=args.report_window, noise_seeds=args.noise_seeds,
-                   sensitivity=not args.no_sensitivity, kill=not args.no_kill, lenient=args.lenient, out=args.out)
+                   sensitivity=not args.no_sensitivity, kill=not args.no_kill, lenient=args.lenient, out=args.out,
+                   windows=args.windows)
     for mode, fig in res["modes"].items():
         def pct(k):
             v = fig.get(k)
@@ -377,6 +382,11 @@ def _cmd_validate(args) -> int:
         print(f"{mode:8s} jobs {fig['jobs_compared']:>7,}  mean wait {pct('wait_mean_rel_error')}  "
               f"p95 wait {pct('wait_p95_rel_error')}  within 1 h {fig.get('start_within_1h_frac') or 0:.0%}  "
               f"hourly occupancy corr {'n/a' if corr is None else f'{corr:.2f}'}")
+    rs = res.get("ranking_stability")
+    if rs:
+        print(f"rankings over the {rs['windows']} busiest weeks: Kendall tau blind vs informed >= "
+              f"{rs['kendall_tau_min_blind_vs_informed']:.2f}, seeds >= {rs['kendall_tau_min_seeds']:.2f}, "
+              f"top-3 the same in {rs['top3_same_frac']:.0%}")
     print(f"validation: {Path(args.out) / 'validation.json'}, {Path(args.out) / 'validation.html'}")
     return 0
 

@@ -26,6 +26,11 @@ with run times perturbed by 1 % log-normal noise, :data:`NOISE_SIGMA`, over seve
 it a difference means nothing) and, for the blind twin, the **policy sensitivity** (every built-in
 policy × backfill variant against the log; the site's policy should be among the closest).
 
+The **kill grace** (``System.kill_grace_s``) is fitted on the fitting window when the system
+file gives none (:func:`fit_kill_grace`). The **ranking stability** of every policy × backfill
+over the busiest weeks, blind against informed and against perturbed seeds, is
+:mod:`sweep.ranking_stability` (``windows``).
+
 Outputs: ``validation.json`` (:data:`SCHEMA_VERSION`) and ``validation.html`` in ``out``.
 """
 
@@ -169,11 +174,38 @@ def _noise_floor(base: pd.DataFrame, make_jobs, seeds: int, t0: int, t1: int, no
     return out
 
 
+#: Kill grace fitted on the fitting window: this quantile of the overruns (run time − time limit
+#: > 0) of the jobs submitted in it, rounded up to whole minutes (KTH: 75 % of overruns <= 18 s,
+#: SDSC-SP2: <= 40 s, i.e. a grace of 60 s on both; the tail is jobs the limit did not stop).
+KILL_GRACE_QUANTILE = 0.75
+
+
+def fit_kill_grace(jobs: pd.DataFrame, fit0: int, fit1: int) -> int:
+    """Kill grace (s) from the jobs submitted in ``[fit0, fit1)``: the :data:`KILL_GRACE_QUANTILE`
+    quantile of their positive overruns (run time − time limit), rounded up to a multiple of 60 s;
+    0 when none overran. Reads ``submit_time``, ``run_time`` and ``time_limit`` only."""
+    sub = jobs["submit_time"].to_numpy(dtype="int64")
+    over = (jobs["run_time"].astype("float64").to_numpy(na_value=np.nan)
+            - jobs["time_limit"].astype("float64").to_numpy(na_value=np.nan))
+    over = over[(sub >= fit0) & (sub < fit1) & (over > 0)]
+    if not len(over):
+        return 0
+    return int(math.ceil(float(np.quantile(over, KILL_GRACE_QUANTILE)) / 60.0) * 60)
+
+
+def _sensitivity_policies(workload: Workload) -> list[str]:
+    pols = list(SENSITIVITY_POLICIES)
+    if workload.jobs["priority"].notna().any():
+        pols.append("priority")
+    return pols
+
+
 def validate(data: str, system: str | None = None, policy: str = "fcfs", backfill: str = "easy",
              restart: int | str | None = None, calibrate: str | tuple | None = None,
              report_window: str | tuple | None = None, noise_seeds: int = DEFAULT_NOISE_SEEDS,
              sensitivity: bool = True, kill: bool = True, out: str | Path | None = None,
-             workload: Workload | None = None, lenient: bool = False, tables: dict | None = None) -> dict:
+             workload: Workload | None = None, lenient: bool = False, tables: dict | None = None,
+             windows: int = 4, rank_seeds: int = 2, rank_window: int | str = "7d") -> dict:
     """Backtest the twin on trace ``data`` (see the module docstring); returns validation.json's dict.
 
     Args:
@@ -189,6 +221,8 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
         kill: end jobs at their time limit (the twin's default).
         out: folder for validation.json and validation.html (created; None = write nothing).
         workload: an already loaded trace (else loaded from ``data``).
+        windows: busiest weeks of the ranking-stability study (:mod:`sweep.ranking_stability`;
+            0 = none); rank_seeds: its perturbation seeds; rank_window: its window length.
         tables: when a dict is given, the twin's job table of each mode is stored in it under the
             mode's name (for inspection and tests).
     Raises: ConfigError (bad window, policy, trace), UnknownNameError.
@@ -228,6 +262,8 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
     timing: dict[str, float] = {}
 
     site_cal = tuple(sysobj.availability)  # a calendar the system file gives is known machine state
+    grace = sysobj.kill_grace_s or (fit_kill_grace(workload.jobs, fit[0], fit[1]) if kill else 0)
+    sysobj = dataclasses.replace(sysobj, kill_grace_s=grace)
     end_all = int(np.nanmax(reference["end_time"].astype("float64").to_numpy(na_value=np.nan), initial=span1)) + 1
     blind_down, blind_median = _avail.blind_constant(reference, nodes, fit[0], fit[1])
     # the constant hold lasts beyond any job (the engine stops once only holds are left)
@@ -291,10 +327,7 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
     table = []
     if sensitivity:
         t = time.perf_counter()
-        pols = list(SENSITIVITY_POLICIES)
-        if workload.jobs["priority"].notna().any():
-            pols.append("priority")
-        for p in pols:
+        for p in _sensitivity_policies(workload):
             for b in BACKFILLS:
                 if (p, b) == (policy, backfill):
                     fig = {k: v for k, v in modes["blind"].items() if k in FIGURES}
@@ -304,6 +337,15 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
                            if k in FIGURES}
                 table.append({"policy": p, "backfill": b, "site": (p, b) == (policy, backfill), **fig})
         timing["sensitivity_s"] = time.perf_counter() - t
+    stability = None
+    if windows:
+        from .ranking_stability import ranking_stability
+
+        t = time.perf_counter()
+        stability = ranking_stability(base_cfg, workload, sys_blind, sys_informed, _sensitivity_policies(workload),
+                                      windows=windows, seeds=rank_seeds, noise_sigma=NOISE_SIGMA,
+                                      window_s=parse_duration(rank_window, "rank_window"))
+        timing["ranking_stability_s"] = time.perf_counter() - t
     best = None
     if table:
         scored = [r for r in table if r.get("wait_mean_rel_error") is not None]
@@ -320,6 +362,9 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
         "windows": {"trace_submit_span": [span0, span1], "fitting": list(fit), "reported": [t0, t1]},
         "calibration": {
             "calendar_source": "system file" if site_cal else "estimated (core/availability.py)",
+            "kill_grace_s": grace,
+            "kill_grace_note": (f"quantile {KILL_GRACE_QUANTILE} of the fitting window's overruns, rounded up to "
+                                "minutes (or the system file's kill_grace_s)"),
             "block_s": _avail.BLOCK_S,
             "blind_nodes_down": blind_down,
             "blind_nodes_down_median": blind_median,
@@ -344,6 +389,7 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
         "modes": modes,
         "sensitivity": table,
         "best_matching_policy": best,
+        "ranking_stability": stability,
         "figures": {k: {"unit": u, "definition": d} for k, (u, d) in FIGURES.items()},
         "timing_s": {k: round(v, 3) for k, v in {**timing, "total_s": time.perf_counter() - t_wall}.items()},
     }
@@ -403,6 +449,13 @@ def validation_html(result: dict) -> str:
             + "".join(f"<td>{e(_fmt(k, r.get(k)))}</td>" for k in _SHOWN) + "</tr>" for r in result["sensitivity"])
         sens = (f"<h2>Policy sensitivity (blind twin)</h2><table><tr><th></th>{head}</tr>{srows}</table>"
                 f"<p>Closest: {e(str(result.get('best_matching_policy')))}</p>")
+    rs = result.get("ranking_stability")
+    if rs:
+        sens += (f"<h2>Ranking stability ({rs['windows']} busiest weeks, {len(rs['variants'])} variants)</h2>"
+                 f"<p>Kendall τ blind vs informed (min): {e(_fmt('', rs['kendall_tau_min_blind_vs_informed']))}; "
+                 f"informed vs its {rs['seeds']} perturbed seeds (min): {e(_fmt('', rs['kendall_tau_min_seeds']))}; "
+                 f"top-3 set the same: {e(_fmt('_frac', rs['top3_same_frac']))}; winner ahead by more than the "
+                 f"seed spread: {e(_fmt('_frac', rs['top1_gap_exceeds_seed_spread_frac']))}.</p>")
     w = result["windows"]
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>twinsweep validate: {e(result['trace'])}</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;

@@ -87,3 +87,37 @@ def test_estimators_by_hand():
     small = _sched([(0, 0, 100, 6), (0, 100, 150, 5)])
     assert av.blind_constant(small, 10, 0, 100, block_s=B) == (4, 4)
     assert av.constant_calendar(0, 0, 10) == () and av.constant_calendar(2, 0, 10) == ((0, 10, 2),)
+
+
+def _run_grace(grace, jobs, backfill="easy"):
+    f = frame(jobs)
+    system = System(name="t", title="t", nodes=10, kill_grace_s=grace)
+    win, t0, t1 = select_window(f, None, None, False, True, None, grace)
+    return Engine(win, system, "fcfs", backfill, True, [100.0] * len(win), 10.0, t0, t1).run().jobs
+
+
+def test_kill_grace():
+    # A overruns its 100 s limit by 30 s, B by 100 s; C needs the whole machine
+    jobs = [dict(submit=0, run=130, limit=100, nodes=5), dict(submit=0, run=200, limit=100, nodes=5),
+            dict(submit=1, run=10, limit=10, nodes=10)]
+    j = _run_grace(0, jobs)
+    assert j["end_time"].tolist() == [100, 100, 110] and j["status"].tolist() == ["timeout", "timeout", "completed"]
+    j = _run_grace(60, jobs)
+    # A completes inside the grace, B is killed 60 s past its limit; C starts when both are gone
+    assert j["end_time"].tolist() == [130, 160, 170]
+    assert j["status"].tolist() == ["completed", "timeout", "completed"]
+    assert "60 s past its time limit" in j["reason"][1]
+    with pytest.raises(ConfigError, match="kill_grace_s"):
+        System(name="t", title="t", nodes=10, kill_grace_s=-1)
+
+
+def test_fit_kill_grace_by_hand():
+    from twinsweep.sweep.validate import fit_kill_grace
+
+    jobs = pd.DataFrame({"submit_time": [0, 1, 2, 3, 4, 500],
+                         "run_time": pd.array([110, 105, 90, 130, 1000, 9999], dtype="Int64"),
+                         "time_limit": pd.array([100, 100, 100, 100, 100, 100], dtype="Int64")})
+    # overruns in [0, 100): 10, 5, 30, 900 -> 0.75 quantile (linear) = 30 + 0.25 · 870 = 247.5 -> 300 s
+    assert fit_kill_grace(jobs, 0, 100) == 300
+    assert fit_kill_grace(jobs.iloc[:3], 0, 100) == 60  # overruns 10, 5 -> 8.75 -> 60 s
+    assert fit_kill_grace(jobs.iloc[2:3], 0, 100) == 0

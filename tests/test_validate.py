@@ -38,7 +38,7 @@ def _log_of(tmp_path, name, jobs, policy, backfill):
 def test_twin_made_log_validates_to_zero_error(tmp_path):
     log = _log_of(tmp_path, "easy", _jobs(), "fcfs", "easy")
     res = validate(str(log), policy="fcfs", backfill="easy", restart="6h", noise_seeds=2, sensitivity=True,
-                   out=tmp_path / "v")
+                   out=tmp_path / "v", windows=2, rank_window="12h")
     for mode in ("blind", "informed", "restart"):
         f = res["modes"][mode]
         assert f["jobs_compared"] > 100
@@ -51,6 +51,12 @@ def test_twin_made_log_validates_to_zero_error(tmp_path):
     # the site's policy is the closest in the sensitivity table, and the table covers the grid
     assert res["best_matching_policy"]["policy"] == "fcfs" and res["best_matching_policy"]["backfill"] == "easy"
     assert len(res["sensitivity"]) == 12
+    # on the nominal machine nothing is inferred down: blind and informed rank alike
+    assert res["calibration"]["informed_periods"] == 0 and res["calibration"]["blind_nodes_down"] == 0
+    rs = res["ranking_stability"]
+    assert rs["windows"] == 2 and len(rs["variants"]) == 12
+    assert rs["kendall_tau_min_blind_vs_informed"] == 1.0 and rs["top3_same_frac"] == 1.0
+    assert -1.0 <= rs["kendall_tau_min_seeds"] <= 1.0
     on_disk = json.loads((tmp_path / "v" / "validation.json").read_text())
     assert on_disk["modes"]["blind"]["jobs_compared"] == res["modes"]["blind"]["jobs_compared"]
     assert "<table>" in (tmp_path / "v" / "validation.html").read_text()
@@ -58,7 +64,7 @@ def test_twin_made_log_validates_to_zero_error(tmp_path):
 
 def test_another_policys_log_gives_a_large_error(tmp_path):
     log = _log_of(tmp_path, "ljf", _jobs(), "ljf", "none")
-    f = validate(str(log), policy="fcfs", backfill="easy", noise_seeds=1, sensitivity=False)["modes"]["blind"]
+    f = validate(str(log), policy="fcfs", backfill="easy", noise_seeds=1, sensitivity=False, windows=0)["modes"]["blind"]
     assert abs(f["wait_mean_rel_error"]) > 0.3
     assert f["start_within_1min_frac"] < 0.6
     # and the noise floor is far below that error
@@ -69,7 +75,7 @@ def test_blind_mode_never_reads_recorded_starts_of_the_reported_window(tmp_path)
     jobs = _jobs()
     log = _log_of(tmp_path, "easy", jobs, "fcfs", "easy")
     tables = {}
-    a = validate(str(log), policy="fcfs", backfill="easy", noise_seeds=2, sensitivity=False, tables=tables)
+    a = validate(str(log), policy="fcfs", backfill="easy", noise_seeds=2, sensitivity=False, tables=tables, windows=0)
     t0 = a["windows"]["reported"][0]
     # scramble the recorded waits of every job submitted in the reported window
     rng = np.random.default_rng(3)
@@ -84,7 +90,7 @@ def test_blind_mode_never_reads_recorded_starts_of_the_reported_window(tmp_path)
         rows.append((jid, sub, wait, run, procs))
     scrambled = write_swf_rows(tmp_path / "scrambled.swf", rows, max_nodes=NODES)
     tables2 = {}
-    b = validate(str(scrambled), policy="fcfs", backfill="easy", noise_seeds=2, sensitivity=False, tables=tables2)
+    b = validate(str(scrambled), policy="fcfs", backfill="easy", noise_seeds=2, sensitivity=False, tables=tables2, windows=0)
     cols = ["trace_index", "start_time", "end_time", "status", "wait_time", "node_ids"]
     assert tables["blind"][cols].equals(tables2["blind"][cols])
     assert a["modes"]["blind"]["wait_mean_twin_s"] == b["modes"]["blind"]["wait_mean_twin_s"]
@@ -109,7 +115,7 @@ def test_bad_windows_are_one_clear_error(tmp_path, capsys):
 def test_cli_writes_validation(tmp_path, capsys):
     log = _log_of(tmp_path, "easy", _jobs(80), "fcfs", "easy")
     assert main(["validate", "--data", str(log), "--restart", "6h", "--noise-seeds", "1", "--no-sensitivity",
-                 "--out", str(tmp_path / "o")]) == 0
+                 "--windows", "0", "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
     assert "blind" in out and "restart" in out
     v = json.loads((tmp_path / "o" / "validation.json").read_text())
@@ -145,7 +151,7 @@ def test_downtime_is_found_and_closes_the_gap(tmp_path):
     log = write_swf_rows(tmp_path / "down.swf", [(j, s, w, r, p) for (j, s, r, p), w in zip(jobs, waits)],
                          max_nodes=NODES)
     nominal = _system_file(tmp_path)
-    v = validate(str(log), system=str(nominal), noise_seeds=0, sensitivity=False)
+    v = validate(str(log), system=str(nominal), noise_seeds=0, sensitivity=False, windows=0)
     from twinsweep.core.fidelity import recorded_schedule
     from twinsweep.core.loaders import load_workload
 
@@ -157,7 +163,7 @@ def test_downtime_is_found_and_closes_the_gap(tmp_path):
     blind, informed = v["modes"]["blind"], v["modes"]["informed"]
     assert abs(blind["wait_mean_rel_error"]) > 0.15
     assert abs(informed["wait_mean_rel_error"]) < abs(blind["wait_mean_rel_error"]) / 2
-    known = validate(str(log), system=str(sysfile), noise_seeds=0, sensitivity=False)
+    known = validate(str(log), system=str(sysfile), noise_seeds=0, sensitivity=False, windows=0)
     assert known["calibration"]["calendar_source"] == "system file"
     f = known["modes"]["informed"]
     assert f["wait_mean_rel_error"] == 0.0 and f["start_error_mae_s"] == 0.0
