@@ -136,7 +136,12 @@ class Engine:
         is seen from its start on (as a drain is), not before. Held nodes are not busy in the
         timeline and draw idle power; ``counts`` gains ``availability_periods`` and
         ``availability_down_node_s``. Replay ignores the calendar. Raises ConfigError for a
-        calendar with a usage-following (dynamic) policy."""
+        calendar with a usage-following (dynamic) policy.
+
+        With a scheduling cycle (``system.scheduling_cycle_s`` = N > 0), passes run only at
+        multiples of N s since the trace epoch, as a batch system's scheduler wakes up every N
+        s: ends and submissions between them are applied at their own second and the queue waits
+        for the next multiple (the engine wakes itself up there when the queue is not empty)."""
         f = self.frame
         n = len(f)
         N = self.system.nodes
@@ -279,6 +284,8 @@ class Engine:
         cal_events.sort()
         heapq.heapify(timers)
         ce = 0
+        cycle = 0 if self.replay else int(getattr(self.system, "scheduling_cycle_s", 0) or 0)  # passes every `cycle` s
+        next_wake = -1
 
         draining: list[int] = []  # periods still waiting for nodes
 
@@ -361,17 +368,23 @@ class Engine:
                     draining.append(pi)
             if draining:
                 drain()
-            # 4. passes
-            while True:
-                sched.schedule(t, cluster)
-                if not zero_started:
-                    break
-                zs = zero_started[:]
-                zero_started.clear()
-                for j in zs:
-                    finish(j)
-                if draining:
-                    drain()
+            # 4. passes (with a scheduling cycle only at its multiples; the next one is woken up)
+            if cycle and t % cycle:
+                nxt = t - t % cycle + cycle
+                if nxt != next_wake and sched.queued():
+                    heapq.heappush(timers, nxt)
+                    next_wake = nxt
+            else:
+                while True:
+                    sched.schedule(t, cluster)
+                    if not zero_started:
+                        break
+                    zs = zero_started[:]
+                    zero_started.clear()
+                    for j in zs:
+                        finish(j)
+                    if draining:
+                        drain()
             events += 1
             if self.progress is not None and events % 10000 == 0:
                 self.progress(t)

@@ -165,14 +165,19 @@ class System:
     #: kill grace (s): a job that overruns its time limit is killed this long after it (Slurm's
     #: ``OverTimeLimit``/``KillWait``; 0 = at the limit). Schedulers still plan with the limit.
     kill_grace_s: int = 0
+    #: scheduling cycle (s): passes run only at multiples of it (Slurm's ``sched_interval`` /
+    #: ``bf_interval``; 0 = a pass at every event, DESIGN.md §3.2). Replay ignores it.
+    scheduling_cycle_s: int = 0
 
     def __post_init__(self):
         if self.nodes < 1:
             raise ConfigError(f"system {self.name!r}: nodes must be >= 1, got {self.nodes}")
         if self.cores_per_node < 1:
             raise ConfigError(f"system {self.name!r}: cores_per_node must be >= 1, got {self.cores_per_node}")
-        if isinstance(self.kill_grace_s, bool) or not isinstance(self.kill_grace_s, int) or self.kill_grace_s < 0:
-            raise ConfigError(f"system {self.name!r}: kill_grace_s must be an integer >= 0 s, got {self.kill_grace_s!r}")
+        for k in ("kill_grace_s", "scheduling_cycle_s"):
+            v = getattr(self, k)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ConfigError(f"system {self.name!r}: {k} must be an integer >= 0 s, got {v!r}")
         if self.installed_nodes is not None or self.unavailable_nodes:
             inst = self.installed_nodes if self.installed_nodes is not None else self.nodes + len(self.unavailable_nodes)
             bad = [i for i in self.unavailable_nodes if not 0 <= int(i) < inst]
@@ -202,7 +207,7 @@ class System:
 
         d = self.to_dict()
         d.pop("path", None)
-        for k in ("availability", "kill_grace_s"):  # added later: at their defaults the identity is unchanged
+        for k in ("availability", "kill_grace_s", "scheduling_cycle_s"):  # added later: at their defaults the identity is unchanged
             if not d.get(k):
                 d.pop(k, None)
         blob = json.dumps(d, sort_keys=True, default=str, separators=(",", ":")).encode()

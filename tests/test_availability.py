@@ -121,3 +121,26 @@ def test_fit_kill_grace_by_hand():
     assert fit_kill_grace(jobs, 0, 100) == 300
     assert fit_kill_grace(jobs.iloc[:3], 0, 100) == 60  # overruns 10, 5 -> 8.75 -> 60 s
     assert fit_kill_grace(jobs.iloc[2:3], 0, 100) == 0
+
+
+def _run_cycle(cycle, jobs, backfill="easy", policy="fcfs"):
+    f = frame(jobs)
+    system = System(name="t", title="t", nodes=10, scheduling_cycle_s=cycle)
+    win, t0, t1 = select_window(f, None, None, policy == "replay", True)
+    return Engine(win, system, policy, backfill, True, [100.0] * len(win), 10.0, t0, t1).run()
+
+
+@pytest.mark.parametrize("backfill", BACKFILLS)
+def test_scheduling_cycle(backfill):
+    # A on the whole machine [0, 150); B (submitted at 10) and C (at 230) wait for the next pass
+    jobs = [dict(submit=0, run=150, limit=200, nodes=10), dict(submit=10, run=50, limit=60, nodes=10),
+            dict(submit=230, run=10, limit=10, nodes=2)]
+    assert _run_cycle(0, jobs, backfill).jobs["start_time"].tolist() == [0, 150, 230]
+    res = _run_cycle(100, jobs, backfill)
+    # passes at 0, 100, 200, 300: B at 200 (A ended at 150), C at 300 (B ends at 250)
+    assert res.jobs["start_time"].tolist() == [0, 200, 300]
+    # a recorded schedule is replayed as recorded whatever the cycle
+    rep = [dict(j, start=s) for j, s in zip(jobs, (0, 150, 230))]
+    assert _run_cycle(100, rep, policy="replay").jobs["start_time"].tolist() == [0, 150, 230]
+    with pytest.raises(ConfigError, match="scheduling_cycle_s"):
+        System(name="t", title="t", nodes=10, scheduling_cycle_s=1.5)
