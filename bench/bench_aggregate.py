@@ -11,7 +11,9 @@
    1-min and 15-min power swings of every timeline sample too (no goal; for the record).
 
 Each measurement runs in a fresh child process, so its peak RSS (``ru_maxrss``) is its own; CPU
-time is the child's user + system time (all threads), the fair figure on a shared machine.
+time is the child's user + system time (all threads), the fair figure on a shared machine. Each
+figure is printed beside its goal and recorded in ``bench/figures.json`` (``bench/_figures.py``);
+exit status 1 when a measurement fails.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _figures import fail, goal_text, record  # noqa: E402 - after the path set-up
 
 CHILD = r"""
 import json, resource, sys, time
@@ -53,7 +58,8 @@ def _child(*args: str) -> dict:
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-c", CHILD, *args], capture_output=True, text=True, env=env)
     if r.returncode != 0:
-        raise SystemExit(f"child failed:\n{r.stderr}")
+        fail(f"child {args[:1]} exited {r.returncode}:\n{r.stderr}")
+        raise SystemExit(1)
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -66,9 +72,12 @@ def bench_table(work: Path, runs: int) -> None:
 
     root = generate(work / f"table{runs}", runs, table_only=True, template=work / "template")
     d = _child("table", str(root))
+    fig = f"{d['cpu_s']:.2f} s CPU, {d['wall_s']:.2f} s wall, {d['peak_mb']:.0f} MB peak"
     print(f"[table] runs.parquet summary of {runs:,} runs (exact n/min/mean/median/std/max/q05..q95 per variant "
-          f"and metric): {d['wall_s']:.2f} s wall, {d['cpu_s']:.2f} s CPU, peak {d['peak_mb']:.0f} MB "
-          f"(goal <= 10 s; {_machine()})", flush=True)
+          f"and metric): {fig} {goal_text('<= 10 s', d['wall_s'] <= 10)} ({_machine()})", flush=True)
+    record("aggregate/table", f"runs.parquet summary of {runs:,} runs, exact per-variant statistics (synthetic "
+           "runs.parquet)", fig, goal="<= 10 s", met=d["wall_s"] <= 10,
+           command=f"python bench/bench_aggregate.py table --table-runs {runs}")
 
 
 def bench_distributions(work: Path, runs: int, scheduler: str | None) -> None:
@@ -76,13 +85,19 @@ def bench_distributions(work: Path, runs: int, scheduler: str | None) -> None:
 
     root = generate(work / f"sweep{runs}", runs, template=work / "template")
     d = _child("jobs", str(root), *( [scheduler] if scheduler else []))
+    fig = f"{d['cpu_s']:.1f} s CPU, {d['wall_s']:.1f} s wall, {d['peak_mb']:.0f} MB peak"
+    met = d["wall_s"] <= 120 and d["peak_mb"] <= 2048
     print(f"[distributions] job-level (wait, bsld, job EDP) of {runs:,} runs, {d['rows']:,} finished-job rows, "
-          f"{d['values']:,} values: {d['wall_s']:.1f} s wall, {d['cpu_s']:.1f} s CPU, peak {d['peak_mb']:.0f} MB "
-          f"(goal <= 120 s, <= 2048 MB; {_machine()})", flush=True)
+          f"{d['values']:,} values: {fig} {goal_text('<= 120 s, <= 2048 MB', met)} ({_machine()})", flush=True)
+    record("aggregate/distributions-jobs", f"pooled job distributions (wait, bounded slowdown, job EDP) of {runs:,} "
+           f"synthetic runs, {d['rows']:,} finished jobs, exact quantiles, Dask {scheduler or 'threads'}", fig,
+           goal="<= 120 s, <= 2 GiB", met=met, command=f"python bench/bench_aggregate.py distributions --runs {runs}")
     d = _child("all", str(root), *( [scheduler] if scheduler else []))
-    print(f"[distributions] + 1-min and 15-min power swings of every timeline: {d['values']:,} values: "
-          f"{d['wall_s']:.1f} s wall, {d['cpu_s']:.1f} s CPU, peak {d['peak_mb']:.0f} MB (no goal; {_machine()})",
-          flush=True)
+    fig = f"{d['cpu_s']:.1f} s CPU, {d['wall_s']:.1f} s wall, {d['peak_mb']:.0f} MB peak"
+    print(f"[distributions] + 1-min and 15-min power swings of every timeline: {d['values']:,} values: {fig} "
+          f"{goal_text(None, None)} ({_machine()})", flush=True)
+    record("aggregate/distributions-all", f"the same with the 1-min and 15-min power swings of every timeline sample "
+           f"({d['values']:,} values)", fig, command=f"python bench/bench_aggregate.py distributions --runs {runs}")
 
 
 def main(argv: list[str]) -> int:

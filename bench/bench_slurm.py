@@ -14,7 +14,9 @@ is executed through the backends directly (same tasks, same run function, planni
 
 Per-run overhead = (T_slurm - T_local) / N_RUNS: what Slurm adds per run (submission, queueing,
 array-task start-up and imports, loading the shared dataset, outcome files, polling). Also shown:
-time spent submitting (sbatch + pickles) and the latency to the first finished run.
+time spent submitting (sbatch + pickles) and the latency to the first finished run. There is no
+goal for the overhead (printed as such); the figure is recorded in ``bench/figures.json``
+(``bench/_figures.py``). Exit status 1 when no Slurm is usable or a run fails.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
+
+from _figures import fail, goal_text, record  # noqa: E402 - after the path set-up
 
 
 def _study(workdir: Path, n_runs: int) -> Path:
@@ -51,7 +55,7 @@ def _timed(backend, tasks, shared, fn) -> tuple[float, float, int]:
                 first = time.perf_counter() - t0
             n_ok += out.ok
             if not out.ok:
-                print(f"  run {out.key} failed: {out.error}")
+                fail(f"run {out.key}: {out.error}")
     return time.perf_counter() - t0, first or 0.0, n_ok
 
 
@@ -87,6 +91,7 @@ def main(argv: list[str]) -> int:
               f"node: {cpus} CPUs")
         print(f"[slurm] local serial:       {t_serial:6.2f} s")
         print(f"[slurm] local ({cpus} workers):    {t_local:6.2f} s  ({ok_local}/{n} ok)")
+        n_bad = n - ok_local
         t_local = min(t_local, t_serial)  # compare with the faster local mode
         rows = []
         for label, opts in (("auto chunks", {}), ("1 run/task", {"runs_per_task": 1})):
@@ -103,6 +108,7 @@ def main(argv: list[str]) -> int:
             tk = tasks(f"slurm-{len(rows)}")
             t_sub[0] = time.perf_counter()
             t, first, n_ok = _timed(bk, tk, shared, execute_run)
+            n_bad += n - n_ok
             chunks = len(bk.last_submission["chunks"]) if bk.last_submission else 0
             over = (t - t_local) / n
             rows.append((label, t, over))
@@ -110,9 +116,14 @@ def main(argv: list[str]) -> int:
                   f"{sum(submit_s):.2f} s, first run back after {first:.2f} s; "
                   f"overhead per run vs local: {over * 1000:.0f} ms")
         shutil.rmtree(work, ignore_errors=True)
+    if n_bad:
+        fail(f"{n_bad} runs failed; no figure recorded")
+        return 1
     best = min(rows, key=lambda r: r[2])
-    print(f"[slurm] per-run overhead of the slurm backend vs local ({n} runs, {cpus} CPUs): "
-          f"{best[2] * 1000:.0f} ms with {best[0]}, {rows[1][2] * 1000:.0f} ms with 1 run/task")
+    fig = f"+{best[2]:.2f} s with {best[0]}, +{rows[1][2]:.2f} s with 1 run per array task"
+    print(f"[slurm] per-run overhead of the slurm backend vs local ({n} runs, {cpus} CPUs): {fig} {goal_text(None, None)}")
+    record("slurm/overhead", f"Slurm backend overhead per run vs local ({n} runs, single-node Slurm with {cpus} CPUs)",
+           fig, command="python bench/bench_slurm.py")
     return 0
 
 

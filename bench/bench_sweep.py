@@ -8,7 +8,10 @@
    (SDSC SP2, 150-day windows): ``T_serial / (2 * T_ray)``; Ray start-up is excluded (reported apart),
    actor creation and dataset transfer are included. Goal >= 0.8.
 3. ``memory``: driver RSS while 2,000 small runs stream through the ray backend (sampled every
-   0.5 s); goal: flat, peak < 500 MB.
+   0.5 s); goal: flat, peak < 500 MB (judged by the peak; the samples are printed).
+
+Each figure is printed beside its goal and recorded in ``bench/figures.json`` (``bench/_figures.py``).
+Exit status 1 when a run fails.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
+from _figures import fail, goal_text, record  # noqa: E402 - after the path set-up
+
 
 def rss_mb() -> float:
     """Current resident set size of this process (MB), from /proc."""
@@ -39,7 +44,7 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def bench_quickstart(workdir: Path) -> None:
+def bench_quickstart(workdir: Path) -> int:
     from twinsweep.sweep.aggregate import aggregate_results
     from twinsweep.sweep.api import run_sweep
     from twinsweep.sweep.report import build_report
@@ -56,8 +61,15 @@ def bench_quickstart(workdir: Path) -> None:
     t_rep = time.perf_counter() - t2
     total = time.perf_counter() - t0
     print(f"[quickstart] {res.planned} runs ({res.ran} ran, {len(res.failed)} failed), ray, 2 workers")
-    print(f"[quickstart] wall {total:.1f} s = runs {t_runs:.1f} s (incl. loading + Ray start) "
-          f"+ aggregate {t_agg:.1f} s + report {t_rep:.1f} s   (budget 180 s)")
+    if res.failed:
+        fail(f"{len(res.failed)} quickstart runs failed: {sorted(res.failed)[:3]}")
+        return 1
+    fig = (f"{total:.1f} s wall = runs {t_runs:.1f} s (loading and Ray start included) + aggregate {t_agg:.1f} s "
+           f"+ report {t_rep:.1f} s")
+    print(f"[quickstart] {fig} {goal_text('<= 180 s', total <= 180)}")
+    record("sweep/quickstart", f"quickstart study ({res.planned} runs, Ray, 2 workers, cooling on), from scratch",
+           fig, goal="<= 180 s", met=total <= 180, command="python bench/bench_sweep.py quickstart")
+    return 0
 
 
 def _efficiency_items(workdir: Path):
@@ -90,7 +102,7 @@ def _time_backend(backend, items, datasets, runs_dir: Path) -> float:
     return dt
 
 
-def bench_efficiency(workdir: Path) -> None:
+def bench_efficiency(workdir: Path) -> int:
     import ray
 
     from twinsweep.backends.local import LocalBackend
@@ -111,13 +123,19 @@ def bench_efficiency(workdir: Path) -> None:
     print(f"[efficiency] {len(items)} runs of {per_run:.2f} s each: serial local {t_serial:.1f} s; ray 2 workers "
           f"{t_cold:.1f} s cold (actor start + dataset transfer included), {t_warm:.1f} s warm actors "
           f"(+ {t_start:.1f} s Ray start-up, excluded)")
-    print(f"[efficiency] parallel efficiency T1/(2*T2) = {t_serial / (2 * t_cold):.2f} cold, "
-          f"{t_serial / (2 * t_warm):.2f} warm   (goal >= 0.8)")
+    e_cold, e_warm = t_serial / (2 * t_cold), t_serial / (2 * t_warm)
+    print(f"[efficiency] parallel efficiency T1/(2*T2) = {e_cold:.2f} cold, {e_warm:.2f} warm   "
+          f"{goal_text('>= 0.8 cold', e_cold >= 0.8)}")
+    record("sweep/ray-efficiency", f"Ray parallel efficiency T1/(2·T2), 2 workers, {len(items)} runs of "
+           f"{per_run:.2f} s (SDSC-SP2 150-day windows); Ray start-up excluded, actor start and dataset transfer "
+           "included (cold)", f"{e_cold:.2f} cold, {e_warm:.2f} warm actors", goal=">= 0.8 cold", met=e_cold >= 0.8,
+           command="python bench/bench_sweep.py efficiency")
     print(f"[efficiency] machine load average now: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs "
           f"(other processes share the cores)")
+    return 0
 
 
-def bench_memory(workdir: Path, n_seeds: int = 167) -> None:
+def bench_memory(workdir: Path, n_seeds: int = 167) -> int:
     from twinsweep.sweep.api import run_sweep
     from test_sweep_support import write_spec
 
@@ -145,26 +163,34 @@ def bench_memory(workdir: Path, n_seeds: int = 167) -> None:
     stop.set()
     th.join()
     print(f"[memory] {res.planned} runs via ray (2 workers) in {wall:.1f} s; driver RSS before {base:.0f} MB")
+    if res.failed:
+        fail(f"{len(res.failed)} runs failed: {sorted(res.failed)[:3]}")
+        return 1
     marks = [int(res.planned * f) for f in (0.1, 0.25, 0.5, 0.75, 1.0)]
     for m in marks:
         s = next((x for x in samples if x[1] >= m), samples[-1])
         print(f"[memory]   after {s[1]:5d} runs: driver RSS {s[2]:.0f} MB")
     after_start = [x[2] for x in samples if x[1] >= marks[0]]
-    print(f"[memory] driver RSS range once streaming: {min(after_start):.0f}..{max(after_start):.0f} MB; "
-          f"peak RSS of the process {peak_rss_mb():.0f} MB   (goal flat, < 500 MB)")
+    peak = peak_rss_mb()
+    fig = f"{min(after_start):.0f}..{max(after_start):.0f} MB once streaming, peak {peak:.0f} MB"
+    print(f"[memory] driver RSS range {fig}   {goal_text('flat, peak < 500 MB', peak < 500)}")
+    record("sweep/driver-memory", f"driver RSS while {res.planned} small runs stream through Ray (2 workers)", fig,
+           goal="flat, peak < 500 MB", met=peak < 500, command="python bench/bench_sweep.py memory")
+    return 0
 
 
 def main(argv: list[str]) -> int:
     which = set(argv) or {"quickstart", "efficiency", "memory"}
     with tempfile.TemporaryDirectory(prefix="bench_sweep_") as tmp:
         work = Path(tmp)
+        rc = 0
         if "quickstart" in which:
-            bench_quickstart(work)
+            rc |= bench_quickstart(work)
         if "efficiency" in which:
-            bench_efficiency(work)
+            rc |= bench_efficiency(work)
         if "memory" in which:
-            bench_memory(work)
-    return 0
+            rc |= bench_memory(work)
+    return rc
 
 
 if __name__ == "__main__":

@@ -157,3 +157,76 @@ def test_node_pool_lowest_free_both_representations(n, ops):
             pool.release(ids if n <= NodePool.BITSET_MAX_NODES else __import__("numpy").asarray(ids))
             free |= set(ids)
         assert pool.free == len(free)
+
+
+# -- EASY's one pass, re-derived from DESIGN.md §3.7 on a blocked head (independent of the reference) --
+
+@st.composite
+def blocked_heads(draw):
+    """A machine of ``N`` nodes, 1-4 jobs running from 0 (each asks for its time limit of at least 3 s
+    and may end earlier), a head submitted at 1 that does not fit beside them, and 1-6 candidates
+    submitted at 2, all with usable limits: at 2 no running job has ended, so the pass at 2 sees
+    exactly the running jobs, the head and the candidates (fcfs: the head stays first)."""
+    n = draw(st.integers(3, 16))
+    running = []
+    busy = 0
+    for _ in range(draw(st.integers(1, 4))):
+        if busy >= n - 1:
+            break
+        size = draw(st.integers(1, n - 1 - busy))
+        limit = draw(st.integers(3, 120))
+        run = draw(st.one_of(st.just(limit), st.integers(3, limit)))  # may end before its expected end
+        running.append(dict(submit=0, run=run, limit=limit, nodes=size))
+        busy += size
+    head = dict(submit=1, run=draw(st.integers(1, 50)), limit=None, nodes=draw(st.integers(n - busy + 1, n)))
+    head["limit"] = head["run"]
+    cands = [dict(submit=2, run=None, limit=draw(st.integers(1, 150)), nodes=draw(st.integers(1, n)))
+             for _ in range(draw(st.integers(1, 6)))]
+    for c in cands:
+        c["run"] = draw(st.integers(1, c["limit"]))
+    return n, running, head, cands
+
+
+def _easy_pass_at_2(n, running, head, cands):
+    """Trace indices of the candidates EASY starts at 2 (DESIGN §3.7, written out for this one pass):
+    shadow = the first expected end (start + time limit) in ascending order at which the free nodes
+    reach the head's size; extra = nodes free at shadow - the head's; a candidate that fits now starts
+    if it ends by shadow by its limit, else if it needs no more than extra (which then shrinks)."""
+    free = n - sum(r["nodes"] for r in running)
+    avail, shadow = free, None
+    for end, size in sorted((r["limit"], r["nodes"]) for r in running):  # all started at 0
+        avail += size
+        if avail >= head["nodes"]:
+            shadow = end
+            break
+    extra = free + sum(r["nodes"] for r in running if r["limit"] <= shadow) - head["nodes"]
+    first = len(running) + 1
+    started = set()
+    for k, c in enumerate(cands):
+        if c["nodes"] > free:
+            continue
+        if 2 + c["limit"] <= shadow:
+            pass
+        elif c["nodes"] <= extra:
+            extra -= c["nodes"]
+        else:
+            continue
+        started.add(first + k)
+        free -= c["nodes"]
+    return started
+
+
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(blocked_heads())
+def test_easy_pass_on_a_blocked_head_backfills_exactly_what_the_reservation_allows(case):
+    # Catches a shadow time taken at the first expected end, extra nodes that are not used up, and
+    # a scheduler that sees running jobs' real ends (run < limit here) instead of start + limit.
+    n, running, head, cands = case
+    jobs = running + [head] + cands
+    out, _ = simulate_tiny(jobs, nodes=n, policy="fcfs", backfill="easy")
+    starts = schedule_of(out)
+    assert all(starts[i][0] == 0 for i in range(len(running)))
+    assert starts[len(running)][0] > 2, "the head does not fit beside the running jobs"
+    got = {i for i in range(len(running) + 1, len(jobs)) if starts[i][0] == 2}
+    assert got == _easy_pass_at_2(n, running, head, cands)
+    event(f"candidates backfilled at 2: {min(len(got), 3)}")
