@@ -113,16 +113,21 @@ def _write_accounts(args, res, console) -> None:
             raise ConfigError("--accounts-merge needs a file in --accounts-in, not a collect: value")
         acc = merge(load_accounts(args.accounts_in), acc)
     path = save_accounts(acc, args.accounts_out)
-    console.print(f"accounts: {path} ({len(acc.accounts)} accounts, {len(acc.users)} users, {len(acc.runs)} run(s))")
+    if console is not None:  # None: --quiet
+        console.print(f"accounts: {path} ({len(acc.accounts)} accounts, {len(acc.users)} users, "
+                      f"{len(acc.runs)} run(s))")
 
 
 def _cmd_run(args) -> int:
-    from rich.console import Console
-
     from twinsweep.core.config import Perturbation, RunConfig
     from twinsweep.core.run import prepare_out_dir
 
-    console = Console(stderr=True, quiet=args.quiet)
+    if args.quiet:  # nothing is printed: rich (about 0.1 s of imports) stays out of the process
+        console = None
+    else:
+        from rich.console import Console
+
+        console = Console(stderr=True)
     cfg = RunConfig(
         data=args.data, system=args.system, format=args.format, policy=args.policy,
         backfill=args.backfill, start=args.start, duration=args.duration,
@@ -150,15 +155,22 @@ def _cmd_run(args) -> int:
 
 
 def _simulate_and_write(args, cfg, console, out_dir: Path) -> int:
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from twinsweep.core.run import load_run_workload, resolve_system, simulate, write_run
+
+    if console is None:  # --quiet
+        wl = load_run_workload(cfg)
+        res = simulate(cfg, workload=wl, system=resolve_system(cfg, wl))
+        write_run(res, out_dir)
+        if args.accounts_out:
+            _write_accounts(args, res, None)
+        return 0
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     with console.status(f"loading {args.data}"):
         wl = load_run_workload(cfg)
         system = resolve_system(cfg, wl)
     with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                  TimeElapsedColumn(), console=console, transient=True, disable=args.quiet) as prog:
+                  TimeElapsedColumn(), console=console, transient=True) as prog:
         task = prog.add_task("sim", total=1.0)
         t_first = int(wl.jobs["submit_time"].min()) if len(wl) else 0
         t_last = int(wl.jobs["submit_time"].max()) if len(wl) else 1
@@ -172,8 +184,7 @@ def _simulate_and_write(args, cfg, console, out_dir: Path) -> int:
     out = write_run(res, out_dir)
     if args.accounts_out:
         _write_accounts(args, res, console)
-    if not args.quiet:
-        _print_summary(console, res, out)
+    _print_summary(console, res, out)
     return 0
 
 
@@ -303,10 +314,9 @@ def build_parser() -> argparse.ArgumentParser:
     cli_sweep.add_parsers(sub)
     _add_incentives_parser(sub)
     _add_validate_parser(sub)
-    if "tune" not in sub.choices:
-        from . import tune as _tune
+    from .tune.cli import add_parser as _add_tune_parser  # light: sweep.tune loads its parts on use
 
-        _tune.add_parser(sub)
+    _add_tune_parser(sub)
     return parser
 
 

@@ -55,11 +55,18 @@ ready study spec that re-runs the winners as a normal sweep on all windows
 (``twinsweep sweep <out>/winners.toml``).
 """
 
-from .evaluator import pareto_front
-from .result import TuneResult
-from .run import run_tune
-from .spec import TuneParam, TuneSpec, load_tune_spec, parse_tune_spec
-from .cli import add_parser
-
 __all__ = ["TuneParam", "TuneSpec", "TuneResult", "load_tune_spec", "parse_tune_spec", "run_tune",
            "pareto_front", "add_parser"]
+
+#: where each public name lives; loaded on first use, so that building the ``twinsweep`` parser
+#: (``sweep.tune.cli.add_parser``) imports neither Optuna nor the study spec nor the backends
+_LAZY = {"pareto_front": "evaluator", "TuneResult": "result", "run_tune": "run", "TuneParam": "spec",
+         "TuneSpec": "spec", "load_tune_spec": "spec", "parse_tune_spec": "spec", "add_parser": "cli"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,6 @@ import sys
 from twinsweep.core.errors import ConfigError
 
 from ..cli_sweep import add_slurm_args, backend_name, slurm_overrides
-from .run import run_tune
 
 __all__ = ["add_parser"]
 
@@ -35,6 +34,8 @@ def add_parser(sub) -> None:
 
 
 def _cmd_tune(args) -> int:
+    from .run import run_tune  # lazy: Optuna, the study spec and the backends only when tune runs
+
     def on_trial(number, params, values, errors):
         short = ", ".join(f"{k.replace('options.', '')}={v:.4g}" for k, v in (params or {}).items())
         what = f"values {[round(v, 6) for v in values]}" if values else f"FAILED {'; '.join(errors)[:200]}"
