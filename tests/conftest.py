@@ -9,12 +9,14 @@ every test module that needs the same workload. Treat the result as read-only.
 
 In CI a test may skip only for a reason on an allow-list (tests/ci_policy.py, whose hooks this
 file installs); the property tests' example budget follows ``TWINSWEEP_HYPOTHESIS_PROFILE``
-(tests/hypothesis_budget.py: ``nightly`` draws 25 times more, fresh examples each run).
+(tests/hypothesis_budget.py: ``nightly`` draws 25 times more, fresh examples each run). The cache of
+parsed traces is off for the whole suite (``TWINSWEEP_CACHE=off``; tests/test_workload_cache.py).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import time
 from pathlib import Path
 
@@ -34,6 +36,10 @@ settings.register_profile("mutation", derandomize=True, database=None, deadline=
                           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 if hypothesis_profile() != "default":
     settings.load_profile(hypothesis_profile())
+
+# the suite parses every trace itself: the user cache of parsed traces (core/loaders/_cache.py) is
+# off, also for the subprocesses the tests start; tests/test_workload_cache.py turns it on per test
+os.environ["TWINSWEEP_CACHE"] = "off"
 
 
 def data_path(rel: str) -> Path:

@@ -98,12 +98,19 @@ def read_trace(path: str | os.PathLike) -> TraceText:
     Raises:
         TraceFormatError: the file cannot be opened or is a corrupt gzip stream (names the file).
     """
-    p = str(path)
+    return _trace_text(str(path), _read_stored(str(path)))
+
+
+def _read_stored(p: str) -> bytes:
+    """The file's bytes as stored; TraceFormatError naming it when it cannot be read."""
     try:
         with open(p, "rb") as fh:
-            raw = fh.read()
+            return fh.read()
     except OSError as exc:
         raise TraceFormatError(p, None, f"cannot read trace file: {exc.strerror or exc}") from exc
+
+
+def _trace_text(p: str, raw: bytes) -> TraceText:
     compressed = raw[:2] == GZIP_MAGIC
     if compressed:
         try:
@@ -204,7 +211,9 @@ def load_workload(path: str | os.PathLike, format: str | None = None, lenient: b
 
     Returns:
         The Workload (jobs in file order, ``trace_index`` = 0-based row position), with
-        ``checksum`` = sha256 of the uncompressed bytes.
+        ``checksum`` = sha256 of the uncompressed bytes. The Workload of an SWF-family trace is
+        kept in a user cache folder and read from there the next time the same file is loaded by
+        the same code (:mod:`core.loaders._cache`; ``TWINSWEEP_CACHE=off`` disables it).
 
     Raises:
         UnknownNameError: ``format`` is not a registered loader (lists the valid names).
@@ -218,11 +227,19 @@ def load_workload(path: str | os.PathLike, format: str | None = None, lenient: b
         raise TraceFormatError(
             str(path), None, f"cannot read trace file: not found (also looked under the data folder {data_dir()})"
         ) from None
-    trace = read_trace(resolved)
+    from . import _cache
+
+    raw = _read_stored(str(resolved))
+    cached = _cache.cache_path(str(resolved), raw, format, lenient, loader.load if loader else None)
+    if cached is not None and (wl := _cache.read_cached(cached, str(resolved))) is not None:
+        return wl
+    trace = _trace_text(str(resolved), raw)
     if loader is None:
         loader = get_loader(detect_format(trace))
     wl = loader.load(trace, lenient)
     wl.jobs = coerce_jobs_frame(wl.jobs) if _needs_coerce(wl.jobs) else wl.jobs
+    if cached is not None and wl.format in _cache.CACHED_FORMATS:
+        _cache.write_cached(cached, wl)
     return wl
 
 
