@@ -7,15 +7,21 @@
 - Each shared object (e.g. a dataset's (Workload, System)) is ``ray.put`` once per :meth:`run`;
   an actor fetches and deserialises it the first time a task needs it and keeps it for the next
   tasks. Actors live until :meth:`close` (or until ``run`` is called with another function).
-- Results stream back as they finish (``ray.wait``); every actor holds one task at a time, so
-  the driver holds only ``workers`` small results at once and its memory stays flat. The run
-  function writes its outputs itself and should return a small summary.
-- An actor that dies (segfault, OOM kill) turns its task into a failed Outcome and is replaced.
+- Tasks are dispatched in batches: one actor call carries ``runs_per_call`` tasks (default
+  :func:`auto_runs_per_call`: about 16 calls per actor over the sweep, at most
+  :data:`MAX_RUNS_PER_CALL`), so the per-call cost of Ray (scheduling, argument and result
+  serialisation, the driver's round trip) is paid once per batch, not per run (issue 14, item 1).
+- Results stream back batch by batch as they finish (``ray.wait``); every actor holds one batch at
+  a time, so the driver holds only ``workers`` batches of small results at once and its memory
+  stays flat. The run function writes its outputs itself and should return a small summary.
+- An actor that dies (segfault, OOM kill) is replaced; the runs of its batch are dispatched again
+  one per call, so only the run that kills its worker becomes a failed Outcome.
 """
 
 from __future__ import annotations
 
 import collections
+import math
 import os
 import warnings
 from typing import Any, Iterable, Iterator, Mapping
@@ -48,8 +54,24 @@ class _TwinActor:
             value = self._cache[cid]
         return call_safely(self._fn, task, value)
 
+    def run_batch(self, tasks: list, ref_boxes: list) -> list:
+        """:meth:`run` of each task in order; the list of their Outcomes."""
+        return [self.run(t, b) for t, b in zip(tasks, ref_boxes)]
+
 
 _REMOTE_ACTOR = None
+
+#: the largest batch one actor call carries
+MAX_RUNS_PER_CALL = 16
+
+
+def auto_runs_per_call(n_tasks: int | None, workers: int) -> int:
+    """Runs per actor call: ``ceil(n_tasks / (16 * workers))`` clamped to [1, MAX_RUNS_PER_CALL], so
+    that each actor gets about 16 calls (the last batches stay short enough to balance the
+    workers); 4 when the number of tasks is unknown (a generator)."""
+    if n_tasks is None:
+        return 4
+    return max(1, min(MAX_RUNS_PER_CALL, math.ceil(n_tasks / (16 * max(1, workers)))))
 
 
 @register_backend("ray")
@@ -57,7 +79,8 @@ class RayBackend(Backend):
     """Ray actors (see module docstring).
 
     ``workers``: actors (default: the cluster's CPUs); ``address``: cluster to join (None = embedded);
-    ``init_kwargs``: extra ``ray.init`` arguments; ``log_to_driver``: forward worker output.
+    ``init_kwargs``: extra ``ray.init`` arguments; ``log_to_driver``: forward worker output;
+    ``runs_per_call``: tasks per actor call (None: :func:`auto_runs_per_call`).
     """
 
     name = "ray"
@@ -65,8 +88,14 @@ class RayBackend(Backend):
     ships_files = True  # workers on other machines may not see the driver's folders
 
     def __init__(self, workers: int | None = None, address: str | None = None,
-                 init_kwargs: Mapping[str, Any] | None = None, log_to_driver: bool = False):
+                 init_kwargs: Mapping[str, Any] | None = None, log_to_driver: bool = False,
+                 runs_per_call: int | None = None):
         super().__init__(workers)
+        if runs_per_call is not None and int(runs_per_call) < 1:
+            from twinsweep.core.errors import ConfigError
+
+            raise ConfigError(f"ray backend: runs_per_call must be >= 1, got {runs_per_call}")
+        self.runs_per_call = None if runs_per_call is None else int(runs_per_call)
         self.address = address or None
         self.init_kwargs = dict(init_kwargs or {})
         self.log_to_driver = log_to_driver
@@ -114,42 +143,65 @@ class RayBackend(Backend):
         while len(self._actors) < self.workers:
             self._actors.append(self._new_actor(fn))
         idle = collections.deque(self._actors)
-        pending: dict[Any, tuple[Any, Task]] = {}
+        per_call = self.runs_per_call or auto_runs_per_call(
+            len(tasks) if hasattr(tasks, "__len__") else None, self.workers)
+        pending: dict[Any, tuple[Any, list]] = {}
+        alone: collections.deque = collections.deque()  # runs of a crashed batch, one per call now
         it = iter(tasks)
         exhausted = False
+
+        def box(task: Task) -> list:
+            return [refs[task.shared]] if task.shared is not None else []
+
         try:
             while True:
-                while idle and not exhausted:
-                    try:
-                        task = next(it)
-                    except StopIteration:
-                        exhausted = True
-                        break
+                while idle and (alone or not exhausted):
+                    if alone:
+                        batch = [alone.popleft()]
+                    else:
+                        batch = []
+                        for task in it:
+                            batch.append(task)
+                            if len(batch) >= per_call:
+                                break
+                        else:
+                            exhausted = True
+                        if not batch:
+                            break
                     actor = idle.popleft()
-                    box = [refs[task.shared]] if task.shared is not None else []
-                    pending[actor.run.remote(task, box)] = (actor, task)
-                self.in_flight = len(pending)
+                    if len(batch) == 1:
+                        ref = actor.run.remote(batch[0], box(batch[0]))
+                    else:
+                        ref = actor.run_batch.remote(batch, [box(t) for t in batch])
+                    pending[ref] = (actor, batch)
+                self.in_flight = sum(len(b) for _, b in pending.values())
                 if not pending:
                     break
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 for ref in ready:
-                    actor, task = pending.pop(ref)
+                    actor, batch = pending.pop(ref)
                     try:
-                        out = ray.get(ref)
+                        got = ray.get(ref)
+                        outs = [got] if len(batch) == 1 else got
                         idle.append(actor)
-                    except RayActorError as exc:  # the actor process died: record, replace it
-                        out = Outcome(task.key, False, error=f"WorkerDied: {type(exc).__name__}",
-                                      traceback=str(exc))
+                    except RayActorError as exc:  # the actor process died: replace it
                         self._actors.remove(actor)
                         new = self._new_actor(fn)
                         self._actors.append(new)
                         idle.append(new)
+                        if len(batch) > 1:  # which run killed it is unknown: each again on its own
+                            alone.extend(batch)
+                            outs = []
+                        else:
+                            outs = [Outcome(batch[0].key, False, error=f"WorkerDied: {type(exc).__name__}",
+                                            traceback=str(exc))]
                     except RayError as exc:
-                        out = Outcome(task.key, False, error=f"{type(exc).__name__}: {exc}", traceback=str(exc))
+                        outs = [Outcome(t.key, False, error=f"{type(exc).__name__}: {exc}", traceback=str(exc))
+                                for t in batch]
                         idle.append(actor)
                     del ref
-                    self.in_flight = len(pending)
-                    yield out
+                    self.in_flight = sum(len(b) for _, b in pending.values()) + len(alone)
+                    yield from outs
         finally:
             self.in_flight = 0
             if pending:  # stopped early (Ctrl-C, generator closed): kill the actors, which stops their tasks

@@ -109,3 +109,41 @@ def test_ctrl_c_inside_pyarrow_stops_the_batch_instead_of_failing_a_run():
         call_safely(_cancelled_by_sigint, Task("k", {}, None), None)
     out = call_safely(_cancelled_otherwise, Task("k", {}, None), None)  # no signal: a failed run
     assert not out.ok and "ArrowCancelled" in out.error
+
+
+def crash_on_13(payload, shared):
+    """Test run function: the worker process dies on payload 13, else :func:`square_or_fail`."""
+    if payload == 13:
+        os._exit(3)
+    return square_or_fail(payload, shared)
+
+
+def test_auto_runs_per_call_by_hand():
+    from twinsweep.backends.ray_backend import MAX_RUNS_PER_CALL, auto_runs_per_call
+
+    # about 16 calls per actor: ceil(n / (16 * workers)), clamped to [1, MAX_RUNS_PER_CALL]
+    assert auto_runs_per_call(180, 2) == 6  # the quickstart on 2 workers: ceil(180 / 32)
+    assert auto_runs_per_call(8, 2) == 1 and auto_runs_per_call(1, 4) == 1
+    assert auto_runs_per_call(33, 1) == 3
+    assert auto_runs_per_call(100_000, 2) == MAX_RUNS_PER_CALL == 16
+    assert auto_runs_per_call(None, 2) == 4  # a generator: length unknown
+    with pytest.raises(ConfigError, match="runs_per_call must be >= 1"):
+        make_backend("ray", workers=1, runs_per_call=0)
+
+
+def test_ray_batches_carry_several_runs_and_a_crash_fails_only_its_run(ray_session):
+    with make_backend("ray", workers=2, runs_per_call=3) as b:
+        outs, in_flight = [], []
+        for o in b.run(TASKS, square_or_fail, {"off": 10}):
+            outs.append(o)
+            in_flight.append(b.in_flight)
+        _check_outcomes(outs)
+        assert max(in_flight) >= 3  # batches of 3 in flight, not one run per actor
+        # the actor running c13's batch dies: its batch is dispatched again one run per call, so only
+        # c13 fails, with the worker's death as its error
+        crash = [Task(f"c{i}", i, "off") for i in (1, 13, 2, 3, 4)]
+        got = {o.key: o for o in b.run(crash, crash_on_13, {"off": 10})}
+    assert set(got) == {f"c{i}" for i in (1, 13, 2, 3, 4)}
+    assert not got["c13"].ok and got["c13"].error.startswith("WorkerDied")
+    for i in (1, 2, 3, 4):
+        assert got[f"c{i}"].ok and got[f"c{i}"].result["value"] == i * i + 10
