@@ -7,7 +7,7 @@ Public API (re-exported here): :func:`simulate`, :func:`write_run`, :class:`RunC
 
 from twinsweep import __version__  # noqa: E402,F401 - one version, set in twinsweep/__init__.py
 
-from .config import BACKFILLS, POLICIES, Perturbation, RunConfig, parse_duration  # noqa: E402
+from .config import Perturbation, RunConfig, parse_duration  # noqa: E402
 from .errors import ConfigError, TraceFormatError, TwinError, UnknownNameError  # noqa: E402
 from .system import System, list_systems, load_system, system_from_swf_header  # noqa: E402
 from .workload import Workload  # noqa: E402
@@ -22,7 +22,15 @@ def __getattr__(name):  # lazy: keep `import core` light for workers
         from .loaders import load_workload
 
         return load_workload
-    if name in ("register_policy", "available_policies"):
+    if name in ("POLICIES", "Policy"):
+        from . import policies
+
+        return getattr(policies, name)
+    if name in ("BACKFILLS", "Backfill"):
+        from . import backfill
+
+        return getattr(backfill, name)
+    if name in ("available_policies", "available_backfills", "validate_scheduler"):
         from . import scheduler
 
         return getattr(scheduler, name)
@@ -33,5 +41,5 @@ __all__ = [
     "BACKFILLS", "POLICIES", "Perturbation", "RunConfig", "parse_duration", "ConfigError",
     "TraceFormatError", "TwinError", "UnknownNameError", "System", "list_systems", "load_system",
     "system_from_swf_header", "Workload", "simulate", "write_run", "RunResult", "load_workload",
-    "register_policy", "available_policies",
+    "Policy", "Backfill", "available_policies", "available_backfills", "validate_scheduler",
 ]

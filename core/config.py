@@ -8,12 +8,7 @@ import json
 import re
 from typing import Any
 
-from .errors import ConfigError, UnknownNameError
-
-#: Ordering policies known to the built-in scheduler (``replay`` replays the trace as recorded).
-POLICIES = ("replay", "fcfs", "sjf", "ljf", "priority")
-#: Backfill variants (DESIGN.md §3.7).
-BACKFILLS = ("none", "firstfit", "easy", "conservative")
+from .errors import ConfigError
 
 #: Fields added after the first run identities were issued: left out of the canonical JSON (and so
 #: of the run key) while they hold these defaults.
@@ -64,7 +59,8 @@ class RunConfig:
     """Everything that defines one twin run.
 
     data: trace path; format: loader name or None (detect); system: system name / TOML path or None
-    (generic system from the trace header); policy / backfill: see :data:`POLICIES`, :data:`BACKFILLS`;
+    (generic system from the trace header); policy / backfill: registered names (core.policies.POLICIES,
+    core.backfill.BACKFILLS, or ``replay``);
     start / duration: window in s from the trace epoch (None = whole trace); sample_period: timeline
     bin width (s); seed; kill: end jobs at their time limit (reschedule mode only); lenient: skip
     malformed trace lines; perturbation; options: policy options (e.g. weights), JSON-serialisable.
@@ -113,13 +109,9 @@ class RunConfig:
         if isinstance(wb, float) and not (-60.0 <= wb <= 45.0):
             raise ConfigError(f"wetbulb: {wb} is not a wet-bulb temperature in °C (-60..45)")
         object.__setattr__(self, "wetbulb", wb)
-        if self.policy not in POLICIES and not self.policy.startswith("plugin:"):
-            from .scheduler import available_policies
+        from .scheduler import check_names  # the registries load the scheduler plug-ins
 
-            if self.policy not in available_policies():
-                raise UnknownNameError("policy", self.policy, available_policies())
-        if self.backfill not in BACKFILLS:
-            raise UnknownNameError("backfill", self.backfill, BACKFILLS)
+        check_names(self.policy, self.backfill)
         if self.sample_period is None or int(self.sample_period) < 1:
             raise ConfigError(f"sample_period must be >= 1 s, got {self.sample_period}")
         if self.duration is not None and self.duration <= 0:

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from .resources import Cluster, NodePool
-from .scheduler import JobView, make_scheduler
+from .jobview import JobView, SchedulerContext
+from .scheduler import make_scheduler
 from .system import System
 
 
@@ -108,13 +109,16 @@ class Engine:
         node_power_w: per-job DC power per node (W), aligned with ``frame`` rows.
         idle_power_w: DC power of an idle node (W).
         t0, t1: window (t1 None = until every job ends).
-        options: policy options.
+        options: policy and backfill options (validated: :func:`core.scheduler.validate_scheduler`).
+        accounts: an accounts table collected in an earlier run, for the policy
+            (:class:`core.jobview.SchedulerContext`), or None.
         progress: optional callback ``progress(sim_time)`` called every ~10k events.
     """
 
     def __init__(self, frame, system: System, policy: str, backfill: str, kill: bool,
                  node_power_w, idle_power_w: float, t0: int, t1: int | None,
-                 options: dict | None = None, progress: Callable[[int], None] | None = None):
+                 options: dict | None = None, progress: Callable[[int], None] | None = None,
+                 accounts=None):
         self.frame = frame
         self.system = system
         self.replay = policy == "replay"
@@ -124,6 +128,7 @@ class Engine:
         self.idle_w = float(idle_power_w)
         self.t0, self.t1 = t0, t1
         self.options = options or {}
+        self.accounts = accounts
         self.progress = progress
 
     def run(self) -> EngineResult:
@@ -189,13 +194,18 @@ class Engine:
                 limit.extend([0] * k)
         start_unknown = f["recorded_start_time"].isna().tolist()
         rec_nodes = f["node_ids"].tolist() if "node_ids" in f.columns else [None] * n
+        # what the scheduler may know (DESIGN.md §3.3): requests, limits, submit times, owners;
+        # never run times or recorded starts (replay alone gets those, apart from the view)
         view = JobView(
             submit=submit, nodes=nodes, time_limit=limit, trace_index=trace_index,
-            priority=f["priority"].astype("float64").tolist(),
-            user=f["user"].tolist(), account=f["account"].tolist(),
-            recorded_start=rstart, recorded_zero=[d == 0 for d in dur] if self.replay else None, frame=f, source=str(self.frame.attrs.get("source", "")),
+            priority=f["priority"].astype("float64").tolist(), user=f["user"].tolist(),
+            account=f["account"].tolist(), partition=f["partition"].tolist(), job_id=f["job_id"].tolist(),
+            source=str(self.frame.attrs.get("source", "")),
         )
-        sched = make_scheduler(self.policy, self.backfill, view, self.options)
+        context = SchedulerContext(system_nodes=N, accounts=self.accounts, source=view.source)
+        sched = make_scheduler(self.policy, self.backfill, view, self.options, context,
+                               recorded_start=rstart if self.replay else None,
+                               recorded_zero=[d == 0 for d in dur] if self.replay else None)
         if cal and getattr(getattr(sched, "policy", None), "dynamic", False):
             from .errors import ConfigError
 

@@ -46,3 +46,9 @@ class DiskFullError(TwinError, OSError):
 
     def __reduce__(self):  # picklable across processes (a worker's error reaches the driver)
         return (type(self), (self.message,))
+
+
+class ClairvoyanceError(TwinError, AttributeError):
+    """A scheduler plug-in asked for what a real scheduler cannot know at decision time (a job's
+    run time, recorded start or end, energy, ...; DESIGN.md §3.3). Names the attribute and what the
+    scheduler may read instead. An AttributeError, so ``hasattr(view, "run_time")`` is False."""

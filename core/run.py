@@ -28,6 +28,7 @@ from .atomic import atomic_write
 from .errors import ConfigError
 from .perturb import perturb
 from .power import build_timeline, idle_node_power_w, job_node_power_w
+from .scheduler import validate_scheduler
 from .stats import compute_stats
 from .system import System, load_system, system_for_trace, system_from_swf_header
 from .workload import Workload
@@ -126,6 +127,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     Returns: RunResult. Raises TwinError subclasses on bad input.
     """
     t_wall = time.perf_counter()
+    validate_scheduler(config.policy, config.backfill, config.option_dict)  # before any work
     if workload is None:
         workload = load_run_workload(config)
     if system is None:
@@ -151,15 +153,14 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         cb = lambda t: progress(t, -1 if t1 is None else t1)  # noqa: E731
     options = config.option_dict
     accounts_manifest = None
+    accounts = None
     if options.get("accounts_in") and not replay:
         # account-incentive / weighted policies: the accounts are loaded (or collected) once here
         from .accounts import run_accounts_input
 
-        acc, accounts_manifest = run_accounts_input(config, workload, system, frame)
-        options["_accounts"] = acc
-    options.setdefault("_system_nodes", system.nodes)
+        accounts, accounts_manifest = run_accounts_input(config, workload, system, frame)
     eng = Engine(frame, system, config.policy, config.backfill, config.kill, npow,
-                 idle_node_power_w(system), t0, t1, options=options, progress=cb)
+                 idle_node_power_w(system), t0, t1, options=options, progress=cb, accounts=accounts)
     res = eng.run()
     if res.t_end <= res.t_start:
         raise ConfigError(

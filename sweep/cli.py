@@ -23,7 +23,7 @@ def _duration(text):
 
 
 def _add_run_parser(sub):
-    from twinsweep.core.config import BACKFILLS
+    from twinsweep.core.scheduler import available_backfills, available_policies
 
     p = sub.add_parser("run", help="one twin run of a trace", description=(
         "Replay or reschedule one trace and write jobs.parquet, timeline.parquet, stats.json and "
@@ -31,8 +31,8 @@ def _add_run_parser(sub):
     p.add_argument("--data", required=True, help="trace file (relative paths resolve against $TWINSWEEP_DATA)")
     p.add_argument("--format", default=None, help="loader name (default: detect)")
     p.add_argument("--system", default=None, help="system name or TOML path (default: the named system that lists the trace, see `twinsweep systems`; else a generic one from the SWF header)")
-    p.add_argument("--policy", required=True, help="replay, fcfs, sjf, ljf, priority, weighted, acct_avg_power, acct_low_avg_power, acct_edp, acct_ed2p, acct_fugaku_pts, or a registered plug-in")
-    p.add_argument("--backfill", default="none", help=f"one of {', '.join(BACKFILLS)} (default none)")
+    p.add_argument("--policy", required=True, help=f"{', '.join(available_policies())}, or a plug-in named module:Class (docs/plugins.md)")
+    p.add_argument("--backfill", default="none", help=f"{', '.join(available_backfills())}, or a plug-in named module:Class (default none)")
     p.add_argument("--start", type=_duration, default=None, help="window start from the trace epoch: seconds or a duration (3600, 90m, 6h, 10d)")
     p.add_argument("--duration", type=_duration, default=None, help="window length (e.g. 7d)")
     p.add_argument("--sample-period", type=_duration, default=60, help="timeline bin width (default 60 s)")

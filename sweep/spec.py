@@ -56,7 +56,8 @@ from typing import Any
 
 from twinsweep.backends.base import BACKENDS, address_takers
 from twinsweep.backends.slurm import parse_options as parse_slurm_options
-from twinsweep.core.config import BACKFILLS, POLICIES, Perturbation, parse_duration
+from twinsweep.core.backfill import BACKFILLS
+from twinsweep.core.config import Perturbation, parse_duration
 from twinsweep.core.errors import ConfigError, UnknownNameError
 from twinsweep.core.loaders import LOADERS
 from twinsweep.core.metrics import default_direction
@@ -261,15 +262,20 @@ def _str(where: str, v: Any) -> str:
     return v
 
 
-def _valid_policies() -> tuple[str, ...]:
-    names = set(POLICIES)
-    try:  # plug-in policies registered with the scheduler (core may not provide it yet)
-        from twinsweep.core.scheduler import available_policies
+def _check_policy(where: str, name: Any) -> str:
+    """``name`` when it is ``replay`` or a policy :data:`core.policies.POLICIES` knows (an installed
+    or ``module:Class`` plug-in is loaded); else ConfigError naming ``where`` and the valid names."""
+    from twinsweep.core.scheduler import REPLAY, available_policies, check_names
 
-        names |= set(available_policies())
-    except ImportError:
-        pass
-    return tuple(sorted(names))
+    if not isinstance(name, str):
+        raise ConfigError(f"{where}: expected a policy name, got {name!r}")
+    try:
+        check_names(name, "none")
+    except UnknownNameError:
+        raise ConfigError(f"{where}: {name!r} is not allowed; allowed: {', '.join(available_policies())}") from None
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    return name
 
 
 def _duration(where: str, v: Any) -> int:
@@ -344,13 +350,11 @@ def _parse_grid(g: Any) -> tuple[tuple[str, tuple], ...]:
         if not values:
             raise ConfigError(f"{where}: needs at least one value")
         if axis == "policy":
-            valid = _valid_policies()
             for v in values:
-                if not (isinstance(v, str) and v.startswith("plugin:")):
-                    _check_choice(where, v, valid)
+                _check_policy(where, v)
         elif axis == "backfill":
             for v in values:
-                _check_choice(where, v, BACKFILLS)
+                check_name(where, v, BACKFILLS)
         elif axis == "kill":
             for v in values:
                 if not isinstance(v, bool):

@@ -113,7 +113,7 @@ def test_job_past_its_expected_end_is_taken_to_end_one_second_later():
 
 from twin_helpers import schedule_of, simulate_tiny  # noqa: E402
 
-from twinsweep.core.scheduler import QueueScheduler  # noqa: E402
+from twinsweep.core.backfill import Conservative  # noqa: E402
 
 
 @st.composite
@@ -131,11 +131,11 @@ def bursty_traces(draw):
 @given(bursty_traces(), st.sampled_from(["fcfs", "sjf", "ljf"]), st.booleans())
 def test_profile_reuse_equals_rebuild_every_pass(jobs, policy, kill):
     out_reuse, res_reuse = simulate_tiny(jobs, nodes=8, policy=policy, backfill="conservative", kill=kill)
-    QueueScheduler.reuse_profile = False
+    Conservative.reuse_profile = False
     try:
         out_rebuild, res_rebuild = simulate_tiny(jobs, nodes=8, policy=policy, backfill="conservative", kill=kill)
     finally:
-        QueueScheduler.reuse_profile = True
+        Conservative.reuse_profile = True
     assert out_reuse.equals(out_rebuild)
     assert res_reuse.counts == res_rebuild.counts
 
@@ -156,10 +156,10 @@ def test_submissions_only_reuse_the_profile(monkeypatch):
     jobs = [dict(submit=0, run=100, limit=100, nodes=8)] + [dict(submit=i, run=10, limit=10, nodes=2) for i in range(1, 6)]
     out, res = simulate_tiny(jobs, nodes=8, backfill="conservative")
     assert schedule_of(out) == {0: (0, 100), 1: (100, 110), 2: (100, 110), 3: (100, 110), 4: (100, 110), 5: (110, 120)}
-    assert made[-1]._cons.reused == 5
-    monkeypatch.setattr(QueueScheduler, "reuse_profile", False)
+    assert made[-1].backfill.state.reused == 5
+    monkeypatch.setattr(Conservative, "reuse_profile", False)
     out2, res2 = simulate_tiny(jobs, nodes=8, backfill="conservative")
-    assert made[-1]._cons.reused == 0
+    assert made[-1].backfill.state.reused == 0
     assert out.equals(out2) and res.counts == res2.counts
 
 

@@ -10,20 +10,23 @@ import numpy as np
 import pytest
 
 from twinsweep.core.accounts import Accounts, Usage
-from twinsweep.core.config import BACKFILLS, RunConfig
+from twinsweep.core.backfill import BACKFILLS
+from twinsweep.core.config import RunConfig
 from twinsweep.core.engine import Engine, select_window
 from twinsweep.core.errors import ConfigError
 from twinsweep.core.policies import INCENTIVE_POLICIES, Weighted, parse_weights
-from twinsweep.core.scheduler import JobView, available_policies
+from twinsweep.core.jobview import JobView, SchedulerContext
+from twinsweep.core.scheduler import available_policies
 from twinsweep.core.system import System
 from twin_helpers import frame, schedule_of
 
 
-def run_engine(jobs, nodes, policy, backfill="none", options=None, kill=True):
+def run_engine(jobs, nodes, policy, backfill="none", options=None, kill=True, accounts=None):
     f = frame(jobs)
     system = System(name="tiny", title="tiny", nodes=nodes)
     win, t0, t1 = select_window(f, None, None, policy == "replay", kill)
-    return Engine(win, system, policy, backfill, kill, [100.0] * len(win), 10.0, t0, t1, options=options).run()
+    return Engine(win, system, policy, backfill, kill, [100.0] * len(win), 10.0, t0, t1, options=options,
+                  accounts=accounts).run()
 
 
 # ------------------------------------------------------------------ incentive policies, by hand
@@ -73,22 +76,22 @@ def test_hand_table_values():
     assert {k: u.avg_power_w for k, u in HAND_ACCOUNTS.accounts.items()} == {"A": 100, "B": 200, "C": 50, "D": 150}
 
 
-def _order(policy, backfill="none", options=None):
-    res = run_engine(QUEUE, 1, policy, backfill, options=options)
+def _order(policy, backfill="none", options=None, accounts=None):
+    res = run_engine(QUEUE, 1, policy, backfill, options=options, accounts=accounts)
     starts = {int(r.job_id): int(r.start_time) for r in res.jobs.itertuples()}
     assert starts[0] == 0
     return [j for j in sorted(starts, key=lambda j: starts[j]) if j != 0]
 
 
-@pytest.mark.parametrize("backfill", BACKFILLS)
+@pytest.mark.parametrize("backfill", BACKFILLS.names())
 @pytest.mark.parametrize("policy", INCENTIVE_POLICIES)
 def test_incentive_orders_by_hand(policy, backfill):
-    assert _order(policy, backfill, {"_accounts": HAND_ACCOUNTS}) == HAND_ORDERS[policy]
+    assert _order(policy, backfill, accounts=HAND_ACCOUNTS) == HAND_ORDERS[policy]
 
 
 def test_fugaku_negative_by_points():
     # D (−5) before B (−13) when negative accounts keep their point order
-    assert _order("acct_fugaku_pts", options={"_accounts": HAND_ACCOUNTS, "fugaku_negative": "points"}) == \
+    assert _order("acct_fugaku_pts", options={"fugaku_negative": "points"}, accounts=HAND_ACCOUNTS) == \
         [2, 5, 3, 4, 6, 1]
 
 
@@ -97,9 +100,9 @@ def test_user_level():
     jobs = [dict(submit=0, run=100, limit=100, nodes=1, user="u1"),
             dict(submit=1, run=10, limit=10, nodes=1, user="u1"),
             dict(submit=2, run=10, limit=10, nodes=1, user="u2")]
-    res = run_engine(jobs, 1, "acct_avg_power", options={"_accounts": acc, "acct_level": "user"})
+    res = run_engine(jobs, 1, "acct_avg_power", options={"acct_level": "user"}, accounts=acc)
     assert list(res.jobs["start_time"]) == [0, 100, 110]  # u1 draws 300 W per node, u2 100: u1 first
-    res = run_engine(jobs, 1, "acct_low_avg_power", options={"_accounts": acc, "acct_level": "user"})
+    res = run_engine(jobs, 1, "acct_low_avg_power", options={"acct_level": "user"}, accounts=acc)
     assert list(res.jobs["start_time"]) == [0, 110, 100]
 
 
@@ -107,7 +110,7 @@ def test_incentive_needs_accounts():
     with pytest.raises(ConfigError, match="accounts collected in an earlier run"):
         run_engine(QUEUE, 1, "acct_edp")
     with pytest.raises(ConfigError, match="acct_level"):
-        run_engine(QUEUE, 1, "acct_edp", options={"_accounts": HAND_ACCOUNTS, "acct_level": "group"})
+        run_engine(QUEUE, 1, "acct_edp", options={"acct_level": "group"}, accounts=HAND_ACCOUNTS)
 
 
 # ------------------------------------------------------------------ weighted == fcfs / sjf / ljf
@@ -127,7 +130,7 @@ def random_jobs(n, nodes, seed):
 ONE_HOT = {"fcfs": "w_age", "sjf": "w_tlimit", "ljf": "w_size"}
 
 
-@pytest.mark.parametrize("backfill", BACKFILLS)
+@pytest.mark.parametrize("backfill", BACKFILLS.names())
 @pytest.mark.parametrize("named", sorted(ONE_HOT))
 @pytest.mark.parametrize("seed", [1, 2])
 def test_weighted_one_hot_equals_named(named, backfill, seed):
@@ -163,8 +166,8 @@ def test_weighted_account_factor_equals_incentive_policy(factor, policy, sign):
     jobs = random_jobs(200, 16, 3)
     acc = Accounts({"a0": Usage(1, 10.0, 10.0, 1000.0, 5e3, 1), "a1": Usage(1, 10.0, 10.0, 3000.0, 1e3, 1),
                     "a2": Usage(1, 10.0, 10.0, 2000.0, 9e3, 1)}, {}, [])
-    base = run_engine(jobs, 16, policy, "easy", options={"_accounts": acc})
-    got = run_engine(jobs, 16, "weighted", "easy", options={"_accounts": acc, factor: sign})
+    base = run_engine(jobs, 16, policy, "easy", accounts=acc)
+    got = run_engine(jobs, 16, "weighted", "easy", options={factor: sign}, accounts=acc)
     assert schedule_of(got.jobs) == schedule_of(base.jobs)
 
 
@@ -172,8 +175,8 @@ def test_weighted_points_equals_fugaku_by_points():
     jobs = random_jobs(200, 16, 4)
     acc = Accounts({"a0": Usage(1, 10.0, 10.0, 1000.0, 0, 0), "a1": Usage(1, 10.0, 10.0, 3000.0, 0, 0),
                     "a2": Usage(1, 10.0, 10.0, 2500.0, 0, 0)}, {}, [])
-    base = run_engine(jobs, 16, "acct_fugaku_pts", "firstfit", options={"_accounts": acc, "fugaku_negative": "points"})
-    got = run_engine(jobs, 16, "weighted", "firstfit", options={"_accounts": acc, "w_acct_points": 1.0})
+    base = run_engine(jobs, 16, "acct_fugaku_pts", "firstfit", options={"fugaku_negative": "points"}, accounts=acc)
+    got = run_engine(jobs, 16, "weighted", "firstfit", options={"w_acct_points": 1.0}, accounts=acc)
     assert schedule_of(got.jobs) == schedule_of(base.jobs)
 
 
@@ -193,7 +196,7 @@ def test_weighted_mixed_by_hand():
 
 def test_weighted_static_unless_fairshare():
     view = JobView(submit=[0, 1], nodes=[1, 2], time_limit=[10, 20], trace_index=[0, 1], priority=[np.nan] * 2,
-                   user=["u1", "u2"], account=["a", "a"], recorded_start=[0, 1])
+                   user=["u1", "u2"], account=["a", "a"])
     assert Weighted(view, {"w_age": 1.0, "w_size": 2.0}).dynamic is False
     assert Weighted(view, {"w_fairshare": 1.0}).dynamic is True
 
@@ -209,7 +212,7 @@ def test_fairshare_factor_by_hand():
     F(u1) = 2^(−1/0.5) = 0.25, F(u2) = 1 (no usage). With history (u2: 200 node·s from accounts),
     at t=100: U(u1) = 200/400 = 0.5 → F = 2^(−1) = 0.5; U(u2) = 0.5 → F = 0.5."""
     view = JobView(submit=[0, 0], nodes=[2, 1], time_limit=[100, 100], trace_index=[0, 1], priority=[np.nan] * 2,
-                   user=["u1", "u2"], account=["a", "a"], recorded_start=[0, 0])
+                   user=["u1", "u2"], account=["a", "a"])
     pol = Weighted(view, {"w_fairshare": 1.0})
     pol.observe(0, _FakeCluster([]))
     pol.on_start([0], 0)
@@ -221,7 +224,7 @@ def test_fairshare_factor_by_hand():
     assert pol.fairshare_factor("u2", 100) == 1.0
     assert pol.key_at(1, 100) < pol.key_at(0, 100)  # u2 first
     hist = Accounts({}, {"u2": Usage(1, 200.0, 100.0, 1.0, 0, 0), "other": Usage(1, 1e6, 1.0, 1.0, 0, 0)}, [])
-    pol = Weighted(view, {"w_fairshare": 1.0, "_accounts": hist})
+    pol = Weighted(view, {"w_fairshare": 1.0}, SchedulerContext(system_nodes=2, accounts=hist))
     pol.on_start([0], 0)
     pol.observe(100, _FakeCluster([]))
     assert pol.fairshare_factor("u1", 100) == pytest.approx(0.5)
@@ -261,7 +264,7 @@ def test_parse_weights_and_errors():
         parse_weights("speed=1")
     with pytest.raises(ConfigError, match="not a number"):
         parse_weights("age=x")
-    with pytest.raises(ConfigError, match="unknown weight"):
+    with pytest.raises(ConfigError, match="unknown option 'w_speed'.*valid options: .*w_age"):
         run_engine(QUEUE, 1, "weighted", options={"w_speed": 1.0})
     with pytest.raises(ConfigError, match="accounts"):
         run_engine(QUEUE, 1, "weighted", options={"w_acct_edp": 1.0})

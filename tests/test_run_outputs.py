@@ -124,5 +124,5 @@ def test_cli_run_and_errors(trace, tmp_path):
 
 def test_unknown_policy_option_is_an_error(trace):
     # a typo in an option must not silently make a new run (a new key) with the same schedule
-    with pytest.raises(ConfigError, match="takes no option"):
+    with pytest.raises(ConfigError, match="unknown option .foo.*valid options: accounts_in, acct_level"):
         simulate(RunConfig(data=str(trace), policy="fcfs", options=(("foo", 1),)))

@@ -53,7 +53,7 @@ def test_example_and_quickstart_specs_parse():
 
 @pytest.mark.parametrize("over, needle", [
     ({"grid": {"policy": ["fifo"]}}, "grid.policy: 'fifo' is not allowed; allowed:"),
-    ({"grid": {"backfill": ["eazy"]}}, "grid.backfill: 'eazy' is not allowed; allowed: none, firstfit, easy, conservative"),
+    ({"grid": {"backfill": ["eazy"]}}, "grid.backfill: 'eazy' is not allowed; allowed: conservative, easy, firstfit, none"),
     ({"grid": {"colour": ["red"]}}, "grid: unknown axis 'colour'; allowed: policy, backfill, kill, sample_period"),
     ({"grid": {"kill": ["yes"]}}, "grid.kill: values must be true or false"),
     ({"grid": {"sample_period": ["1 fortnight"]}}, "grid.sample_period"),

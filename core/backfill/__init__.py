@@ -1,0 +1,18 @@
+"""Backfill variants (DESIGN.md §3.7): the :class:`Backfill` contract, the :data:`BACKFILLS`
+registry and the built-ins, one concern per module:
+
+* :mod:`.base` — the ABC, its options base class and the registry;
+* :mod:`.simple` — ``none`` and ``firstfit``;
+* :mod:`.easy` — ``easy`` (one reservation, for the queue head);
+* :mod:`.conservative` — ``conservative`` (a reservation for every queued job).
+
+Importing this package registers the built-ins. Installed plug-ins (entry-point group
+``twinsweep.backfill``) are listed by ``BACKFILLS.names()`` and loaded on first use.
+"""
+
+from .base import BACKFILLS, Backfill, BackfillOptions
+from .simple import FirstFit, NoBackfill
+from .easy import Easy
+from .conservative import Conservative
+
+__all__ = ["BACKFILLS", "Backfill", "BackfillOptions", "NoBackfill", "FirstFit", "Easy", "Conservative"]

@@ -1,0 +1,99 @@
+"""The backfill contract (DESIGN.md §3.7) and the registry of backfill variants.
+
+A backfill variant decides, at each scheduling pass, which queued jobs start now. It is given the
+queue in policy order, the running jobs' *expected* ends (start + time limit: what a scheduler
+knows, never the real end) and the free nodes, and returns the jobs to start, in start order
+(placement takes the lowest free nodes in that order). The scheduler starts them and removes
+them from the queue. It reads jobs through a :class:`~twinsweep.core.jobview.JobView` (no run
+times) and declares its options as a frozen dataclass checked before the run.
+
+A plug-in is a :class:`Backfill` subclass registered in :data:`BACKFILLS`, installed through the
+``twinsweep.backfill`` entry-point group, or named ``"module:Class"`` (docs/plugins.md, "Add a
+backfill variant").
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any, ClassVar, Mapping, Sequence
+
+from ..errors import ConfigError
+from ..jobview import JobView, SchedulerContext
+from ..options import PluginOptions, parse_options
+from ..registry import Registry
+
+__all__ = ["Backfill", "BackfillOptions", "BACKFILLS"]
+
+
+@dataclasses.dataclass(frozen=True)
+class BackfillOptions(PluginOptions):
+    """Options of a backfill variant without options."""
+
+
+class Backfill(abc.ABC):
+    """A backfill variant. Subclass it, implement :meth:`select`, register it in :data:`BACKFILLS`.
+
+    Args:
+        jobs: the run's jobs as a scheduler may see them (index = job number).
+        options: a validated ``Options`` instance, or a dict checked against ``Options`` here
+            (ConfigError naming a bad option and the valid ones).
+        context: system size (and accounts), or None.
+
+    Class attributes: ``name`` (the registered name, set at registration when empty),
+    ``Options`` (a frozen dataclass subclassing :class:`BackfillOptions`).
+
+    Instance attributes: ``static_queue`` (set by the scheduler: True when the queue order of
+    queued jobs never changes between passes, i.e. the policy is not dynamic; a variant may then
+    keep state between passes), ``stats`` (dict str -> int of counters reported in the run's
+    stats, e.g. ``reservation_delays``).
+    """
+
+    name: ClassVar[str] = ""
+    Options: ClassVar[type[BackfillOptions]] = BackfillOptions
+
+    def __init__(self, jobs: JobView, options: PluginOptions | Mapping[str, Any] | None = None,
+                 context: SchedulerContext | None = None):
+        if not isinstance(jobs, JobView):
+            raise TypeError(f"backfill {self.name!r}: jobs must be a JobView, got {type(jobs).__name__}")
+        if options is None or isinstance(options, Mapping):
+            options = parse_options("backfill", self.name or type(self).__name__, self.Options, options or {})
+        elif not isinstance(options, self.Options):
+            raise TypeError(f"backfill {self.name!r}: options must be a dict or {self.Options.__name__}")
+        self.jobs = jobs
+        self.options = options
+        self.context = context if context is not None else SchedulerContext(
+            system_nodes=max(jobs.nodes, default=1) or 1, source=jobs.source)
+        self.static_queue = True
+        self.stats: dict[str, int] = {}
+
+    @abc.abstractmethod
+    def select(self, now: int, queue: Sequence[int], cluster) -> list[int]:
+        """The jobs of ``queue`` to start at ``now`` (s), in start order.
+
+        Args:
+            now: the pass's time (s).
+            queue: queued jobs in policy order (do not modify it).
+            cluster: read-only here: ``free_nodes`` (int), ``total_nodes`` (int) and ``running``
+                (list of ``(expected_end, job)`` ascending; expected end = start + time limit, s).
+        Returns: a list of distinct queued jobs whose nodes fit together in ``free_nodes``; the
+        scheduler raises RuntimeError otherwise.
+        """
+
+
+def _check_backfill(name: str, obj) -> None:
+    if not (isinstance(obj, type) and issubclass(obj, Backfill)):
+        raise ConfigError(f"backfill {name!r}: a backfill plug-in must be a subclass of "
+                          f"twinsweep.core.backfill.Backfill, got {obj!r}")
+    if getattr(obj, "__abstractmethods__", None):
+        raise ConfigError(f"backfill {name!r}: {obj.__qualname__} is abstract (implement select)")
+    if not (isinstance(obj.Options, type) and issubclass(obj.Options, PluginOptions)):
+        raise ConfigError(f"backfill {name!r}: {obj.__qualname__}.Options must subclass "
+                          "twinsweep.core.backfill.BackfillOptions")
+    if not obj.__dict__.get("name"):
+        obj.name = name
+
+
+#: Every backfill variant: built-ins (registered when :mod:`core.backfill` is imported) and
+#: plug-ins (entry-point group ``twinsweep.backfill``, or a ``"module:Class"`` name).
+BACKFILLS: Registry[type[Backfill]] = Registry("backfill", "twinsweep.backfill", check=_check_backfill)

@@ -1,0 +1,107 @@
+"""The queue-policy contract (DESIGN.md §3.6) and the registry of policies.
+
+A policy orders the queue: :meth:`Policy.key` maps a job to a sort key, lower first; the
+scheduler breaks ties by ``(submit_time, trace_index)``. It reads only a
+:class:`~twinsweep.core.jobview.JobView` (no clairvoyance: run times and recorded starts are
+absent) and a :class:`~twinsweep.core.jobview.SchedulerContext`, and declares its options as a
+frozen dataclass (:class:`~twinsweep.core.options.PluginOptions`) checked before the run.
+
+Modelled on Optuna's ``BaseSampler`` and Ray Tune's ``Searcher``: one required method, optional
+hooks that are documented no-ops in the base class, and one registry with the valid names in
+every error. A plug-in is a subclass registered in :data:`POLICIES` (``POLICIES.register("name",
+MyPolicy)``), installed through the ``twinsweep.policies`` entry-point group, or named
+``"module:Class"`` (docs/plugins.md, "Add a policy").
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any, ClassVar, Mapping, Sequence
+
+from ..errors import ConfigError
+from ..jobview import JobView, SchedulerContext
+from ..options import PluginOptions, RunOptions, parse_options
+from ..registry import Registry
+
+__all__ = ["Policy", "PolicyOptions", "POLICIES"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyOptions(RunOptions):
+    """Options of a policy without options of its own (the run options only)."""
+
+
+class Policy(abc.ABC):
+    """Queue order. Subclass it, implement :meth:`key`, register it in :data:`POLICIES`.
+
+    Args:
+        jobs: the run's jobs as a scheduler may see them (index = job number).
+        options: a validated ``Options`` instance, or a dict checked against ``Options`` here
+            (ConfigError naming a bad option and the valid ones).
+        context: system size and accounts table (None: a context with no accounts and
+            ``system_nodes`` = the largest request).
+
+    Class attributes:
+        name: the registered name (set by :data:`POLICIES` at registration when empty).
+        Options: the options model (a frozen dataclass subclassing :class:`PolicyOptions`).
+        dynamic: True when the key depends on time or state (then the queue is re-sorted at
+            every pass with :meth:`key_at`).
+
+    Hooks, called by the scheduler (no-ops here; override what you need):
+        :meth:`observe` at the start of every pass (even with an empty queue; every job end is
+        followed by a pass), :meth:`on_start` with the jobs a pass started.
+    """
+
+    name: ClassVar[str] = ""
+    Options: ClassVar[type[PolicyOptions]] = PolicyOptions
+    dynamic: bool = False
+
+    def __init__(self, jobs: JobView, options: PluginOptions | Mapping[str, Any] | None = None,
+                 context: SchedulerContext | None = None):
+        if not isinstance(jobs, JobView):
+            raise TypeError(f"policy {self.name!r}: jobs must be a JobView, got {type(jobs).__name__}")
+        if options is None or isinstance(options, Mapping):
+            options = parse_options("policy", self.name or type(self).__name__, self.Options, options or {})
+        elif not isinstance(options, self.Options):
+            raise TypeError(f"policy {self.name!r}: options must be a dict or {self.Options.__name__}, "
+                            f"got {type(options).__name__}")
+        if context is None:
+            context = SchedulerContext(system_nodes=max(jobs.nodes, default=1) or 1, source=jobs.source)
+        self.jobs = jobs
+        self.options = options
+        self.context = context
+
+    @abc.abstractmethod
+    def key(self, job: int) -> float:
+        """Sort key of queued ``job`` (lower runs first); ties go to (submit_time, trace_index)."""
+
+    def key_at(self, job: int, now: int) -> float:
+        """Sort key at time ``now`` (s) for a dynamic policy; the static :meth:`key` by default."""
+        return self.key(job)
+
+    def observe(self, now: int, cluster) -> None:
+        """Hook: the start of a pass at ``now``. ``cluster`` exposes ``free_nodes``,
+        ``total_nodes`` and ``running`` ((expected_end, job) ascending; a running job started at
+        expected_end − time_limit). No-op by default."""
+
+    def on_start(self, jobs: Sequence[int], now: int) -> None:
+        """Hook: the jobs a pass started at ``now``, in start order. No-op by default."""
+
+
+def _check_policy(name: str, obj) -> None:
+    if not (isinstance(obj, type) and issubclass(obj, Policy)):
+        raise ConfigError(f"policy {name!r}: a policy plug-in must be a subclass of "
+                          f"twinsweep.core.policies.Policy, got {obj!r}")
+    if getattr(obj, "__abstractmethods__", None):
+        raise ConfigError(f"policy {name!r}: {obj.__qualname__} is abstract (implement key)")
+    if not (isinstance(obj.Options, type) and issubclass(obj.Options, RunOptions)):
+        raise ConfigError(f"policy {name!r}: {obj.__qualname__}.Options must subclass "
+                          "twinsweep.core.policies.PolicyOptions")
+    if not obj.__dict__.get("name"):
+        obj.name = name
+
+
+#: Every queue policy: built-ins (registered when :mod:`core.policies` is imported) and plug-ins
+#: (entry-point group ``twinsweep.policies``, or a ``"module:Class"`` name).
+POLICIES: Registry[type[Policy]] = Registry("policy", "twinsweep.policies", check=_check_policy)
