@@ -67,11 +67,14 @@ class SchedulerSpec:
 def _lookup(registry, kind: str, name: Any):
     if not isinstance(name, str):
         raise ConfigError(f"{kind}: expected a name, got {name!r}")
+    extra = {REPLAY} if kind == "policy" else set()
     try:
         return registry.get(name)
     except UnknownNameError as exc:
-        valid = sorted(set(exc.valid) | ({REPLAY} if kind == "policy" else set()))
-        raise UnknownNameError(kind, name, valid) from None
+        raise UnknownNameError(kind, name, sorted(set(exc.valid) | extra)) from None
+    except ConfigError as exc:  # an installed or module:object plug-in that cannot be imported
+        valid = ", ".join(sorted(set(registry.names()) | extra))
+        raise ConfigError(f"unknown {kind} {name!r} ({exc}); valid {kind} names: {valid}") from None
 
 
 def check_names(policy: str, backfill: str) -> None:

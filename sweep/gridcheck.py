@@ -108,31 +108,36 @@ def _check_axis_values(grid: dict[str, tuple]) -> None:
 
 
 def check_scheduler(policy: str, backfill: str, options: dict[str, Any]) -> None:
-    """Build the scheduler of one run (policy ``policy`` with ``options``, backfill ``backfill``)
-    the way :func:`core.run.simulate` does, on a one-job queue, and discard it: the policy name must
-    resolve to a registered policy, its options must be ones it takes, with values it accepts.
-    ``replay`` builds no policy (recorded starts decide). Raises ConfigError; an error of another
-    type (a plug-in that needs a real workload to be built) is left to the run.
+    """Check the scheduler of one run (policy ``policy`` with ``options``, backfill ``backfill``):
+    names and typed options by :func:`core.scheduler.validate_scheduler`, then the policy and the
+    backfill variant are built on a one-job queue and discarded, so that checks of their
+    constructors (e.g. an account factor without ``accounts_in``) run too. ``replay`` builds
+    nothing (recorded starts decide). Raises ConfigError; an error of another type (a plug-in that
+    needs a real workload to be built) is left to the run.
 
     The accounts table of account-aware policies is what ``accounts_in`` names; it is read by the
     run (or collected by an earlier replay), so an empty table stands in for it here.
     """
-    from twinsweep.core.scheduler import JobView, make_policy
+    from twinsweep.core import scheduler
+    from twinsweep.core.jobview import JobView, SchedulerContext
 
-    if policy == "replay":
+    spec = scheduler.validate_scheduler(policy, backfill, options)
+    if spec.policy_cls is None:
         return
-    opts = dict(options)
-    if opts.get("accounts_in"):
+    accounts = None
+    if spec.run_options.accounts_in:
         from twinsweep.core.accounts import Accounts
 
-        opts["_accounts"] = Accounts()
+        accounts = Accounts()
     view = JobView(submit=[0], nodes=[1], time_limit=[60], trace_index=[0], priority=[1.0], user=["u"],
-                   account=["a"], recorded_start=[None])
+                   account=["a"])
+    context = SchedulerContext(system_nodes=1, accounts=accounts)
     try:
-        make_policy(policy, view, opts)
+        spec.policy_cls(view, spec.policy_options, context)
+        spec.backfill_cls(view, spec.backfill_options, context)
     except ConfigError:
         raise
-    except Exception:  # noqa: BLE001 - only the policy's own option checks are wanted here
+    except Exception:  # noqa: BLE001 - only the plug-ins' own checks are wanted here
         pass
 
 

@@ -23,7 +23,8 @@ import dataclasses
 
 import numpy as np
 
-from twinsweep.core.config import BACKFILLS, Perturbation, RunConfig
+from twinsweep.core.backfill import BUILTIN_BACKFILLS
+from twinsweep.core.config import Perturbation, RunConfig
 from twinsweep.core.run import simulate
 from twinsweep.core.workload import Workload
 
@@ -75,7 +76,7 @@ def ranking_stability(config: RunConfig, workload: Workload, sys_blind, sys_info
     sub = workload.jobs["submit_time"].to_numpy(dtype="int64")
     t0, t1 = span or (int(sub.min()), int(sub.max()) + 1)
     starts = busiest_weeks(wl_nodes, sys_informed.nodes, windows, t0, t1, window_s)
-    combos = [(p, b) for p in policies for b in BACKFILLS]
+    combos = [(p, b) for p in policies for b in BUILTIN_BACKFILLS]
     pert = Perturbation(runtime_sigma=noise_sigma)
 
     def values(system, start, seed):

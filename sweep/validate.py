@@ -48,7 +48,8 @@ import pandas as pd
 
 from twinsweep.core import availability as _avail
 from twinsweep.core.atomic import atomic_write
-from twinsweep.core.config import BACKFILLS, Perturbation, RunConfig, parse_duration
+from twinsweep.core.backfill import BUILTIN_BACKFILLS
+from twinsweep.core.config import Perturbation, RunConfig, parse_duration
 from twinsweep.core.errors import ConfigError
 from twinsweep.core.fidelity import FIGURES, compare, recorded_schedule, twin_schedule
 from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json
@@ -328,7 +329,7 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
     if sensitivity:
         t = time.perf_counter()
         for p in _sensitivity_policies(workload):
-            for b in BACKFILLS:
+            for b in BUILTIN_BACKFILLS:
                 if (p, b) == (policy, backfill):
                     fig = {k: v for k, v in modes["blind"].items() if k in FIGURES}
                 else:

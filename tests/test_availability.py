@@ -7,7 +7,7 @@ import pytest
 
 from twin_helpers import frame
 from twinsweep.core import availability as av
-from twinsweep.core.config import BACKFILLS
+from twinsweep.core.backfill import BUILTIN_BACKFILLS as BACKFILLS
 from twinsweep.core.engine import Engine, select_window
 from twinsweep.core.errors import ConfigError
 from twinsweep.core.system import System, system_from_dict

@@ -39,7 +39,7 @@ def _wetbulb_csv(path: Path, body: str = "time,wetbulb_c\n0,18.0\n3600,22.0\n") 
      ["grid point (policy='weighted', backfill='easy', options.w_agee=1.0)", "w_agee"]),
     # an option fcfs does not take (only the second policy has it)
     (("weighted", "fcfs"), '"options.w_age" = [0.5]',
-     ["grid point (policy='fcfs', backfill='easy', options.w_age=0.5)", "takes no option(s) ['w_age']"]),
+     ["grid point (policy='fcfs', backfill='easy', options.w_age=0.5)", "unknown option 'w_age'"]),
     # a non-numeric weight, second value of its axis
     (("weighted",), '"options.w_age" = [1.0, "abc"]',
      ["grid point (policy='weighted', backfill='easy', options.w_age='abc')", "w_age", "expected a number"]),
@@ -49,7 +49,7 @@ def _wetbulb_csv(path: Path, body: str = "time,wetbulb_c\n0,18.0\n3600,22.0\n") 
      ["grid.options.weights: value {'age': 1.0, 'size': -inf} holds -inf", "not a finite number"]),
     # a policy name that resolves to nothing
     (("fcfs", "plugin:nowhere"), "",
-     ["grid point (policy='plugin:nowhere', backfill='easy')", "unknown policy 'plugin:nowhere'", "fcfs"]),
+     ["grid.policy: unknown policy 'plugin:nowhere'", "cannot import module 'plugin'", "fcfs"]),
     # a wet bulb file that does not exist
     (("fcfs",), 'cooling = [true]\nwetbulb = [20.0, "no-such-wetbulb.csv"]',
      ["grid.wetbulb: value 'no-such-wetbulb.csv'", "CSV file not found: no-such-wetbulb.csv"]),
@@ -101,8 +101,9 @@ def test_each_check_runs_once_per_distinct_value_and_scheduler_combination(tmp_p
 
     wb = _wetbulb_csv(tmp_path / "wb.csv")
     built, read = [], []
-    real_make, real_read = scheduler.make_policy, cooling._read_wetbulb_csv
-    monkeypatch.setattr(scheduler, "make_policy", lambda n, j, o: built.append((n, dict(o))) or real_make(n, j, o))
+    real_check, real_read = scheduler.validate_scheduler, cooling._read_wetbulb_csv
+    monkeypatch.setattr(scheduler, "validate_scheduler",
+                        lambda p, b, o: built.append((p, dict(o))) or real_check(p, b, o))
     monkeypatch.setattr(cooling, "_read_wetbulb_csv", lambda p, e: read.append(p) or real_read(p, e))
     periods = ", ".join(str(60 * (i + 1)) for i in range(40))
     p = _spec(tmp_path, f'cooling = [true]\nwetbulb = [21.0, "{wb}"]\n"options.w_age" = [0.0, 0.5, 1.0]',

@@ -15,4 +15,7 @@ from .simple import FirstFit, NoBackfill
 from .easy import Easy
 from .conservative import Conservative
 
-__all__ = ["BACKFILLS", "Backfill", "BackfillOptions", "NoBackfill", "FirstFit", "Easy", "Conservative"]
+#: The built-in variants in DESIGN.md §3.7 order (from no backfill to reservations for all).
+BUILTIN_BACKFILLS = ("none", "firstfit", "easy", "conservative")
+
+__all__ = ["BUILTIN_BACKFILLS", "BACKFILLS", "Backfill", "BackfillOptions", "NoBackfill", "FirstFit", "Easy", "Conservative"]
