@@ -266,7 +266,9 @@ def _parse_entry(where: str, e: Any) -> Usage:
     return Usage(**{k: (vals[k] if k == "jobs" else float(vals[k])) for k in ADDITIVE_KEYS})
 
 
-def _names(series: pd.Series | None, n: int) -> list[str]:
+def account_names(series: pd.Series | None, n: int) -> list[str]:
+    """The ``account`` or ``user`` column as strings, missing values as ``"unknown"``; ``n`` names
+    of ``"unknown"`` when the column is absent (``series`` None)."""
     if series is None:
         return ["unknown"] * n
     return ["unknown" if (v is None or (not isinstance(v, str) and pd.isna(v))) else str(v) for v in series]
@@ -298,7 +300,7 @@ def from_jobs(jobs: pd.DataFrame, run_info: Mapping[str, Any] | None = None,
     }
     tables = {}
     for col in ("account", "user"):
-        names = np.asarray(_names(jobs[col] if col in jobs.columns else None, n), dtype=object)[keep]
+        names = np.asarray(account_names(jobs[col] if col in jobs.columns else None, n), dtype=object)[keep]
         tab: dict[str, Usage] = {}
         if len(names):
             uniq, inv = np.unique(names.astype(str), return_inverse=True)
@@ -412,67 +414,3 @@ def save_accounts(acc: Accounts, path: str | os.PathLike) -> Path:
 def accounts_of_run(result) -> Accounts:
     """Accounts of a finished run (:class:`core.run.RunResult`), with its provenance."""
     return from_jobs(result.jobs, run_info_of(result.manifest))
-
-
-#: In-process cache of collected accounts (key: collection run key), so that the redeem runs of a
-#: sweep executed in one worker do not replay the same window again.
-_COLLECT_CACHE: dict[str, Accounts] = {}
-_COLLECT_CACHE_MAX = 16
-
-
-def run_accounts_input(config, workload, system, frame=None) -> tuple[Accounts, dict[str, Any]]:
-    """Resolve a run's ``options["accounts_in"]`` (called by :func:`core.run.simulate`).
-
-    Values: a path (accounts.json, a run directory or its jobs.parquet; relative to the working
-    directory); ``collect:replay`` — accounts of a replay of the same trace, window, seed and
-    perturbation; ``collect:replay:prev`` — of a replay of the window of the same length that ends
-    where this one starts (clipped at the trace epoch; needs a window start and duration): no job
-    of the run itself is seen in advance.
-
-    Returns ``(accounts, manifest entry)``. Raises ConfigError for a bad value or file, and when a
-    file shares no account (or user, with ``acct_level = "user"``) with the run's window.
-    """
-    import dataclasses as _dc
-
-    opts = config.option_dict
-    spec = str(opts["accounts_in"])
-    level = opts.get("acct_level", "account")
-    if spec.startswith("collect:"):
-        mode = spec[len("collect:"):]
-        if mode not in ("replay", "replay:prev"):
-            raise ConfigError(f"option accounts_in={spec!r}: expected a path, 'collect:replay' or 'collect:replay:prev'")
-        start, duration = config.start, config.duration
-        if mode == "replay:prev":
-            if start is None or duration is None:
-                raise ConfigError("option accounts_in='collect:replay:prev' needs a window start and duration")
-            prev = max(0, start - duration)  # clipped at the trace epoch
-            if prev >= start:
-                raise ConfigError("option accounts_in='collect:replay:prev': the window starts at the trace epoch, "
-                                  "there is no preceding window to collect on")
-            start, duration = prev, start - prev
-        sub = _dc.replace(config, policy="replay", backfill="none", options=(), start=start, duration=duration)
-        key = sub.key(workload.checksum)
-        acc = _COLLECT_CACHE.get(key)
-        if acc is None:
-            from .run import simulate
-
-            acc = accounts_of_run(simulate(sub, workload=workload, system=system))
-            if len(_COLLECT_CACHE) >= _COLLECT_CACHE_MAX:
-                _COLLECT_CACHE.pop(next(iter(_COLLECT_CACHE)))
-            _COLLECT_CACHE[key] = acc
-        acc = Accounts(acc.accounts, acc.users, list(acc.runs), acc.counted_statuses, spec)
-        entry = {"in": spec, "collect_run_key": key}
-    else:
-        acc = load_accounts(spec)
-        entry = {"in": spec}
-        if frame is not None and len(frame):
-            col = "account" if level == "account" else "user"
-            names = set(_names(frame[col] if col in frame.columns else None, len(frame))) - {"unknown"}
-            table = acc.table(level)
-            if names and table and not (names & set(table)):
-                raise ConfigError(
-                    f"{acc.source}: the accounts file shares no {col} with this run's window ({len(names)} {col}s, "
-                    f"e.g. {sorted(names)[:3]}); was it collected on another trace?")
-    entry.update({"checksum": acc.checksum(), "accounts": len(acc.accounts), "users": len(acc.users),
-                  "runs": len(acc.runs)})
-    return acc, entry

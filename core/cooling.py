@@ -56,6 +56,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -63,6 +64,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import ConfigError
+from .power import convert, peak_input_power_w, step_segments
 
 __all__ = [
     "CP_WATER",
@@ -330,14 +332,8 @@ def cooling_from_table(table: dict, design_heat_w: float | None, where: str = "[
 
 def peak_heat_w(system) -> float:
     """Peak IT input power of ``system`` (W): every node at full CPU and GPU utilisation, through
-    the conversion losses (:func:`core.power.convert`). 0 when the system has no power model."""
-    from .power import convert, node_power_w
-
-    p = system.power
-    node = float(node_power_w(p, system.cpus_per_node, system.gpus_per_node, 1.0, 1.0))
-    if node <= 0:
-        return 0.0
-    return float(convert(system, node * system.nodes)[0])
+    the conversion losses (:func:`core.power.peak_input_power_w`). 0 when the system has no power model."""
+    return peak_input_power_w(system.power, system.nodes, system.cpus_per_node, system.gpus_per_node)
 
 
 def cooling_model_for(system) -> CoolingModel:
@@ -806,8 +802,6 @@ class FMUCoolingModel:
 
     def run(self, heat_w, wetbulb_c, dt_s) -> pd.DataFrame:
         """One row per sample with :data:`COOLING_COLUMNS` (see the class doc)."""
-        import shutil
-
         from fmpy import extract
         from fmpy.fmi2 import FMU2Slave
 
@@ -888,8 +882,6 @@ def _segments(times, heat_steps, t0: int, t1: int, bin_start: np.ndarray):
     Returns ``(cuts, heat, dt, first)``: piece starts (int64), heat on each piece (W), piece lengths
     (s) and the index of each sample's first piece (for ``np.add.reduceat``).
     """
-    from .power import step_segments
-
     starts, vals = step_segments(times, heat_steps, t0, t1)
     cuts = np.union1d(starts, np.asarray(bin_start, dtype="int64"))
     heat = np.asarray(vals, dtype="float64")[np.searchsorted(starts, cuts, side="right") - 1]
@@ -929,8 +921,6 @@ def apply_cooling(timeline: pd.DataFrame, system, steps: pd.DataFrame, t_end: in
         ``return_temp_end_c`` / ``tower_return_temp_start_c`` / ``tower_return_temp_end_c``
         (instantaneous values at the piece edges).
     """
-    from .power import convert
-
     m = model if model is not None else cooling_model_for(system)
     tl = timeline.copy()
     bstart = tl["time"].to_numpy(dtype="int64")

@@ -23,8 +23,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from typing import TYPE_CHECKING
+
 from .errors import ConfigError
-from .system import PowerModel, System
+
+if TYPE_CHECKING:  # annotations only: power reads a System, it never builds one (core.system builds on power)
+    from .system import PowerModel, System
 
 __all__ = [
     "node_power_w",
@@ -102,6 +106,17 @@ def node_power_w(power: PowerModel, cpus, gpus, cpu_util, gpu_util):
         + g * (params["gpu_idle_w"] + u_g * (params["gpu_max_w"] - params["gpu_idle_w"]))
     )
     return float(p) if np.ndim(p) == 0 else np.asarray(p, dtype="float64")
+
+
+def peak_input_power_w(power: PowerModel, nodes: int, cpus_per_node: int, gpus_per_node: int) -> float:
+    """Peak facility input power (W, without cooling plant) of ``nodes`` nodes at full CPU and GPU
+    utilisation, through the conversion losses of :func:`convert`. 0 when the node power is 0
+    (no power model). Used to size the cooling plant (:func:`core.cooling.peak_heat_w`) from a
+    power model before its System exists."""
+    node = float(node_power_w(power, cpus_per_node, gpus_per_node, 1.0, 1.0))
+    if node <= 0:
+        return 0.0
+    return float(_stages(power, int(nodes), np.asarray(node * nodes, dtype="float64"))[2])
 
 
 def idle_node_power_w(system: System) -> float:
@@ -183,17 +198,16 @@ def convert(system: System, it_power_w):
         else float64 arrays of the input's shape.
     """
     p = np.asarray(it_power_w, dtype="float64")
-    p_in = _stages(system, p)[2]
+    p_in = _stages(system.power, int(system.nodes), p)[2]
     loss = p_in - p
     if np.ndim(p_in) == 0:
         return float(p_in), float(loss)
     return p_in, loss
 
 
-def _stages(system: System, p):
-    """``(P_n, P_r, P_in, switch_w, cdu_w)`` of :func:`power_breakdown` for IT power ``p`` (W)."""
-    pw = system.power
-    n_nodes = int(system.nodes)
+def _stages(pw: PowerModel, n_nodes: int, p):
+    """``(P_n, P_r, P_in, switch_w, cdu_w)`` of :func:`power_breakdown` for IT power ``p`` (W) of
+    ``n_nodes`` nodes with power model ``pw``."""
     nc, rc = pw.node_converter, pw.rectifier
     g_n = nc.count(n_nodes) if hasattr(nc, "count") else -(-n_nodes // int(nc.nodes_per_group))
     g_r = rc.count(n_nodes) if hasattr(rc, "count") else -(-n_nodes // int(rc.nodes_per_group))
@@ -217,7 +231,7 @@ def power_breakdown(system: System, it_power_w) -> dict:
         P_in = P_r + cdus·cdu_w
     """
     p = np.asarray(it_power_w, dtype="float64")
-    p_n, p_r, p_in, sw, cdu = _stages(system, p)
+    p_n, p_r, p_in, sw, cdu = _stages(system.power, int(system.nodes), p)
     out = {
         "it_w": p,
         "node_converter_loss_w": p_n - p,

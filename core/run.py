@@ -17,13 +17,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import __version__
+from twinsweep import __version__
 from .config import RunConfig, run_key
 from .engine import Engine, select_window
+from .accounts import Accounts, account_names, accounts_of_run, load_accounts
 from .atomic import atomic_write
 from .errors import ConfigError
 from .perturb import perturb
@@ -85,8 +87,6 @@ def _check_timeline_size(jobs: pd.DataFrame, t0: int, sample_period: int, source
     (s, NaN = none: the simulated ends). Raises ConfigError naming the job that reaches furthest
     (id, 1-based trace position, time), the span (s and days), the sample period and the bins.
     """
-    import numpy as np
-
     reach = jobs["submit_time"].to_numpy(dtype="float64")
     if ends is not None:
         reach = np.fmax(reach, ends)
@@ -156,8 +156,6 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     accounts = None
     if options.get("accounts_in") and not replay:
         # account-incentive / weighted policies: the accounts are loaded (or collected) once here
-        from .accounts import run_accounts_input
-
         accounts, accounts_manifest = run_accounts_input(config, workload, system, frame)
     eng = Engine(frame, system, config.policy, config.backfill, config.kill, npow,
                  idle_node_power_w(system), t0, t1, options=options, progress=cb, accounts=accounts)
@@ -219,8 +217,6 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
 
 
 def _jobs_table(jobs: pd.DataFrame) -> pa.Table:
-    import numpy as np
-
     df = jobs.drop(columns=["node_ids"])
     for c in df.columns:
         if df[c].dtype == object:
@@ -245,8 +241,6 @@ def to_json(obj: Any) -> str:
 
 
 def _json_default(o):
-    import numpy as np
-
     if isinstance(o, (np.integer,)):
         return int(o)
     if isinstance(o, (np.floating,)):
@@ -309,3 +303,64 @@ def prepare_out_dir(out_dir: str | os.PathLike, force: bool = False) -> tuple[Pa
     except OSError as exc:
         raise ConfigError(f"--out {out}: cannot create the folder ({exc.strerror or exc})") from exc
     return out, True
+
+
+#: In-process cache of collected accounts (key: collection run key), so that the redeem runs of a
+#: sweep executed in one worker do not replay the same window again.
+_COLLECT_CACHE: dict[str, Accounts] = {}
+_COLLECT_CACHE_MAX = 16
+
+
+def run_accounts_input(config, workload, system, frame=None) -> tuple[Accounts, dict[str, Any]]:
+    """Resolve a run's ``options["accounts_in"]`` (called by :func:`simulate`; it lives here, where runs are
+    orchestrated, because ``collect:`` runs a replay first).
+
+    Values: a path (accounts.json, a run directory or its jobs.parquet; relative to the working
+    directory); ``collect:replay`` — accounts of a replay of the same trace, window, seed and
+    perturbation; ``collect:replay:prev`` — of a replay of the window of the same length that ends
+    where this one starts (clipped at the trace epoch; needs a window start and duration): no job
+    of the run itself is seen in advance.
+
+    Returns ``(accounts, manifest entry)``. Raises ConfigError for a bad value or file, and when a
+    file shares no account (or user, with ``acct_level = "user"``) with the run's window.
+    """
+    opts = config.option_dict
+    spec = str(opts["accounts_in"])
+    level = opts.get("acct_level", "account")
+    if spec.startswith("collect:"):
+        mode = spec[len("collect:"):]
+        if mode not in ("replay", "replay:prev"):
+            raise ConfigError(f"option accounts_in={spec!r}: expected a path, 'collect:replay' or 'collect:replay:prev'")
+        start, duration = config.start, config.duration
+        if mode == "replay:prev":
+            if start is None or duration is None:
+                raise ConfigError("option accounts_in='collect:replay:prev' needs a window start and duration")
+            prev = max(0, start - duration)  # clipped at the trace epoch
+            if prev >= start:
+                raise ConfigError("option accounts_in='collect:replay:prev': the window starts at the trace epoch, "
+                                  "there is no preceding window to collect on")
+            start, duration = prev, start - prev
+        sub = dataclasses.replace(config, policy="replay", backfill="none", options=(), start=start, duration=duration)
+        key = sub.key(workload.checksum)
+        acc = _COLLECT_CACHE.get(key)
+        if acc is None:
+            acc = accounts_of_run(simulate(sub, workload=workload, system=system))
+            if len(_COLLECT_CACHE) >= _COLLECT_CACHE_MAX:
+                _COLLECT_CACHE.pop(next(iter(_COLLECT_CACHE)))
+            _COLLECT_CACHE[key] = acc
+        acc = Accounts(acc.accounts, acc.users, list(acc.runs), acc.counted_statuses, spec)
+        entry = {"in": spec, "collect_run_key": key}
+    else:
+        acc = load_accounts(spec)
+        entry = {"in": spec}
+        if frame is not None and len(frame):
+            col = "account" if level == "account" else "user"
+            names = set(account_names(frame[col] if col in frame.columns else None, len(frame))) - {"unknown"}
+            table = acc.table(level)
+            if names and table and not (names & set(table)):
+                raise ConfigError(
+                    f"{acc.source}: the accounts file shares no {col} with this run's window ({len(names)} {col}s, "
+                    f"e.g. {sorted(names)[:3]}); was it collected on another trace?")
+    entry.update({"checksum": acc.checksum(), "accounts": len(acc.accounts), "users": len(acc.users),
+                  "runs": len(acc.runs)})
+    return acc, entry

@@ -296,14 +296,14 @@ def system_from_dict(doc: dict, path: str | None = None) -> System:
     power = PowerModel(**p)
     cooling = None
     if "cooling" in doc:  # a [cooling] table: parameters of the cooling plant (core/cooling.py)
-        from .cooling import cooling_from_table, peak_heat_w
+        from .cooling import cooling_from_table  # the cooling model and its FMU path load only when used
+        from .power import peak_input_power_w
 
         if not isinstance(doc["cooling"], dict):
             raise ConfigError(f"{where}: [cooling] must be a table")
-        probe = System(name=str(s["name"]), title="", nodes=int(s["nodes"]),
-                       cpus_per_node=int(s.get("cpus_per_node", 1)), gpus_per_node=int(s.get("gpus_per_node", 0)),
-                       power=power)
-        cooling = cooling_from_table(doc["cooling"], peak_heat_w(probe) or None, f"{where} [cooling]",
+        q_peak = peak_input_power_w(power, int(s["nodes"]), int(s.get("cpus_per_node", 1)),
+                                    int(s.get("gpus_per_node", 0)))
+        cooling = cooling_from_table(doc["cooling"], q_peak or None, f"{where} [cooling]",
                                      Path(path).parent if path else None)
     if "unavailable_nodes" in s:
         s["unavailable_nodes"] = _node_positions(s["unavailable_nodes"], f"{where} [system]")

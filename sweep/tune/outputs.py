@@ -5,6 +5,7 @@ set with train and test values, parameter importances), the figures (:mod:`.plot
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 from .plots import plot_history, plot_importances, plot_pareto
@@ -61,8 +62,6 @@ def write_outputs(study, spec: TuneSpec, out: Path, best: list[dict]) -> dict[st
 
     imp_rows, imp_error = [], None
     if len(complete) >= 2 and spec.params:
-        import warnings
-
         evaluator, method = _importance_evaluator()
         for i, (m, d) in enumerate(spec.objectives):
             sgn = 1.0 if d == "min" else -1.0  # the evaluator rates parameters for low target values
