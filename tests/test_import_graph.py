@@ -43,6 +43,7 @@ LAZY_PACKAGES = {
 #: Why a standard-library module is imported inside a function ((importer, module) -> reason).
 LAZY_STDLIB = {
     ("twinsweep", "importlib"): "lazy re-export of the run API (`import twinsweep` stays light)",
+    ("twinsweep.sweep.tune", "importlib"): "lazy re-export of the tune API (the CLI builds its parser only)",
     ("twinsweep.core.errors", "errno"): "only when an OSError is turned into one line (disk full, ...)",
     ("twinsweep.core.system", "hashlib"): "only when a System's checksum is first asked for",
     ("twinsweep.core.system", "json"): "only when a System's checksum is first asked for",
@@ -70,6 +71,10 @@ LAZY_INTERNAL = {
     "twinsweep.core.scheduler": "plug-in loading on first use",
     "twinsweep.core.workload": "loaders on first use",
     "twinsweep.core.fetch": "data-folder lookup only on download",
+    "twinsweep.core.loaders._cache": "the atomic writer loads only when a parsed-trace cache file is written",
+    "twinsweep.core.loaders._registry": "the parsed-trace cache loads only when a trace is loaded",
+    "twinsweep.sweep.tune.cli": "the tuning machinery loads only when `twinsweep tune` runs (CLI start-up)",
+    "twinsweep.backends.ray_backend": "twin errors load only on a failure path of the optional Ray backend",
     "twinsweep.sweep.cli": "every subcommand loads its implementation when run: `twinsweep --help` stays fast",
     "twinsweep.sweep.cli_sweep": "sweep/report/tune subcommands load their implementation when run",
     "twinsweep.sweep.api": "backends, aggregation and the report load when the sweep needs them",
