@@ -19,10 +19,7 @@ FOLDERS = {"twinsweep": "twinsweep", "core": "twinsweep.core", "sweep": "twinswe
            "backends": "twinsweep.backends"}
 
 #: Edges that still close a cycle, each with the work that removes it. Empty is the goal.
-KNOWN_CYCLE_EDGES = {
-    ("twinsweep.core.policies", "twinsweep.core.scheduler"):
-        "issue 12 item 2 (scheduler contract): policies become registry plug-ins of their own package",
-}
+KNOWN_CYCLE_EDGES: dict[tuple[str, str], str] = {}
 
 #: Why a third-party package is imported inside functions (top-level package name -> reason).
 LAZY_PACKAGES = {
@@ -69,6 +66,7 @@ LAZY_INTERNAL = {
     "twinsweep.core.engine": "the scheduler is built only when the run is not a replay",
     "twinsweep.core.cooling": "the data folder is looked up only for a wet-bulb file",
     "twinsweep.core.scheduler": "plug-in loading on first use",
+    "twinsweep.core.backfill.conservative": "the numba profile (~1 s to compile/import) loads on first use",
     "twinsweep.core.workload": "loaders on first use",
     "twinsweep.core.fetch": "data-folder lookup only on download",
     "twinsweep.core.loaders._cache": "the atomic writer loads only when a parsed-trace cache file is written",
