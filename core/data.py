@@ -1,8 +1,12 @@
 """Where the trace data lives.
 
-The real traces are not part of the repository; they sit in a shared data folder
-(``<repo>/../shared/data`` in a standard checkout). Point ``TWINSWEEP_DATA`` at another folder to
-use a different copy.
+The real traces sit in a data folder: ``$TWINSWEEP_DATA`` when set, else ``<repo>/../shared/data``
+beside a standard checkout (:func:`data_dir`). The three small traces of the quickstart (KTH SP2 and
+SDSC SP2 from the Parallel Workloads Archive, one ALCF Theta job set; 1.7 MB) are also shipped as
+package data in ``core/bundled/`` (:data:`BUNDLED_DIR`, with their PROVENANCE.md and citations), so
+the README's first command runs on a machine with nothing else. A relative trace path is resolved
+in this order (:func:`resolve_data_path`): the working directory, the data folder, the bundled
+copies — so the data folder always takes precedence. ``twinsweep data fetch`` fills the data folder.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ DATA_ENV = "TWINSWEEP_DATA"
 
 #: The repository root (the folder holding ``pyproject.toml``).
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+#: Traces shipped with the package (``<folder>/<file>`` as under the data folder; PROVENANCE.md).
+BUNDLED_DIR = Path(__file__).resolve().with_name("bundled")
 
 
 def data_dir() -> Path:
@@ -40,7 +47,8 @@ def resolve_data_path(p: str | os.PathLike) -> Path:
 
     An absolute path, or a relative path that exists from the working directory, is returned as
     given; any other relative path is taken relative to :func:`data_dir` (e.g.
-    ``"pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz"``).
+    ``"pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz"``), and when it is not there, relative to
+    :data:`BUNDLED_DIR` (the quickstart's traces shipped with the package).
 
     Raises:
         ConfigError: the file does not exist; the message names the path and the data folder
@@ -57,6 +65,9 @@ def resolve_data_path(p: str | os.PathLike) -> Path:
     candidate = root / path
     if candidate.exists():
         return candidate
+    bundled = BUNDLED_DIR / path
+    if bundled.is_file():
+        return bundled
     # a bare file name (as `twinsweep systems` lists traces) that sits in a subfolder: say where
     hint = ""
     if len(path.parts) == 1 and root.is_dir():

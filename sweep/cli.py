@@ -261,17 +261,22 @@ def _cmd_systems(args) -> int:
 
 
 def _add_data_parser(sub):
-    p = sub.add_parser("data", help="public facility datasets: list them, download them (core/fetch.py)")
+    p = sub.add_parser("data", help="public datasets: list them, download them (core/fetch.py)")
     dsub = p.add_subparsers(dest="data_command", required=True)
-    f = dsub.add_parser("fetch", help="download a dataset (resumable, checksum/size verified)",
+    f = dsub.add_parser("fetch", help="download a dataset (resumable; verified where the catalogue can)",
                         description="Download the public files of a dataset into the data folder "
-                                    "(<data>/<folder>, or --dest). An interrupted download resumes.")
-    f.add_argument("name", help="dataset name (see `twinsweep data list`)")
+                                    "(<data>/<folder>, or --dest). An interrupted download resumes. A file is "
+                                    "verified against the SHA-256 and size in the catalogue (PWA logs, ALCF Theta "
+                                    "job sets, LLNL LAST) or the size and MD5 its Zenodo record publishes; a "
+                                    "mismatch is an error and the bytes are removed. A file with nothing to check "
+                                    "against is downloaded with a warning (`twinsweep data list`, column 'verified').")
+    f.add_argument("name", help="dataset name, or one file of it by name (KTH-SP2-1996-2.1-cln); "
+                                "see `twinsweep data list`")
     f.add_argument("--dest", default=None, help="target folder (default: the data folder's subfolder)")
     f.add_argument("--file", action="append", default=[], metavar="NAME", help="only this file (repeatable)")
     f.add_argument("--quiet", action="store_true", help="no progress bar")
     f.set_defaults(func=_cmd_data_fetch)
-    ls = dsub.add_parser("list", help="the datasets the fetch registry knows")
+    ls = dsub.add_parser("list", help="the datasets the fetch catalogue knows")
     ls.set_defaults(func=_cmd_data_list)
 
 
@@ -291,10 +296,11 @@ def _cmd_data_list(args) -> int:
     from twinsweep.core.fetch import list_datasets
 
     t = Table(title="datasets `twinsweep data fetch NAME` knows")
-    for col in ("name", "title", "files", "loader", "system", "licence"):
+    for col in ("name", "title", "files", "verified", "loader", "system", "licence"):
         t.add_column(col)
     for d in list_datasets():
-        t.add_row(d.name, d.title, "manual" if d.manual else str(len(d.files)), d.loader, d.system, d.licence)
+        t.add_row(d.name, d.title, "manual" if d.manual else str(len(d.files)), d.verification, d.loader,
+                  d.system or "by trace", d.licence)
     Console().print(t)
     return 0
 

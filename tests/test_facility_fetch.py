@@ -1,10 +1,15 @@
 """``twinsweep data fetch``: a local HTTP server on 127.0.0.1 serves a fixture file with HTTP Range
-support; downloads resume a truncated ``.part`` file and reject a checksum mismatch."""
+support; downloads resume a truncated ``.part`` file, reject a checksum mismatch (and remove what
+they created), fall back to mirrors, verify against a Zenodo-style record's MD5, and the catalogue
+holds every PWA log and ALCF Theta job set of the data folder with its size and SHA-256."""
 
 from __future__ import annotations
 
+import dataclasses
+import gzip
 import hashlib
 import http.server
+import json
 import threading
 
 import pytest
@@ -14,6 +19,15 @@ from twinsweep.core.errors import ConfigError, UnknownNameError
 
 PAYLOAD = bytes(range(256)) * 4096  # 1 MiB
 SHA = hashlib.sha256(PAYLOAD).hexdigest()
+MD5 = hashlib.md5(PAYLOAD).hexdigest()
+#: Other paths the server answers with fixed bodies (no Range support).
+_EXTRA = {
+    "/other.bin": b"not the catalogued bytes",
+    "/plain.swf": PAYLOAD,
+    "/api/records/1": json.dumps({"files": [{"key": "data.bin", "size": len(PAYLOAD), "checksum": f"md5:{MD5}"},
+                                            {"key": "wrong.bin", "size": len(PAYLOAD), "checksum": "md5:" + "0" * 32},
+                                            {"key": "nomd5.bin", "size": len(PAYLOAD)}]}).encode(),
+}
 
 
 class RangeHandler(http.server.BaseHTTPRequestHandler):
@@ -26,6 +40,13 @@ class RangeHandler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802
         RangeHandler.requests.append((self.path, self.headers.get("Range")))
+        if self.path in _EXTRA:
+            body = _EXTRA[self.path]
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         if self.path not in ("/data.bin", "/norange.bin"):
             self.send_error(404, "not found")
             return
@@ -140,16 +161,102 @@ def test_fetch_registry_and_cli(server, tmp_path, monkeypatch, capsys):
 
 
 def test_registry_entries_are_well_formed():
-    for d in F.list_datasets():
-        assert d.cite and d.loader and d.system
-        from twinsweep.core.loaders import available_formats
-        from twinsweep.core.system import load_system
+    from twinsweep.core.loaders import available_formats
+    from twinsweep.core.system import load_system
 
-        assert d.loader in available_formats()
-        load_system(d.system)
+    for d in F.list_datasets():
+        assert d.cite and d.loader in available_formats()
+        if d.system:  # "" = a named system per trace (the PWA logs)
+            load_system(d.system)
         assert d.files or d.manual
         for rf in d.files:
-            assert rf.url.startswith("https://")
+            assert all(u.startswith("https://") for u in (rf.url, *rf.mirrors))
             assert rf.sha256 is None or len(rf.sha256) == 64
+            assert rf.verified_by in ("sha256", "md5") or d.md5_from, rf.name  # nothing unverified
     last = F.REGISTRY["lassen-last"]
     assert all(f.sha256 and f.size for f in last.files)  # published as Git LFS pointers
+
+
+@pytest.mark.parametrize("folder", ["pwa-swf", "alcf-theta-dras-jobsets"])
+def test_catalogue_holds_every_shared_trace_with_its_size_and_sha256(folder):
+    """Every PWA log and Theta job set of the data folder is in the catalogue, by name, with the
+    size and SHA-256 of its bytes as served (the Theta job sets are served plain: of the content)."""
+    from conftest import data_path
+
+    here = sorted(data_path(folder).glob("*.swf.gz"))
+    assert here
+    ds = F.REGISTRY[folder]
+    assert {rf.name for rf in ds.files} == {p.name for p in here}
+    for p in here:
+        rf = next(f for f in ds.files if f.name == p.name)
+        raw = gzip.decompress(p.read_bytes()) if rf.gzip else p.read_bytes()
+        assert (len(raw), hashlib.sha256(raw).hexdigest()) == (rf.size, rf.sha256), p.name
+        assert F.find(p.name.removesuffix(".swf.gz")) == (ds, [p.name])
+    if folder == "pwa-swf":
+        kth = next(f for f in ds.files if f.name.startswith("KTH"))
+        assert kth.url == "https://www.cs.huji.ac.il/labs/parallel/workload/l_kth_sp2/KTH-SP2-1996-2.1-cln.swf.gz"
+
+
+def test_failed_fetch_removes_the_bytes_and_the_folders_it_created(server, tmp_path):
+    dest = tmp_path / "new" / "sub"
+    with pytest.raises(F.FetchError, match="checksum mismatch"):
+        F.download(F.RemoteFile("data.bin", server + "/data.bin", "0" * 64, len(PAYLOAD)), dest)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(F.FetchError, match="HTTP 404"):
+        F.download(F.RemoteFile("x.bin", server + "/missing"), dest)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "keep").mkdir()  # a folder that was there before is kept, even when empty
+    with pytest.raises(F.FetchError):
+        F.download(F.RemoteFile("x.bin", server + "/missing"), tmp_path / "keep")
+    assert (tmp_path / "keep").is_dir()
+
+
+def test_a_mirror_is_tried_when_the_first_url_serves_other_bytes(server, tmp_path):
+    rf = F.RemoteFile("data.bin", server + "/other.bin", SHA, None, mirrors=(server + "/data.bin",))
+    assert F.download(rf, tmp_path).read_bytes() == PAYLOAD
+    bad = F.RemoteFile("data.bin", server + "/other.bin", SHA, None, mirrors=(server + "/missing",))
+    with pytest.raises(F.FetchError, match=r"no URL gave a verified file: .*checksum mismatch.*HTTP 404"):
+        F.download(bad, tmp_path / "b")
+    assert not (tmp_path / "b").exists()
+
+
+def test_gzip_files_are_verified_as_served_and_stored_compressed(server, tmp_path):
+    rf = F.RemoteFile("trace.swf.gz", server + "/plain.swf", SHA, len(PAYLOAD), gzip=True)
+    p = F.download(rf, tmp_path)
+    assert p.name == "trace.swf.gz" and gzip.decompress(p.read_bytes()) == PAYLOAD
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["trace.swf.gz"]
+    n = len(RangeHandler.requests)
+    F.download(rf, tmp_path)  # present: its content verifies, no request
+    assert len(RangeHandler.requests) == n
+    bad = F.RemoteFile("t2.swf.gz", server + "/plain.swf", "0" * 64, len(PAYLOAD), gzip=True)
+    with pytest.raises(F.FetchError, match="checksum mismatch"):
+        F.download(bad, tmp_path)
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["trace.swf.gz"]
+
+
+def test_zenodo_files_are_verified_by_the_md5_their_record_publishes(server, tmp_path, monkeypatch):
+    files = (F.RemoteFile("data.bin", server + "/data.bin"), F.RemoteFile("wrong.bin", server + "/data.bin"),
+             F.RemoteFile("nomd5.bin", server + "/data.bin"))
+    ds = F.RemoteDataset("zen", "a record", "zen", files, cite="c", loader="swf", md5_from=server + "/api/records/1")
+    monkeypatch.setitem(F.REGISTRY, "zen", ds)
+    assert F.fetch("zen", dest=tmp_path / "ok", files=["data.bin"], progress=False)[0].read_bytes() == PAYLOAD
+    with pytest.raises(F.FetchError, match="checksum mismatch: md5"):
+        F.fetch("zen", dest=tmp_path / "w", files=["wrong.bin"], progress=False)
+    with pytest.raises(F.FetchError, match="publishes no MD5 for nomd5.bin; nothing was downloaded"):
+        F.fetch("zen", dest=tmp_path / "n", files=["nomd5.bin"], progress=False)
+    gone = dataclasses.replace(ds, md5_from=server + "/api/records/404")
+    monkeypatch.setitem(F.REGISTRY, "zen", gone)
+    with pytest.raises(F.FetchError, match="cannot read the published sizes and checksums"):
+        F.fetch("zen", dest=tmp_path / "g", progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok"]
+    assert ds.verification == "md5 (record)"
+
+
+def test_help_claims_verification_only_where_there_is_some(capsys):
+    from twinsweep.sweep.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["data", "fetch", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "checksum/size verified" not in out
+    assert "verified where the catalogue can" in out or "with a warning" in out
