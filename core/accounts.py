@@ -90,6 +90,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from .atomic import atomic_write_text
 from .errors import ConfigError
 
 __all__ = [
@@ -396,19 +397,13 @@ def load_accounts(path: str | os.PathLike) -> Accounts:
 
 
 def save_accounts(acc: Accounts, path: str | os.PathLike) -> Path:
-    """Write ``acc`` as accounts.json (atomically: temporary name, then rename). Returns the path."""
+    """Write ``acc`` as accounts.json (atomically and fsynced: :func:`core.atomic.atomic_write_text`).
+    Returns the path; a full disk is a DiskFullError naming it."""
     p = Path(path).expanduser()
     if p.is_dir():
         p = p / "accounts.json"
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_text(acc.to_json())
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return p
+    return atomic_write_text(p, acc.to_json())
 
 
 def accounts_of_run(result) -> Accounts:
