@@ -33,7 +33,7 @@ from .errors import ConfigError, UnknownNameError
 
 T = TypeVar("T")
 
-#: Entry-point groups read by the twin's registries (documented in docs/extending.md).
+#: Entry-point groups read by the twin's registries (documented in docs/plugins.md).
 ENTRY_POINT_GROUPS = ("twinsweep.policies", "twinsweep.backfill", "twinsweep.loaders",
                       "twinsweep.backends", "twinsweep.metrics")
 

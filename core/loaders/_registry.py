@@ -11,7 +11,7 @@ mechanism): built-ins register themselves with :func:`register_loader` when ``co
 imports them; an installed package adds a format through the ``twinsweep.loaders`` entry-point
 group, whose object is a :class:`Loader`, or any object (a module, a class) with ``detect`` and
 ``load`` attributes, e.g. ``myformat = "mypkg.myformat"`` for a module that defines both
-functions (docs/extending.md, "How to add a loader"). A ``"module:object"`` path given as the
+functions (docs/plugins.md, "Add a trace format"). A ``"module:object"`` path given as the
 format name works too.
 
 The file is read (and gunzipped) once into a :class:`TraceText`; both callables work on it.
