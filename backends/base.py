@@ -14,7 +14,7 @@ plug-in mechanism): the built-ins (``local``, ``ray``, ``slurm``) register thems
 ``twinsweep.backends`` imports them; an installed package adds one through the
 ``twinsweep.backends`` entry-point group (its object: a :class:`Backend` subclass). Every
 registered backend runs the shared conformance suite (``tests/test_backend_conformance.py``);
-docs/plugins.md, "How to add a backend", walks through one.
+docs/plugins.md, "Add a backend", walks through one.
 """
 
 from __future__ import annotations

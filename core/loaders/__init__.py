@@ -22,7 +22,7 @@ Built-in formats (detected from the first lines when ``format`` is None; highest
 
 Node lists: :mod:`core.loaders.nodelist`. Add a format with :func:`register_loader` (one module
 that registers itself when imported), or as an installed plug-in through the ``twinsweep.loaders``
-entry-point group (docs/plugins.md, "How to add a loader"). Every format, built-in or not, runs
+entry-point group (docs/plugins.md, "Add a trace format"). Every format, built-in or not, runs
 the shared conformance suite (``tests/test_loader_conformance.py``).
 """
 
