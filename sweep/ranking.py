@@ -4,6 +4,11 @@ Kendall's coefficient of concordance W.
 Terminology: a *variant* is one grid point without the seed (e.g. ``sjf+easy``); a *block* is
 one (window, seed) of a dataset, in which all variants ran on the same (perturbed) workload, so
 their metric values are comparable and can be ranked (rank 1 = best; ties get the average rank).
+
+Runs of the policy ``replay`` (the recorded schedule, :data:`REFERENCE_POLICY`) are a study's
+reference, not a variant to rank: :func:`split_reference` sets them apart. A block whose window
+extends past the last submission of its trace (runs.parquet column :data:`PAST_END`) is ranked
+but flagged (:func:`past_end_blocks`): the end of such a window has no arrivals.
 """
 
 from __future__ import annotations
@@ -11,6 +16,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from scipy.stats import chi2, rankdata
+
+from twinsweep.core.scheduler import REPLAY
+
+#: The policy of the recorded schedule: the reference row of a study, never ranked.
+REFERENCE_POLICY = REPLAY
+#: runs.parquet / stats.json column: the run's window extends past its trace's last submission.
+PAST_END = "window_past_last_submit"
+BLOCK_COLS = ("dataset", "window", "seed")
 
 
 def block_ranks(values: np.ndarray, direction: str) -> np.ndarray:
@@ -46,17 +59,26 @@ def bootstrap_mean_rank(ranks: np.ndarray, n_boot: int = 1000, seed: int = 0,
     return mean, np.quantile(boot, a, axis=0), np.quantile(boot, 1 - a, axis=0)
 
 
-def win_matrix(values: np.ndarray, direction: str) -> np.ndarray:
-    """``W[i, j]`` = share of blocks in which variant i is strictly better than variant j
-    (``values``: blocks x variants; NaN never wins). The diagonal is NaN. ``W[i,j] + W[j,i]``
-    is below 1 by the share of ties."""
+def win_counts(values: np.ndarray, direction: str) -> tuple[np.ndarray, int]:
+    """``(C, m)``: ``C[i, j]`` = number of blocks (rows of ``values``, blocks x variants) in which
+    variant i is strictly better than variant j under ``direction`` (NaN never wins; two NaNs tie),
+    ``m`` = number of blocks. ``m - C[i, j] - C[j, i]`` blocks are ties; the diagonal is 0."""
     v = np.asarray(values, dtype="float64")
     if direction == "max":
         v = -v
+    elif direction != "min":
+        raise ValueError(f"direction must be 'min' or 'max', got {direction!r}")
     v = np.where(np.isnan(v), np.inf, v)
-    m, n = v.shape
-    better = (v[:, :, None] < v[:, None, :]).sum(axis=0) / max(m, 1)
-    out = better.astype("float64")
+    m = v.shape[0]
+    return (v[:, :, None] < v[:, None, :]).sum(axis=0).astype("int64"), m
+
+
+def win_matrix(values: np.ndarray, direction: str) -> np.ndarray:
+    """``W[i, j]`` = share of blocks in which variant i is strictly better than variant j
+    (``values``: blocks x variants; NaN never wins): :func:`win_counts` / blocks. The diagonal is
+    NaN. ``W[i,j] + W[j,i]`` is below 1 by the share of ties."""
+    counts, m = win_counts(values, direction)
+    out = counts / max(m, 1)
     np.fill_diagonal(out, np.nan)
     return out
 
@@ -102,8 +124,12 @@ def kendall_w(ranks: np.ndarray) -> dict[str, float]:
 def pivot_blocks(df: pd.DataFrame, metric: str, variants: list[str],
                  block_cols=("window", "seed")) -> tuple[np.ndarray, list[tuple]]:
     """``df`` (one row per run, with a ``variant`` column) -> (blocks x variants array of
-    ``metric``, block labels). Blocks missing a variant hold NaN there (ranked worst)."""
-    p = df.pivot_table(index=list(block_cols), columns="variant", values=metric, aggfunc="first", dropna=False)
+    ``metric``, block labels sorted). A block is a combination of ``block_cols`` values that occurs
+    in ``df`` (never the product of every column's values: datasets with different window names do
+    not make empty blocks). Blocks missing a variant hold NaN there (ranked worst); a block's value
+    is its first non-NaN ``metric`` of the variant (NaN when it has none)."""
+    cols = list(block_cols)
+    p = df.groupby(cols + ["variant"], sort=True, dropna=False)[metric].first().unstack("variant")
     p = p.reindex(columns=variants)
     return p.to_numpy(dtype="float64"), list(p.index)
 
@@ -136,3 +162,27 @@ def drop_blocks(runs: pd.DataFrame, blocks: pd.DataFrame, block_cols=("dataset",
     bad = set(map(tuple, blocks[cols].astype(str).to_numpy()))
     ids = runs[cols].astype(str).apply(tuple, axis=1)
     return runs[~ids.isin(bad)].reset_index(drop=True)
+
+
+def split_reference(runs: pd.DataFrame, variants: list[str]) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """``(ranked runs, ranked variants, reference variants)``: the runs of :data:`REFERENCE_POLICY`
+    (``policy`` column; a table without it has none) set apart from ``runs`` (one row per run with a
+    ``variant`` column); variants keep their grid order. The reference runs are
+    ``runs[runs["variant"].isin(reference variants)]``."""
+    if runs.empty or "policy" not in runs.columns:
+        return runs, list(variants), []
+    is_ref = runs["policy"].astype(str) == REFERENCE_POLICY
+    ref = set(runs.loc[is_ref, "variant"])
+    return (runs[~is_ref].reset_index(drop=True), [v for v in variants if v not in ref],
+            [v for v in variants if v in ref])
+
+
+def past_end_blocks(runs: pd.DataFrame, block_cols=BLOCK_COLS) -> pd.DataFrame:
+    """The blocks of ``runs`` in which some run's window extends past its trace's last submission
+    (column :data:`PAST_END` true; a table without the column, or a missing value, counts as
+    false): one row per block with ``block_cols`` (their dtypes kept), in table order."""
+    cols = list(block_cols)
+    if runs.empty or PAST_END not in runs.columns:
+        return pd.DataFrame(columns=cols)
+    flag = runs[PAST_END].astype("boolean").fillna(False).astype(bool)
+    return runs.loc[flag, cols].drop_duplicates().reset_index(drop=True)

@@ -12,7 +12,7 @@ import pandas as pd
 
 from twinsweep.core.metrics import ENERGY_PER_WORK, format_number, metric
 
-from .verdict import OVERALL, TRADEOFF, ObjectiveVerdict, ScopeVerdict, Verdict, cost_text
+from .verdict import MIN_BLOCKS, OVERALL, TRADEOFF, ObjectiveVerdict, ScopeVerdict, Verdict, cost_text
 
 #: HTML id of the section.
 SECTION_ID = "verdict"
@@ -23,13 +23,27 @@ HOW_TO_READ = (
     "has the lowest mean rank over the blocks. <i>P(best)</i> is the share of bootstrap resamples of the blocks in "
     "which it stays first: near 100 % the choice is robust to which seeds and windows were drawn, near "
     "1/number of variants it is a coin toss. <i>Distinguishable</i> means the 95 % bootstrap interval of the "
-    "runner-up's mean-rank gap excludes zero. Costs compare the recommended variant with the baseline on every "
+    "runner-up's mean-rank gap excludes zero, over at least {min_blocks} blocks (fewer cannot show a difference "
+    "at the 5 % level). Costs compare the recommended variant with the baseline on every "
     "objective (mean over blocks; % change, or a difference for percentages, PUE and temperatures). Energy is "
-    "ranked per node-hour delivered: a total over a fixed window would reward leaving nodes idle. The sections "
-    "below give the trade-off (Pareto) view, rank tables, ranking stability and, last, the details.")
+    "ranked per node-hour delivered: a total over a fixed window would reward leaving nodes idle.")
+#: The report's sections after the decision sections (report.py), in page order.
+_DETAILS = (("summary", "the study"), ("ranks", "rank tables"), ("wins", "win matrices"),
+            ("agreement", "agreement across seeds"), ("timelines", "timelines"),
+            ("distributions", "box plots of every metric"), ("aggregate", "aggregate statistics"),
+            ("pooled", "pooled distributions"))
 
 
-def _obj_label(o: str, directions: dict[str, str]) -> str:
+def how_to_read(later: list[tuple[str, str]] = ()) -> str:
+    """The how-to-read paragraph (HTML): :data:`HOW_TO_READ`, then the sections that follow the
+    verdict, linked: ``later`` (HTML id, what it shows) — the decision sections present on the page —
+    and the report's fixed detail sections."""
+    links = ", ".join(f'<a href="#{i}">{html.escape(t)}</a>' for i, t in list(later) + list(_DETAILS))
+    return HOW_TO_READ.format(min_blocks=MIN_BLOCKS) + f" Below, in this order: {links}; then provenance, power models and failed runs."
+
+
+def objective_label(o: str, directions: dict[str, str]) -> str:
+    """An objective as the page names it: ``"stated trade-off"`` or ``"mean wait (minimise)"``."""
     if o == TRADEOFF:
         return "stated trade-off"
     m = metric(o)
@@ -49,6 +63,8 @@ def _sure(o: ObjectiveVerdict, blocks: int) -> str:
         return "the only variant"
     if blocks < 2:
         return "one block: no uncertainty estimate"
+    if blocks < MIN_BLOCKS:
+        return f"too few blocks to tell it from {o.runner_up} ({blocks}; need ≥ {MIN_BLOCKS})"
     return (f"distinguishable from {o.runner_up}" if o.distinguishable
             else f"not distinguishable from {o.runner_up}")
 
@@ -58,12 +74,39 @@ def _tradeoff_text(v: Verdict) -> str:
     return ", ".join(f"{metric(m).label} {format_number(100 * w / total, 2)} %" for m, w in v.tradeoff.items())
 
 
-def section_verdict(pg, v: Verdict, notes: list[str]) -> None:
+def _past_end(s: ScopeVerdict) -> str:
+    return f"⚠ {s.past_end:,} of {s.blocks:,} blocks past the trace's end" if s.past_end else ""
+
+
+def past_end_note(v: Verdict) -> str | None:
+    """The caveat (HTML) for windows that extend past their trace's last submission, or None."""
+    wins = list(dict.fromkeys(w for s in v.scopes for w in s.past_end_windows))
+    if not wins:
+        return None
+    n = max((s.past_end for s in v.scopes if s.scope == OVERALL), default=sum(s.past_end for s in v.scopes))
+    return (f"<b>Window(s) {html.escape(', '.join(wins))} extend past the last submission of their trace</b> "
+            f"({n:,} block(s)): no job arrives in the end of such a window, so its waits, utilisation and energy "
+            "are not those of a loaded machine. These blocks are ranked and marked &#9888; below.")
+
+
+def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str]] = (),
+                    reference: list[str] = ()) -> None:
     """Write the verdict section: a headline per scope for the stated trade-off, a table of every
-    objective's recommendation per scope, the caveats in ``notes`` (HTML, e.g. failed or missing runs,
-    windows past their trace) and how to read the page. ``pg``: the report's page (``h``, ``p``, ``raw``,
-    ``table``)."""
+    objective's recommendation per scope, the caveats in ``notes`` (HTML, e.g. failed or missing runs)
+    and those the verdict knows (windows past their trace's end, :func:`past_end_note`), and how to
+    read the page (:func:`how_to_read` with ``later``: (HTML id, title) of the decision sections that
+    follow). ``reference``: the variants of the recorded schedule (``replay``), which are not ranked.
+    ``pg``: the report's page (``h``, ``p``, ``raw``, ``table``)."""
     pg.h(2, "Verdict", SECTION_ID)
+    notes = list(notes)
+    past = past_end_note(v)
+    if past:
+        notes.append(past)
+    if reference:
+        fid = next((i for i, _ in later if i == "fidelity"), None)
+        see = f' (<a href="#{fid}">fidelity</a>)' if fid else ""
+        notes.append(f"The recorded schedule ({html.escape(', '.join(reference))}) is the reference{see}, "
+                     "not a ranked variant: it is left out of the verdict, rank tables, win matrices and trade-offs.")
     if not v.scopes:
         pg.p("No verdict: no complete block of runs to rank yet.")
         for n in notes:
@@ -79,8 +122,9 @@ def section_verdict(pg, v: Verdict, notes: list[str]) -> None:
         cost = _costs(o, s, objectives)
         vs = f"; against the baseline {html.escape(str(s.baseline))}: {html.escape(cost)}" \
             if o.best != s.baseline else " (the baseline)"
+        past_s = f" ({html.escape(_past_end(s))})" if s.past_end else ""
         items.append(f"<li>{what}: run <b class=\"best\">{html.escape(o.best)}</b> — P(best) "
-                     f"{format_number(100 * o.p_best, 2)} % over {s.blocks:,} blocks, "
+                     f"{format_number(100 * o.p_best, 2)} % over {s.blocks:,} blocks{past_s}, "
                      f"{html.escape(_sure(o, s.blocks))}{vs}.</li>")
     pg.raw(f"<p>Recommended for the study's stated trade-off ({html.escape(_tradeoff_text(v))} of the rank "
            f"weights):</p><ul class=\"verdict\">{''.join(items)}</ul>")
@@ -89,13 +133,14 @@ def section_verdict(pg, v: Verdict, notes: list[str]) -> None:
     rows = []
     for s in v.scopes:
         for o in s.objectives:
-            rows.append({"scope": s.scope, "objective": _obj_label(o.objective, v.directions), "recommended": o.best,
-                         "P(best) [%]": format_number(100 * o.p_best, 2),
-                         "how sure": _sure(o, s.blocks),
-                         f"against the baseline": _costs(o, s, objectives) if s.baseline else "—"})
+            sure = _sure(o, s.blocks) + (f"; {_past_end(s)}" if s.past_end else "")
+            rows.append({"scope": s.scope, "objective": objective_label(o.objective, v.directions),
+                         "recommended": o.best, "P(best) [%]": format_number(100 * o.p_best, 2),
+                         "how sure": sure,
+                         "against the baseline": _costs(o, s, objectives) if s.baseline else "—"})
     pg.table(pd.DataFrame(rows), cls="t verdict-table")
     energy = metric(ENERGY_PER_WORK)
     pg.p(f"Baseline: {', '.join(sorted({str(s.baseline) for s in v.scopes}))} ([report] baseline). Energy is "
          f"compared per unit of work: {energy.label} [{energy.display_unit}] = facility energy / node-hours "
          "delivered in the window.")
-    pg.p(HOW_TO_READ, raw=True)
+    pg.p(how_to_read(later), raw=True)

@@ -10,12 +10,20 @@ For each scope (every dataset, and "all datasets" pooling their blocks) and each
 - **recommended** = the variant with the lowest mean rank over the blocks (ties: grid order);
 - **P(best)** = the share of ``n_boot`` bootstrap resamples of the blocks (with replacement, seeded
   ``numpy.random.default_rng(seed)``) in which it has the lowest mean rank (ties split the share);
-- **distinguishable from the runner-up** when the percentile bootstrap 95 % interval of the runner-up's
-  mean rank minus the recommended one's lies above zero (a paired bootstrap over the same resampled
-  blocks; Efron & Tibshirani, "An Introduction to the Bootstrap", Chapman & Hall 1993, ch. 13);
+- **distinguishable from the runner-up** when the scope has at least :data:`MIN_BLOCKS` blocks and the
+  percentile bootstrap 95 % interval of the runner-up's mean rank minus the recommended one's lies
+  above zero (a paired bootstrap over the same resampled blocks; Efron & Tibshirani, "An Introduction
+  to the Bootstrap", Chapman & Hall 1993, ch. 13). With fewer blocks the percentile interval cannot
+  be trusted (it never reaches beyond the few values drawn: two blocks that agree give a zero-width
+  interval), so the verdict says "too few blocks" instead;
 - **costs** = the recommended variant against the baseline on every objective: relative change of the
   mean over blocks in % (metrics compared as a ratio) or the difference in display units (percentages,
   PUE, temperatures), as the metric catalogue (:mod:`twinsweep.core.metrics`) says.
+
+Blocks whose window extends past the last submission of its trace (runs.parquet column
+``window_past_last_submit``, :data:`sweep.ranking.PAST_END`) are ranked, and counted per scope
+(``past_end``) so that the page can say so. Runs of the reference policy ``replay`` must be set
+apart by the caller (:func:`sweep.ranking.split_reference`): the recorded schedule is not ranked.
 
 The *trade-off* objective is the study's stated weighting (``[report] tradeoff``; default: the rank
 metrics with equal weights): per block, the weighted mean of the variants' ranks on its metrics, ranked
@@ -31,16 +39,20 @@ import pandas as pd
 
 from twinsweep.core.metrics import format_number, metric
 
-from .ranking import block_ranks, pivot_blocks
+from .ranking import BLOCK_COLS, block_ranks, past_end_blocks, pivot_blocks
 
-__all__ = ["ObjectiveVerdict", "ScopeVerdict", "Verdict", "compute_verdict", "default_baseline", "TRADEOFF",
-           "OVERALL", "cost_text"]
+__all__ = ["ObjectiveVerdict", "ScopeVerdict", "Verdict", "BlockScores", "block_scores", "compute_verdict",
+           "default_baseline", "TRADEOFF", "OVERALL", "MIN_BLOCKS", "cost_text"]
 
 #: Objective name of the study's stated trade-off.
 TRADEOFF = "trade-off"
 #: Scope name of the verdict pooled over every dataset.
 OVERALL = "all datasets"
-_BLOCK = ("dataset", "window", "seed")
+#: Fewest blocks for "distinguishable": the smallest number of paired blocks at which an exact
+#: two-sided sign test can reach the 5 % level at all (p = 2 * 0.5^6 = 0.031; with 5 blocks the
+#: smallest p is 0.0625); W. J. Conover, "Practical Nonparametric Statistics", 3rd ed., Wiley 1999, §3.4.
+MIN_BLOCKS = 6
+_BLOCK = BLOCK_COLS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +62,8 @@ class ObjectiveVerdict:
     ``objective``: a metric name or :data:`TRADEOFF`; ``best`` / ``runner_up``: variant labels
     (``runner_up`` None with a single variant); ``p_best``: bootstrap probability (0..1) that ``best``
     has the lowest mean rank; ``mean_rank``: of ``best``; ``gap_ci``: percentile bootstrap 95 %
-    interval of (runner-up's − best's mean rank), in ranks; ``distinguishable``: ``gap_ci[0] > 0``;
+    interval of (runner-up's − best's mean rank), in ranks; ``distinguishable``: ``gap_ci[0] > 0`` and
+    at least :data:`MIN_BLOCKS` blocks;
     ``costs``: metric -> change of ``best`` against the baseline (:func:`cost_text` formats it).
     """
 
@@ -68,13 +81,16 @@ class ObjectiveVerdict:
 class ScopeVerdict:
     """The verdicts of one scope (a dataset or :data:`OVERALL`): ``blocks`` counted, ``variants``
     ranked (grid order), ``baseline`` variant, one :class:`ObjectiveVerdict` per objective (rank
-    metrics in spec order, then :data:`TRADEOFF`)."""
+    metrics in spec order, then :data:`TRADEOFF`); ``past_end``: how many of the blocks have a window
+    past its trace's last submission, ``past_end_windows``: those windows as ``"dataset/window"``."""
 
     scope: str
     blocks: int
     variants: tuple[str, ...]
     baseline: str | None
     objectives: tuple[ObjectiveVerdict, ...]
+    past_end: int = 0
+    past_end_windows: tuple[str, ...] = ()
 
     def get(self, objective: str) -> ObjectiveVerdict | None:
         """The verdict for ``objective`` (a metric name or :data:`TRADEOFF`), or None."""
@@ -125,7 +141,7 @@ def _objective(name: str, scores: np.ndarray, vs: list[str], n_boot: int, seed: 
     r = int(order[1])
     gap = boot[:, r] - boot[:, b]
     lo, hi = (np.quantile(gap, [0.025, 0.975]) if scores.shape[0] >= 2 else (float("nan"), float("nan")))
-    return vs[b], p, float(mean[b]), vs[r], (float(lo), float(hi)), bool(scores.shape[0] >= 2 and lo > 0)
+    return vs[b], p, float(mean[b]), vs[r], (float(lo), float(hi)), bool(scores.shape[0] >= MIN_BLOCKS and lo > 0)
 
 
 def _change(name: str, best: np.ndarray, base: np.ndarray) -> float | None:
@@ -159,36 +175,73 @@ def cost_text(name: str, change: float | None) -> str:
     return f"{sign}{text} {unit} {m.label}".replace("  ", " ")
 
 
-def _scope(name: str, g: pd.DataFrame, variants: list[str], rank: dict[str, str], tradeoff: dict[str, float],
-           baseline: str | None, n_boot: int, seed: int) -> ScopeVerdict | None:
+@dataclasses.dataclass(frozen=True)
+class BlockScores:
+    """The per-block values and ranks of one scope: ``variants`` (grid order), ``blocks`` (labels
+    ``(dataset, window, seed)``, sorted), ``values`` / ``ranks``: metric -> blocks x variants arrays
+    (stored units / ranks, 1 = best); ``tradeoff``: blocks x variants weighted mean rank of the
+    trade-off metrics (lower is better), None when none of them is in the table."""
+
+    variants: tuple[str, ...]
+    blocks: tuple[tuple, ...]
+    values: dict[str, np.ndarray]
+    ranks: dict[str, np.ndarray]
+    tradeoff: np.ndarray | None
+
+    def scores(self, objective: str) -> np.ndarray:
+        """Blocks x variants scores of ``objective`` (a metric or :data:`TRADEOFF`), lower = better:
+        ranks for a metric, the weighted mean rank for the trade-off. Raises KeyError when absent."""
+        if objective == TRADEOFF:
+            if self.tradeoff is None:
+                raise KeyError(objective)
+            return self.tradeoff
+        return self.ranks[objective]
+
+
+def block_scores(g: pd.DataFrame, variants: list[str], directions: dict[str, str],
+                 tradeoff: dict[str, float]) -> BlockScores | None:
+    """The :class:`BlockScores` of the runs ``g`` (one row per run with ``dataset``, ``window``,
+    ``seed``, ``variant`` and metric columns; blocks are the (dataset, window, seed) that occur in
+    it). ``directions``: metric -> min/max of every metric to score; ``tradeoff``: metric -> weight.
+    Metrics absent from ``g`` are left out. None when ``g`` has no variant, metric or block."""
     vs = [v for v in variants if v in set(g["variant"])]
-    metrics = list(dict.fromkeys(list(rank) + list(tradeoff)))
-    metrics = [m for m in metrics if m in g.columns]
+    metrics = [m for m in dict.fromkeys(list(directions) + list(tradeoff)) if m in g.columns]
     if not vs or not metrics:
         return None
-    base = default_baseline(vs, baseline)
     values: dict[str, np.ndarray] = {}
     ranks: dict[str, np.ndarray] = {}
+    labels: list = []
     for m in metrics:
-        values[m], _ = pivot_blocks(g, m, vs, block_cols=_BLOCK)
-        ranks[m] = block_ranks(values[m], rank.get(m) or metric(m).direction)
-    blocks = next(iter(values.values())).shape[0]
-    if blocks == 0:
+        values[m], labels = pivot_blocks(g, m, vs, block_cols=_BLOCK)
+        ranks[m] = block_ranks(values[m], directions.get(m) or metric(m).direction)
+    if not labels:
         return None
+    tw = {m: w for m, w in tradeoff.items() if m in ranks}
+    score = sum(w * ranks[m] for m, w in tw.items()) / sum(tw.values()) if tw else None
+    return BlockScores(tuple(vs), tuple(labels), values, ranks, score)
+
+
+def _scope(name: str, g: pd.DataFrame, variants: list[str], rank: dict[str, str], tradeoff: dict[str, float],
+           baseline: str | None, n_boot: int, seed: int) -> ScopeVerdict | None:
+    bs = block_scores(g, variants, rank, tradeoff)
+    if bs is None:
+        return None
+    vs = list(bs.variants)
+    base = default_baseline(vs, baseline)
     bi = vs.index(base)
 
     def verdict(obj: str, scores: np.ndarray) -> ObjectiveVerdict:
         best, p, mr, ru, ci, dist = _objective(obj, scores, vs, n_boot, seed)
         k = vs.index(best)
-        costs = {m: _change(m, values[m][:, k], values[m][:, bi]) for m in metrics}
+        costs = {m: _change(m, bs.values[m][:, k], bs.values[m][:, bi]) for m in bs.values}
         return ObjectiveVerdict(obj, best, p, mr, ru, ci, dist, costs)
 
-    objs = [verdict(m, ranks[m]) for m in rank if m in ranks]
-    tw = {m: w for m, w in tradeoff.items() if m in ranks}
-    if tw:
-        total = sum(tw.values())
-        objs.append(verdict(TRADEOFF, sum(w * ranks[m] for m, w in tw.items()) / total))
-    return ScopeVerdict(name, blocks, tuple(vs), base, tuple(objs))
+    objs = [verdict(m, bs.ranks[m]) for m in rank if m in bs.ranks]
+    if bs.tradeoff is not None:
+        objs.append(verdict(TRADEOFF, bs.tradeoff))
+    past = past_end_blocks(g)
+    windows = tuple(dict.fromkeys(f"{r.dataset}/{r.window}" for r in past.itertuples()))
+    return ScopeVerdict(name, len(bs.blocks), tuple(vs), base, tuple(objs), len(past), windows)
 
 
 def compute_verdict(runs: pd.DataFrame, variants: list[str], rank: dict[str, str],

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import math
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from twinsweep.sweep.ranking import PAST_END, past_end_blocks, pivot_blocks, split_reference
 from twinsweep.sweep.report import format_frame
-from twinsweep.sweep.verdict import OVERALL, TRADEOFF, compute_verdict, cost_text, default_baseline
+from twinsweep.sweep.report_verdict import past_end_note, section_verdict
+from twinsweep.sweep.verdict import MIN_BLOCKS, OVERALL, TRADEOFF, compute_verdict, cost_text, default_baseline
 
 
 def _runs(table: dict[str, list[tuple[float, float]]], datasets=("d1",), seeds=(0, 1, 2, 3)) -> pd.DataFrame:
@@ -23,10 +28,10 @@ def _runs(table: dict[str, list[tuple[float, float]]], datasets=("d1",), seeds=(
 
 def test_clear_winner_is_certain_and_its_costs_are_the_mean_changes():
     # "b" waits half as long as "a" in every block and draws 10 % more peak power
-    runs = _runs({"fcfs+easy": [(100, 1000)] * 4, "b": [(50, 1100)] * 4, "c": [(80, 900)] * 4})
+    runs = _runs({"fcfs+easy": [(100, 1000)] * 6, "b": [(50, 1100)] * 6, "c": [(80, 900)] * 6}, seeds=range(6))
     v = compute_verdict(runs, ["fcfs+easy", "b", "c"], {"wait_mean_s": "min", "peak_power_w": "min"}, n_boot=200)
     (s,) = v.scopes  # one dataset: no "all datasets" scope
-    assert s.scope == "d1" and s.blocks == 4 and s.baseline == "fcfs+easy"
+    assert s.scope == "d1" and s.blocks == 6 and s.baseline == "fcfs+easy"
     w = s.get("wait_mean_s")
     assert w.best == "b" and w.p_best == 1.0 and w.runner_up == "c" and w.distinguishable
     assert w.gap_ci == (1.0, 1.0)  # c is always exactly one rank behind b
@@ -96,3 +101,114 @@ def test_format_frame_reads_like_a_person_wrote_it():
     assert out["flag"].tolist() == ["yes", "no", "yes"]
     assert out["o"].tolist() == ["—", "4,490", "text"]
     assert not any("e+" in c or "e-" in c for col in out.columns for c in out[col])
+
+
+# ------------------------------------------------------------------------------ audit fixes
+def test_all_datasets_scope_counts_only_the_blocks_that_exist():
+    # two datasets with different window names (the quickstart's case): d1/w1 and d2/w2, two seeds each.
+    # The old pivot built every dataset x window x seed, i.e. 8 blocks, 4 of them empty and tied.
+    rows = []
+    wins = {("d1", 0): "a", ("d1", 1): "a", ("d2", 0): "a", ("d2", 1): "b"}
+    for (ds, s), w in wins.items():
+        win = {"d1": "w1", "d2": "w2"}[ds]
+        rows += [{"dataset": ds, "window": win, "seed": s, "variant": v, "wait_mean_s": 1.0 if v == w else 2.0}
+                 for v in ("a", "b")]
+    runs = pd.DataFrame(rows)
+    values, blocks = pivot_blocks(runs, "wait_mean_s", ["a", "b"], block_cols=("dataset", "window", "seed"))
+    assert blocks == [("d1", "w1", 0), ("d1", "w1", 1), ("d2", "w2", 0), ("d2", "w2", 1)]
+    assert values.tolist() == [[1, 2], [1, 2], [1, 2], [2, 1]]
+    v = compute_verdict(runs, ["a", "b"], {"wait_mean_s": "min"}, n_boot=20000, seed=1)
+    over = v.scopes[-1]
+    assert over.scope == OVERALL and over.blocks == 4
+    o = over.get("wait_mean_s")
+    assert o.best == "a" and o.mean_rank == pytest.approx(1.25)
+    # exact P(best) over resamples of the 4 blocks (3 won by a, 1 by b): a is ahead when it draws more of
+    # its blocks, K ~ Binomial(4, 3/4): P(K >= 3) + P(K = 2) / 2 (a tie of mean ranks splits the share)
+    pk = {k: math.comb(4, k) * 0.75 ** k * 0.25 ** (4 - k) for k in range(5)}
+    assert o.p_best == pytest.approx(pk[3] + pk[4] + pk[2] / 2, abs=0.01)  # 0.844 (8 blocks gave 0.85, mean rank 1.375)
+
+
+def test_few_blocks_are_never_distinguishable_and_the_page_says_why():
+    from twinsweep.sweep.report_verdict import _sure
+
+    for n, dist in ((MIN_BLOCKS - 1, False), (MIN_BLOCKS, True)):
+        runs = _runs({"a": [(1, 1)] * n, "b": [(2, 1)] * n}, seeds=range(n))
+        o = compute_verdict(runs, ["a", "b"], {"wait_mean_s": "min"}, n_boot=100).scopes[0].get("wait_mean_s")
+        assert o.p_best == 1.0 and o.gap_ci == (1.0, 1.0)  # a wins every block either way
+        assert o.distinguishable is dist
+        text = _sure(o, n)
+        assert (f"need ≥ {MIN_BLOCKS}" in text) is (not dist) and ("distinguishable from b" in text) is dist
+
+
+def _past_end_runs(flag_d2: bool | None):
+    runs = _runs({"fcfs+easy": [(100, 1), (100, 1)], "b": [(50, 1), (50, 1)]}, datasets=("d1", "d2"), seeds=(0, 1))
+    if flag_d2 is not None:
+        runs[PAST_END] = ((runs["dataset"] == "d2") & flag_d2).astype(object)
+        runs.loc[(runs["dataset"] == "d2") & (runs["seed"] == 1) & (runs["variant"] == "b"), PAST_END] = None
+    return runs
+
+
+def test_blocks_with_a_window_past_the_trace_end_are_counted_and_named():
+    runs = _past_end_runs(True)
+    pe = past_end_blocks(runs)
+    assert sorted(map(tuple, pe.to_numpy().tolist())) == [("d2", "w", 0), ("d2", "w", 1)]  # any run of the block
+    v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=10)
+    by = {s.scope: s for s in v.scopes}
+    assert by["d1"].past_end == 0 and by["d2"].past_end == 2 and by[OVERALL].past_end == 2
+    assert by["d2"].past_end_windows == ("d2/w",) and by[OVERALL].past_end_windows == ("d2/w",)
+    note = past_end_note(v)
+    assert "d2/w" in note and "2 block(s)" in note
+    pg = _FakePage()
+    section_verdict(pg, v, [])
+    page = "".join(pg.parts)
+    assert "d2/w" in page and "⚠ 2 of 2 blocks past the trace's end" in page
+    # without the column (older tables), or all false: nothing is flagged
+    for runs in (_past_end_runs(None), _past_end_runs(False)):
+        v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=10)
+        assert all(s.past_end == 0 for s in v.scopes) and past_end_note(v) is None
+
+
+def test_the_recorded_schedule_is_set_apart_from_the_ranked_variants():
+    runs = pd.DataFrame({"policy": ["fcfs", "replay", "sjf", "replay"], "variant": ["fcfs+easy", "replay+easy",
+                                                                                 "sjf+easy", "replay+none"]})
+    ranked, vs, ref = split_reference(runs, ["replay+none", "fcfs+easy", "replay+easy", "sjf+easy"])
+    assert vs == ["fcfs+easy", "sjf+easy"] and ref == ["replay+none", "replay+easy"]
+    assert ranked["variant"].tolist() == ["fcfs+easy", "sjf+easy"]
+    same, vs2, ref2 = split_reference(runs.drop(columns="policy"), ["fcfs+easy"])
+    assert len(same) == 4 and vs2 == ["fcfs+easy"] and ref2 == []
+
+
+class _FakePage:
+    """Collects what a section writes (the report's page API: h, p, raw, table)."""
+
+    def __init__(self):
+        self.parts, self.ids, self.tables = [], [], []
+
+    def h(self, level, text, id=None):
+        self.ids.append(id)
+        self.parts.append(f"<h{level}>{text}</h{level}>")
+
+    def p(self, text, raw=False):
+        self.parts.append(f"<p>{text}</p>")
+
+    def raw(self, text):
+        self.parts.append(text)
+
+    def table(self, df, **kw):
+        self.tables.append(df)
+        self.parts.append(df.to_html())
+
+
+def test_how_to_read_names_only_sections_the_page_has():
+    from twinsweep.sweep.report import report_sections
+    from twinsweep.sweep.report_verdict import _DETAILS, how_to_read
+
+    later = [("tradeoffs", "trade-offs"), ("stability", "ranking stability"), ("fidelity", "fidelity")]
+    text = how_to_read(later)
+    linked = re.findall(r'href="#([^"]+)"', text)
+    assert linked == [i for i, _ in later] + [i for i, _ in _DETAILS]
+    assert set(i for i, _ in _DETAILS) <= set(report_sections())
+    # in page order
+    order = list(report_sections())
+    assert [order.index(i) for i, _ in _DETAILS] == sorted(order.index(i) for i, _ in _DETAILS)
+    assert "fidelity" not in how_to_read(later[:2])
