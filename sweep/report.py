@@ -27,10 +27,15 @@ import pandas as pd
 from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 from twinsweep.core.metrics import column_decimals, format_number, metric as _metric, summary_metrics
 
-from .ranking import (block_ranks, bootstrap_mean_rank, drop_blocks, incomplete_blocks, kendall_w, pivot_blocks,
-                      win_matrix)
+from .ranking import (REFERENCE_POLICY, block_ranks, bootstrap_mean_rank, drop_blocks, incomplete_blocks, kendall_w,
+                      past_end_blocks, pivot_blocks, split_reference, win_matrix)
+from .report_fidelity import SECTION_ID as FIDELITY_ID, section_fidelity
+from .report_pareto import SECTION_ID as PARETO_ID, section_pareto
+from .report_stability import SECTION_ID as STABILITY_ID, section_stability
 from .report_verdict import section_verdict
 from .spec import study_axes, study_metrics, study_rank
+from .store import ResultStore
+from .twin_error import load_twin_errors
 from .verdict import compute_verdict
 
 KENDALL_CITE = ("M. G. Kendall and B. Babington Smith, \"The problem of m rankings\", "
@@ -659,6 +664,7 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
             raise FileNotFoundError(f"{root / need} not found: not a sweep results folder")
     study = json.loads((root / "study.json").read_text())
     datasets = json.loads((root / "datasets.json").read_text())
+    twin_errors = load_twin_errors(study, datasets)  # [report] validation files: checked before any work
     runs = pd.read_parquet(root / "runs.parquet")
     axes = study_axes(study)
     rank: dict[str, str] = study_rank(study) or {"bsld_mean": "min"}
@@ -684,8 +690,11 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
     runs, variants = add_variant(runs, axes) if len(runs) else (runs.assign(variant=[]), [])
     metrics = list(dict.fromkeys(summary_metrics() + study_metrics(study)))
 
-    incomplete = incomplete_blocks(runs, plan)
+    # the recorded schedule (policy replay) is the reference row, never ranked; its runs do not make blocks incomplete
+    incomplete = incomplete_blocks(runs, plan if plan is None or "policy" not in plan.columns
+                                   else plan[plan["policy"] != REFERENCE_POLICY])
     ranked = runs if include_incomplete else drop_blocks(runs, incomplete)
+    ranked, ranked_variants, reference = split_reference(ranked, variants)
 
     pg = _Page(out_dir)
     pg.h(1, f"twinsweep report — {study.get('name', '')}")
@@ -693,15 +702,22 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
         pg.p(study["description"])
     rep = study.get("report", {})
     n_boot, boot_seed = int(rep.get("bootstrap", 1000)), int(rep.get("seed", 0))
-    verdict = compute_verdict(ranked, variants, rank, dict(rep.get("tradeoff") or ()) or None, rep.get("baseline"),
-                              n_boot, boot_seed)
-    section_verdict(pg, verdict, _verdict_notes(runs, plan_n, failed, incomplete, include_incomplete))
+    verdict = compute_verdict(ranked, ranked_variants, rank, dict(rep.get("tradeoff") or ()) or None,
+                              rep.get("baseline"), n_boot, boot_seed)
+    later = [(PARETO_ID, "trade-offs"), (STABILITY_ID, "ranking stability")] + \
+        ([(FIDELITY_ID, "fidelity to the recorded schedule")] if reference else [])
+    section_verdict(pg, verdict, _verdict_notes(runs, plan_n, failed, incomplete, include_incomplete), later, reference)
+    section_pareto(pg, ranked, ranked_variants, study, verdict.directions, assumed=_is_assumed(runs["power_label"]),
+                   past_end=past_end_blocks(ranked))
+    section_stability(pg, ranked, ranked_variants, verdict, twin_errors)
+    if reference:
+        section_fidelity(pg, ResultStore(root), runs, ranked_variants, reference)
     _section_summary(pg, study, runs, root, failed, plan_n)
     _note_incomplete(pg, incomplete, include_incomplete)
     if len(runs):
-        _section_ranks(pg, ranked, variants, rank, n_boot, boot_seed)
-        _section_wins(pg, ranked, variants, rank)
-        _section_agreement(pg, ranked, variants, rank)
+        _section_ranks(pg, ranked, ranked_variants, rank, n_boot, boot_seed)
+        _section_wins(pg, ranked, ranked_variants, rank)
+        _section_agreement(pg, ranked, ranked_variants, rank)
         _section_timelines(pg, root, runs, variants, study, datasets)
         _section_distributions(pg, runs, variants, metrics)
         _section_aggregate(pg, root, runs, variants, metrics)
@@ -723,6 +739,7 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
 
 
 def report_sections() -> tuple[str, ...]:
-    """The HTML ids every report has (for tests and links)."""
-    return ("verdict", "summary", "ranks", "wins", "agreement", "timelines", "distributions", "aggregate", "pooled",
+    """The HTML ids every report has (for tests and links), in page order; a study whose grid has the
+    recorded schedule (policy replay) also has ``fidelity``, after ``stability``."""
+    return ("verdict", PARETO_ID, STABILITY_ID, "summary", "ranks", "wins", "agreement", "timelines", "distributions", "aggregate", "pooled",
             "provenance", "power-models", "failures")

@@ -1,0 +1,190 @@
+"""The report's uncertainty section (``stability``, issue 13 item 3): which conclusions of the verdict
+survive run-time uncertainty (:mod:`twinsweep.sweep.stability`), how stable each window's ranking is
+across the perturbation seeds, and — where the study names a validation of the trace — the twin's
+stated error beside the differences between variants (:mod:`twinsweep.sweep.twin_error`).
+
+:func:`section_stability` is one section function of the report (:mod:`twinsweep.sweep.report`).
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pandas as pd
+
+from twinsweep.core.metrics import format_number, metric
+
+from .report_verdict import objective_label
+from .stability import conclusions, pair_flips, window_stability
+from .twin_error import METRIC_FIGURES, TwinError, difference_table
+from .verdict import MIN_BLOCKS, OVERALL, TRADEOFF, Verdict
+
+__all__ = ["section_stability", "conclusion_text", "SECTION_ID", "TITLE"]
+
+SECTION_ID = "stability"
+TITLE = "Ranking stability under run-time uncertainty"
+
+
+def _pct(x: float | None, signed: bool = False) -> str:
+    if x is None or not np.isfinite(x):
+        return "—"
+    v = 100 * x
+    text = format_number(v, 2, decimals=0 if abs(v) >= 10 or v == 0 else 1)
+    if signed:
+        text = text.replace("-", "−")
+        text = ("+" if not text.startswith("−") and text.strip("0.") else "") + text
+    return f"{text} %"
+
+
+def _obj(o: str, directions: dict[str, str]) -> str:
+    return "the stated trade-off" if o == TRADEOFF else objective_label(o, directions)
+
+
+def conclusion_text(r, directions: dict[str, str], test: bool = True) -> str:
+    """One row of :func:`sweep.stability.conclusions` as a sentence, e.g. ``"sjf+easy is ahead of
+    fcfs+easy (the baseline) on mean wait (minimise) in 100 % of blocks (6 of 6): survives (sign test
+    p = 0.031)"`` or ``"the order of X and Y (the runner-up) on ... flips in 40 % of blocks (2 of 5)"``;
+    with ``test``, the sign test's p, or that there are too few blocks for one."""
+    obj = _obj(r.objective, directions)
+    who = f"{r.b} (the {r.against})"
+    if r.survives:
+        tied = f", tied in {r.ties}" if r.ties else ""
+        text = (f"{r.a} is ahead of {who} on {obj} in {_pct(r.holds_share)} of blocks ({r.a_better} of "
+                f"{r.blocks}{tied}): survives")
+    elif r.a_better == 0 and r.b_better == 0:
+        text = f"{r.a} and {who} tie on {obj} in every block ({r.blocks})"
+    else:
+        text = (f"the order of {r.a} and {who} on {obj} flips in {_pct(r.flip_share)} of blocks "
+                f"({r.b_better} of {r.blocks})")
+    if not test:
+        return text
+    if r.blocks < MIN_BLOCKS:
+        return text + f" — too few blocks for a sign test at 5 % (need ≥ {MIN_BLOCKS})"
+    return text + f" (sign test p = {format_number(r.p_sign, 2)})"
+
+
+def _cell(r) -> str:
+    """One conclusion as a table cell: the opponent, then how often it holds / is reversed."""
+    if r.survives:
+        verdict = f"ahead in {r.a_better} of {r.blocks}" + (f", tied in {r.ties}" if r.ties else "") + " — survives"
+    elif r.a_better == 0 and r.b_better == 0:
+        verdict = f"tied in all {r.blocks}"
+    else:
+        verdict = f"reversed in {r.b_better} of {r.blocks} ({_pct(r.flip_share)})"
+    p = f"; p = {format_number(r.p_sign, 2)}" if r.blocks >= MIN_BLOCKS else ""
+    return f"{r.b}: {verdict}{p}"
+
+
+def _conclusions(pg, conc: pd.DataFrame, directions: dict[str, str], baselines: dict[str, str | None]) -> None:
+    items = []
+    for scope, g in conc[conc["objective"] == TRADEOFF].groupby("scope", sort=False):
+        what = "Across all datasets" if scope == OVERALL else f"On {scope}"
+        n = int(g["blocks"].iloc[0])
+        few = (f" ({n} blocks: too few for a sign test at 5 %, which needs ≥ {MIN_BLOCKS})" if n < MIN_BLOCKS
+               else "")
+        items.append(f"<li>{html.escape(what)}: "
+                     + "; ".join(html.escape(conclusion_text(r, directions, test=n >= MIN_BLOCKS))
+                                 for r in g.itertuples()) + f"{html.escape(few)}.</li>")
+    if items:
+        pg.raw(f"<p>The verdict's recommendations for the stated trade-off, block by block:</p>"
+               f"<ul class=\"verdict\">{''.join(items)}</ul>")
+    rows = []
+    for (scope, o), g in conc.groupby(["scope", "objective"], sort=False):
+        cells = {r.against: _cell(r) for r in g.itertuples()}
+        base = baselines.get(scope)
+        no_base = ("— (it is the baseline)" if base == g["a"].iloc[0] else "— (the runner-up is the baseline)"
+                   if base is not None else "—")
+        rows.append({"scope": scope, "objective": objective_label(o, directions), "recommended": g["a"].iloc[0],
+                     "blocks": int(g["blocks"].iloc[0]), "against the runner-up": cells.get("runner-up", "—"),
+                     "against the baseline": cells.get("baseline", no_base)})
+    pg.p(f"Every objective: the recommended variant against the runner-up and the baseline, block by block "
+         f"(p: two-sided sign test, from {MIN_BLOCKS} blocks).")
+    pg.table(pd.DataFrame(rows), cls="t verdict-table")
+
+
+def _windows(pg, ws: pd.DataFrame, directions: dict[str, str]) -> None:
+    def top(k: int, n: int) -> str:
+        if k >= n:
+            return "the whole ranking"
+        return "place 1 only" if k <= 1 else f"places 1–{k}"
+
+    shown = pd.DataFrame({
+        "dataset": ws["dataset"], "window": ws["window"],
+        "objective": [objective_label(o, directions) for o in ws["objective"]],
+        "seeds": ws["seeds"].astype("int64"),
+        "pairs reversed in some seed": [f"{k} of {p}" for k, p in zip(ws["pairs_flipping"], ws["pairs"])],
+        "largest flip share": [_pct(x) for x in ws["max_flip_share"]],
+        "order kept in every seed": [top(k, n) for k, n in zip(ws["stable_top"], ws["variants"])]})
+    pg.table(shown, cls="t verdict-table")
+
+
+def _twin_errors(pg, runs: pd.DataFrame, variants: list[str], verdict: Verdict, errors: dict[str, TwinError]) -> None:
+    pg.h(3, "Differences between variants beside the twin's stated error")
+    ref = {s.scope: s.get(TRADEOFF).best for s in verdict.scopes if s.get(TRADEOFF) is not None}
+    table = difference_table(runs, variants, ref, errors)
+    pg.p("The twin's error on the trace as twinsweep validate states it (docs/validation.md), for the validated "
+         "policy: the signed relative error of the mean / p95 wait and mean bounded slowdown against the recorded "
+         "schedule, in the validation mode that matches a sweep window (restart: started from the recorded state; "
+         "else blind), and its noise floor (the largest change of the same figure under 1 % run-time noise). A "
+         "difference between two variants smaller than the twin's error is not established by the twin (errors of "
+         "the level may cancel between policies; the validation's ranking stability says how far rankings move).")
+    for ds, te in errors.items():
+        figs = ", ".join(f"{metric(m).label} {_pct(te.errors.get(m), signed=True)} (noise floor ±"
+                         f"{_pct(te.noise.get(m))})" for m in METRIC_FIGURES)
+        tau = "" if te.tau_min is None else f"; ranking stability: Kendall's τ blind vs informed ≥ {format_number(te.tau_min, 2)}"
+        jobs = "" if te.jobs_compared is None else f", {te.jobs_compared:,} jobs compared"
+        pg.p(f"<b>{html.escape(ds)}</b>: {html.escape(te.policy)}, mode {html.escape(te.mode)}{jobs}: "
+             f"{html.escape(figs)}{html.escape(tau)}. Source: <code>{html.escape(te.path)}</code>.", raw=True)
+        g = table[table["dataset"] == ds]
+        if g.empty:
+            pg.p("No ranked runs of this dataset to compare.")
+            continue
+        out = pd.DataFrame({"variant": list(dict.fromkeys(g["variant"]))})
+        for m, gm in g.groupby("metric", sort=False):
+            cells = {r.variant: _pct(r.difference, signed=True) + (f" — {r.label}" if r.label else "")
+                     for r in gm.itertuples()}
+            out[f"{metric(m).label}: vs {gm['reference'].iloc[0]}"] = [cells.get(v, "—") for v in out["variant"]]
+        pg.table(out, key_cols=1, max_cols=3, cls="t verdict-table")
+    pg.csv(table, "twin_error.csv")
+
+
+def section_stability(pg, runs: pd.DataFrame, variants: list[str], verdict: Verdict,
+                      errors: dict[str, TwinError] | None = None) -> None:
+    """Write the stability section: the verdict's conclusions tested block by block, the per-window
+    ranking stability across seeds, and (with ``errors``: :func:`sweep.twin_error.load_twin_errors`)
+    the differences between variants beside the twin's stated error; CSVs ``stability_conclusions.csv``,
+    ``stability_pairs.csv`` (every pair of variants per window and objective), ``stability_windows.csv``
+    and ``twin_error.csv``.
+
+    ``runs``: the ranked runs the verdict was computed from (reference replay and incomplete blocks set
+    apart); ``variants``: grid order; ``verdict``: :func:`sweep.verdict.compute_verdict`'s result."""
+    pg.h(2, TITLE, SECTION_ID)
+    if not verdict.scopes or runs.empty:
+        pg.p("No ranked blocks: nothing to test.")
+        return
+    pg.p("Seeds > 0 perturb the trace's run and submit times by the study's perturbation model, so the seeds of "
+         "one window are the same workload under run-time uncertainty. For two variants, a block <i>reverses</i> "
+         "their order when the one behind (by the majority of the blocks) does strictly better there; the "
+         "<i>flip share</i> is the share of blocks that reverse it, ties (the same schedule) count for neither "
+         "(paired comparison as in J. Demšar, \"Statistical comparisons of classifiers over multiple data "
+         "sets\", JMLR 7, 2006). A conclusion of the verdict — the recommended variant ahead of the runner-up or "
+         "the baseline — <b>survives</b> when no block of its scope reverses it. The two-sided exact sign test "
+         f"(ties split evenly) can reach the 5 % level only from {MIN_BLOCKS} blocks. Every pair of variants "
+         "of every window is in stability_pairs.csv.", raw=True)
+    directions = verdict.directions
+    conc = conclusions(runs, verdict, variants)
+    if not conc.empty:
+        _conclusions(pg, conc, directions, {s.scope: s.baseline for s in verdict.scopes})
+    objectives = [TRADEOFF] + [o.objective for o in verdict.scopes[0].objectives if o.objective != TRADEOFF]
+    ws = window_stability(runs, variants, directions, verdict.tradeoff, objectives)
+    if not ws.empty:
+        pg.h(3, "Each window's ranking across its seeds")
+        pg.p("Per window: how many pairs of variants change order in at least one seed, the largest flip share, "
+             "and how far down the ranking (variants by mean rank) no pair ever changes order.")
+        _windows(pg, ws, directions)
+    if errors:
+        _twin_errors(pg, runs, variants, verdict, errors)
+    pg.csv(conc, "stability_conclusions.csv")
+    pg.csv(pair_flips(runs, variants, directions, verdict.tradeoff, objectives), "stability_pairs.csv")
+    pg.csv(ws, "stability_windows.csv")
