@@ -186,3 +186,19 @@ def past_end_blocks(runs: pd.DataFrame, block_cols=BLOCK_COLS) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     flag = runs[PAST_END].astype("boolean").fillna(False).astype(bool)
     return runs.loc[flag, cols].drop_duplicates().reset_index(drop=True)
+
+
+def pareto_front(points: list[tuple[float, ...]], directions: list[str]) -> list[int]:
+    """Indices (ascending) of the mutually non-dominated points: a point is dominated when another is at
+    least as good on every objective and strictly better on one (``directions``: "minimize"/"maximize"
+    per objective; equal points dominate neither). O(n² k) for n points of k objectives. Shared by the
+    tuner's Pareto set (sweep.tune) and the report's trade-off view (sweep.report_pareto)."""
+    sgn = [1.0 if d == "minimize" else -1.0 for d in directions]
+    pts = [tuple(s * v for s, v in zip(sgn, p)) for p in points]
+    front = []
+    for i, p in enumerate(pts):
+        dominated = any(all(q[k] <= p[k] for k in range(len(p))) and any(q[k] < p[k] for k in range(len(p)))
+                        for j, q in enumerate(pts) if j != i)
+        if not dominated:
+            front.append(i)
+    return front

@@ -6,7 +6,7 @@ its stated trade-off (``[report] tradeoff``, in the order given), else its first
 (:func:`pareto_metrics`). Per dataset a variant's point is its mean over the dataset's blocks
 (windows × seeds) with ±1 sample standard deviation as error bars; the blocks are drawn as small
 dots. A variant is **dominated** when another one's means are at least as good on both objectives
-and better on one (:func:`sweep.tune.evaluator.pareto_front`, the tuner's Pareto front): by mean,
+and better on one (:func:`sweep.ranking.pareto_front`, the tuner's Pareto front too): by mean,
 so a variant dominated by a small margin may still win some blocks.
 
 :func:`pareto_table` computes the table (written as ``pareto.csv``); :func:`section_pareto` is the
@@ -23,7 +23,7 @@ import pandas as pd
 from twinsweep.core.metrics import column_decimals, format_number, metric
 
 from .plotting import pyplot
-from .tune.evaluator import pareto_front
+from .ranking import pareto_front
 
 __all__ = ["pareto_metrics", "pareto_table", "section_pareto", "SECTION_ID", "TITLE"]
 

@@ -11,6 +11,7 @@ import json
 import math
 from typing import Any, Callable
 
+from ..ranking import pareto_front  # one Pareto front for the tuner and the report's trade-off view
 from ..spec import StudySpec
 from .spec import TuneSpec
 
@@ -38,19 +39,6 @@ def metric_means(store, keys: list[str], objectives) -> list[float]:
                 raise ValueError(f"metric {m} is undefined in run {k}")
             vals[m].append(float(v))
     return [math.fsum(vals[m]) / len(vals[m]) for m, _ in objectives]
-
-
-def pareto_front(points: list[tuple[float, ...]], directions: list[str]) -> list[int]:
-    """Indices of the mutually non-dominated points (``directions``: "minimize"/"maximize" each)."""
-    sgn = [1.0 if d == "minimize" else -1.0 for d in directions]
-    pts = [tuple(s * v for s, v in zip(sgn, p)) for p in points]
-    front = []
-    for i, p in enumerate(pts):
-        dominated = any(all(q[k] <= p[k] for k in range(len(p))) and any(q[k] < p[k] for k in range(len(p)))
-                        for j, q in enumerate(pts) if j != i)
-        if not dominated:
-            front.append(i)
-    return front
 
 
 class Evaluator:
