@@ -100,7 +100,7 @@ def _axis(ax, which: str, values: np.ndarray, m: str) -> None:
         setlim(lo / 1.3, hi * 1.3)
         axis = ax.xaxis if which == "x" else ax.yaxis
         axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        axis.set_major_formatter(FuncFormatter(lambda val, _: format_number(val)))
+        axis.set_major_formatter(FuncFormatter(lambda val, _: format_number(val, 1)))  # ticks are 1, 2, 5 x 10^k
         axis.set_minor_formatter(NullFormatter())
         return
     if spec.floor is not None:
