@@ -503,7 +503,7 @@ class _Bins:
 
     def __init__(self, starts: np.ndarray, t0: int, t1: int, period: int):
         self.nbins = nbins = -(-(t1 - t0) // period)
-        self.bin_start = bin_start = t0 + period * np.arange(nbins, dtype="int64")
+        self.bin_start = bin_start = np.arange(t0, t0 + period * nbins, period, dtype="int64")
         if nbins == 0:
             return
         # breakpoints: bin starts ∪ change points inside the window, then t1. The change points
@@ -614,11 +614,11 @@ def build_timeline(steps: pd.DataFrame, system: System, t0: int, t1: int, period
         # so the columns are computed per piece and repeated into the bins (the same numbers)
         busy, it, queued, running = (c[i0:i0 + len(starts)] for c in cols)
         fac, loss = convert(system, it)
-        block = np.column_stack([it, loss, fac, busy, busy / float(system.nodes), queued, running])
-        df = pd.DataFrame(np.repeat(block, binner.per_piece, axis=0), columns=list(TIMELINE_COLUMNS[1:]),
-                          copy=False)
-        df.insert(0, "time", binner.bin_start)
-        return df
+        block = np.vstack([it, loss, fac, busy, busy / float(system.nodes), queued, running])
+        # repeated along the rows of a (columns, bins) array: each column is contiguous in memory
+        # (as pandas keeps a block), so it reaches Arrow / parquet without a strided copy
+        rep = np.repeat(block, binner.per_piece, axis=1)
+        return pd.DataFrame({"time": binner.bin_start, **dict(zip(TIMELINE_COLUMNS[1:], rep))}, copy=False)
     if binner.nbins:
         busy, it, queued, running = (binner.means(c[i0:i0 + len(starts)]) for c in cols)
     else:

@@ -107,7 +107,10 @@ class Workload:
 
         if int(cores_per_node) < 1:
             raise ConfigError(f"cores_per_node must be >= 1, got {cores_per_node}")
-        jobs = self.jobs.copy()
+        # a shallow copy: only the ``nodes`` column is replaced (a whole-column assignment never
+        # writes into the shared arrays), and every later step (perturbation, window selection)
+        # builds new columns or frames; copying the whole trace per run cost ~1-2 ms (KTH-SP2)
+        jobs = self.jobs.copy(deep=False)
         procs = jobs["procs"]
         if self.procs_unit == "nodes" or cores_per_node == 1:
             jobs["nodes"] = procs.astype("Int64")

@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from twinsweep.core.atomic import TMP_MARK, atomic_write, atomic_write_text, disk_full_error, fsync_path, is_disk_full
+from twinsweep.core.atomic import TMP_MARK, atomic_write, atomic_write_text, commit_folder, disk_full_error, is_disk_full
 from twinsweep.core.errors import TwinError
 
 RUNS_DIR = "runs"
@@ -82,7 +82,10 @@ def dump_json(obj: Any) -> str:
 
 def commit_run_dir(runs_dir: str | os.PathLike, key: str, write: Callable[[Path], None]) -> str:
     """Write one run atomically: ``write(tmp_dir)`` fills a fresh ``runs/.tmp-<key>-…`` folder
-    which is then flushed to the disk (the folder's entries) and renamed to ``runs/<key>``.
+    (its files written *staged*: ``core.atomic.atomic_write(..., staged=True)``, no rename or
+    fsync of their own), which is then committed by :func:`core.atomic.commit_folder`: every file
+    and the folder flushed to the disk (concurrently), the folder renamed to ``runs/<key>``, the
+    runs folder flushed.
 
     Returns ``"written"``, or ``"exists"`` when ``runs/<key>`` was already complete (the new copy is
     discarded). If ``write`` raises, the temporary folder is removed and the error propagates (a
@@ -96,15 +99,9 @@ def commit_run_dir(runs_dir: str | os.PathLike, key: str, write: Callable[[Path]
     try:
         tmp.mkdir(parents=True)
         write(tmp)
-        fsync_path(tmp)  # the files themselves were synced by their atomic writes
-        try:
-            os.rename(tmp, final)
-        except OSError:
-            if final.exists():  # someone else completed it first
-                shutil.rmtree(tmp, ignore_errors=True)
-                return "exists"
-            raise
-        fsync_path(runs)
+        if not commit_folder(tmp, final):  # someone else completed it first
+            shutil.rmtree(tmp, ignore_errors=True)
+            return "exists"
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if is_disk_full(exc):

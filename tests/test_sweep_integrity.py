@@ -132,11 +132,11 @@ def test_disk_full_is_one_line_and_stops_the_sweep(tmp_path, monkeypatch, capsys
     real = run_mod.write_run
     calls = {"n": 0}
 
-    def full_after_two(result, out_dir, timing=True):
+    def full_after_two(result, out_dir, timing=True, **kw):
         calls["n"] += 1
         if calls["n"] > 2:
             raise OSError(errno.ENOSPC, "No space left on device", str(out_dir))
-        return real(result, out_dir, timing)
+        return real(result, out_dir, timing, **kw)
 
     monkeypatch.setattr(run_mod, "write_run", full_after_two)
     spec = write_spec(tmp_path, seeds=2)
