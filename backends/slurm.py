@@ -70,6 +70,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
+from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 from twinsweep.core.errors import ConfigError, TwinError
 
 from .base import Backend, Outcome, RunFn, Task, call_safely, register_backend
@@ -386,7 +387,6 @@ def _outcome_name(key: str) -> str:
 
 def _write_outcome(oc: Outcome, path: Path) -> None:
     """Write an Outcome as JSON, atomically (a result that is not JSON-ready becomes a failure)."""
-    from twinsweep.core.atomic import atomic_write_text
 
     try:
         text = json.dumps(oc.to_json(), sort_keys=True, allow_nan=True)
@@ -412,8 +412,7 @@ class ChunkRunner:
         except BaseException as exc:  # recorded as JSON for the driver (it never reads submitit's pickles)
             import traceback as _tb
 
-            from twinsweep.core.atomic import atomic_write_text
-
+        
             try:
                 (out.parent / "errors").mkdir(exist_ok=True)
                 atomic_write_text(out.parent / "errors" / f"{job}.json",
@@ -661,8 +660,7 @@ class SlurmBackend(Backend):
             if name not in shared:
                 raise KeyError(f"slurm backend: task needs shared object {name!r}, which was not given")
             path = sub / "shared" / f"shared-{i}.pkl"
-            with open(path, "wb") as fh:
-                pickle.dump(shared[name], fh, protocol=pickle.HIGHEST_PROTOCOL)
+            atomic_write_bytes(path, pickle.dumps(shared[name], protocol=pickle.HIGHEST_PROTOCOL))
             shared_files[name] = str(path)
 
         import submitit
@@ -714,7 +712,7 @@ class SlurmBackend(Backend):
                          f"run(s), at most {params['array_parallelism']} at once; logs in {logs}")
         finally:
             if doc["arrays"]:
-                (sub / "submission.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+                atomic_write_text(sub / "submission.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
             else:
                 shutil.rmtree(sub, ignore_errors=True)
         self.last_submission = doc

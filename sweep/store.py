@@ -71,10 +71,6 @@ class StoreBusyError(TwinError):
     """Another live process holds the output folder's lock."""
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_text(path, text)
-
-
 def dump_json(obj: Any) -> str:
     """Deterministic JSON (sorted keys, 1-space indent, trailing newline)."""
     return json.dumps(obj, sort_keys=True, indent=1, default=str) + "\n"
@@ -448,7 +444,7 @@ class ResultStore:
             "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         })
         doc.update({"key": key, "error": error, "traceback": traceback, "info": info or doc.get("info")})
-        _atomic_write_text(path, dump_json(doc))
+        atomic_write_text(path, dump_json(doc))
         return path
 
     def clear_failure(self, key: str) -> None:
@@ -543,7 +539,7 @@ class ResultStore:
     def write_json(self, name: str, obj: Any) -> Path:
         """Write ``root/name`` atomically as deterministic JSON."""
         path = self.root / name
-        _atomic_write_text(path, dump_json(obj))
+        atomic_write_text(path, dump_json(obj))
         return path
 
     def write_text(self, name: str, text: str) -> Path:

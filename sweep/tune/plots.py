@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from twinsweep.core.atomic import atomic_write
+
 from ..plotting import pyplot
 from .spec import TuneSpec
 
@@ -17,7 +19,7 @@ def _save_plot(plt, fig, ax, path: Path) -> Path:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    atomic_write(path, lambda p: fig.savefig(p, dpi=110, format="png"))
     plt.close(fig)
     return path
 
@@ -73,6 +75,6 @@ def plot_importances(imp_df, spec: TuneSpec, method: str, path: Path) -> Path:
         axes[0][i].set_title(m, fontsize=9)
         axes[0][i].set_xlabel(f"importance ({method})", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    atomic_write(path, lambda p: fig.savefig(p, dpi=110, format="png"))
     plt.close(fig)
     return path
