@@ -71,6 +71,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
+from twinsweep.core.durations import parse_slurm_duration
 from twinsweep.core.errors import ConfigError, TwinError
 
 from .base import Backend, Outcome, RunFn, Task, call_safely, register_backend
@@ -110,36 +111,15 @@ _UNLIMITED_MIN = 365 * 24 * 60  # time limit given to submitit when neither the 
 
 # ------------------------------------------------------------------------------------ option parsing
 def parse_time(value: Any, where: str = "time") -> tuple[str, int]:
-    """A Slurm time limit: ``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS`` (a
-    string) or an integer number of minutes. Returns ``(text, minutes)`` (minutes rounded up, as
-    Slurm does). Raises ConfigError for any other form or a limit of zero."""
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ConfigError(f"{where}: expected a Slurm time limit (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or "
-                          f"D-HH:MM:SS, or an integer number of minutes), got {value!r}")
+    """A Slurm time limit (``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS`` or
+    an integer number of minutes; :func:`core.durations.parse_slurm_duration`, the parser the sacct
+    loader uses too). Returns ``(text, minutes)`` (minutes rounded up, as Slurm does). Raises
+    ConfigError naming ``where`` for any other form, UNLIMITED, or a limit of zero."""
+    seconds = parse_slurm_duration(value, where, kind="Slurm time limit", unlimited_ok=False)
     text = str(value).strip()
-    d = h = m = s = 0
-    if re.fullmatch(r"\d+", text):
-        m = int(text)
-    elif mt := re.fullmatch(r"(\d+):(\d+)", text):
-        m, s = int(mt[1]), int(mt[2])
-        if s > 59:
-            raise ConfigError(f"{where}: {text!r}: seconds must be < 60 (MM:SS)")
-    elif mt := re.fullmatch(r"(\d+):(\d+):(\d+)", text):
-        h, m, s = int(mt[1]), int(mt[2]), int(mt[3])
-        if m > 59 or s > 59:
-            raise ConfigError(f"{where}: {text!r}: minutes and seconds must be < 60 (HH:MM:SS)")
-    elif mt := re.fullmatch(r"(\d+)-(\d+)(?::(\d+))?(?::(\d+))?", text):
-        d, h = int(mt[1]), int(mt[2])
-        m, s = int(mt[3] or 0), int(mt[4] or 0)
-        if h > 23 or m > 59 or s > 59:
-            raise ConfigError(f"{where}: {text!r}: hours must be < 24, minutes and seconds < 60 (D-HH:MM:SS)")
-    else:
-        raise ConfigError(f"{where}: {text!r} is not a Slurm time limit; use MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM "
-                          "or D-HH:MM:SS (e.g. 30, 2:00:00, 1-12)")
-    total_s = ((d * 24 + h) * 60 + m) * 60 + s
-    if total_s <= 0:
+    if not seconds:
         raise ConfigError(f"{where}: {text!r}: the time limit must be > 0")
-    return text, math.ceil(total_s / 60)
+    return text, math.ceil(seconds / 60)
 
 
 def _int_opt(where: str, v: Any, lo: int) -> int:
@@ -348,12 +328,11 @@ def _partition_limits(name: str) -> dict[str, str]:
 
 def _limit_minutes(text: str | None) -> int | None:
     """A partition's DefaultTime/MaxTime in minutes; None for UNLIMITED/NONE/INFINITE."""
-    if not text or text.upper() in ("UNLIMITED", "NONE", "INFINITE"):
-        return None
     try:
-        return parse_time(text)[1]
+        seconds = parse_slurm_duration(text or "", "partition limit", missing_ok=True)
     except ConfigError:
         return None
+    return None if seconds is None else math.ceil(seconds / 60)
 
 
 def query_states(slurm_ids: Iterable[str]) -> dict[str, str] | None:

@@ -5,37 +5,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import re
 from typing import Any
 
+from .durations import parse_human_duration
 from .errors import ConfigError
 
 #: Fields added after the first run identities were issued: left out of the canonical JSON (and so
 #: of the run key) while they hold these defaults.
 _IDENTITY_OMIT_DEFAULT = {"cooling": False, "wetbulb": None}
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
-_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_duration(text: str | int | float | None, what: str = "duration") -> int | None:
-    """Seconds from ``3600``, ``"90m"``, ``"6h"``, ``"7d"``, ``"2w"`` (None passes through).
-
-    Raises ConfigError naming ``what`` for anything else or a negative value.
-    """
-    if text is None:
-        return None
-    if isinstance(text, bool):
-        raise ConfigError(f"{what}: expected seconds or a number with s/m/h/d/w, got {text!r}")
-    if isinstance(text, (int, float)):
-        if text < 0:
-            raise ConfigError(f"{what}: must be >= 0, got {text}")
-        return int(round(text))
-    m = _DURATION.match(str(text))
-    if not m:
-        raise ConfigError(f"{what}: expected seconds or a number with s/m/h/d/w (e.g. 3600, 90m, 6h, 7d), got {text!r}")
-    return int(round(float(m.group(1)) * _UNIT[m.group(2)]))
-
 
 @dataclasses.dataclass(frozen=True)
 class Perturbation:
@@ -142,9 +119,9 @@ class RunConfig:
             d["options"] = tuple(sorted(d["options"].items()))
         for k in ("start", "duration"):
             if k in d:
-                d[k] = parse_duration(d[k], k)
+                d[k] = parse_human_duration(d[k], k)
         if "sample_period" in d:
-            d["sample_period"] = parse_duration(d["sample_period"], "sample_period")
+            d["sample_period"] = parse_human_duration(d["sample_period"], "sample_period")
         return cls(**d)
 
     def canonical_json(self) -> str:

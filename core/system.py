@@ -66,6 +66,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from .durations import parse_human_duration
 from .errors import ConfigError, UnknownNameError
 
 SYSTEMS_DIR = Path(__file__).with_name("systems")
@@ -247,8 +248,6 @@ def availability_periods(v, nodes: int, where: str) -> tuple[tuple[int, int, int
     (``[[system.availability]]``; times in s from the trace epoch or durations such as ``"30d"``;
     ``[start, end)``), sorted by start. Raises ConfigError naming the entry when a key is missing
     or unknown, ``end <= start``, or ``nodes_down`` is not in ``1..nodes - 1``."""
-    from .config import parse_duration
-
     if not isinstance(v, (list, tuple)):
         raise ConfigError(f"{where}: availability must be a list of {{start, end, nodes_down}} tables")
     out = []
@@ -258,7 +257,7 @@ def availability_periods(v, nodes: int, where: str) -> tuple[tuple[int, int, int
             x = {"start": x[0], "end": x[1], "nodes_down": x[2]}
         if not isinstance(x, dict) or set(x) != {"start", "end", "nodes_down"}:
             raise ConfigError(f"{w}: expected a table with exactly start, end, nodes_down; got {x!r}")
-        a, b = parse_duration(x["start"], f"{w}.start"), parse_duration(x["end"], f"{w}.end")
+        a, b = parse_human_duration(x["start"], f"{w}.start"), parse_human_duration(x["end"], f"{w}.end")
         k = x["nodes_down"]
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < nodes:
             raise ConfigError(f"{w}: nodes_down must be an integer in 1..{nodes - 1}, got {k!r}")
@@ -395,3 +394,4 @@ def system_from_swf_header(header: dict, source: str = "", procs_unit: str = "co
         default_time_limit=num("MaxRuntime"), power=GENERIC_POWER, generic=True,
         sources=({"what": "power", "cite": "generic assumed node power (SPEC power_ssj2008-era 1-socket servers)"},),
     )
+
