@@ -138,7 +138,23 @@ class RunConfig:
         return h.hexdigest()[:16]
 
 
-def run_key(config: RunConfig, workload_checksum: str, system_checksum: str = "") -> str:
-    """A run's identity: :meth:`RunConfig.key` over the workload checksum and the system's
-    parameters (so that a changed trace or system file never reuses an old result)."""
-    return config.key(workload_checksum + ("|" + system_checksum if system_checksum else ""))
+def system_ref(ref: str | None, system) -> str | None:
+    """What ``RunConfig.system`` holds in a run's identity: the reference given (``ref``: a name or
+    TOML path, as written), else the resolved named system's name, else None (a generic system
+    from the trace header, whose parameters the system checksum carries)."""
+    if ref:
+        return ref
+    return None if getattr(system, "generic", False) else system.name
+
+
+def run_key(config: RunConfig, workload, system) -> str:
+    """A run's identity, the one place it is computed (DESIGN.md §6): :meth:`RunConfig.key` of the
+    config with its system as :func:`system_ref` resolves it, over the workload's checksum
+    (``workload.checksum``: sha256 of the uncompressed trace) and the system's parameters
+    (``system.checksum``), so that a changed trace or system file never reuses an old result and
+    ``twinsweep run`` and a sweep key the same run alike. Returns 16 hex characters."""
+    ref = system_ref(config.system, system)
+    if ref != config.system:
+        config = dataclasses.replace(config, system=ref)
+    sc = system.checksum
+    return config.key(workload.checksum + ("|" + sc if sc else ""))

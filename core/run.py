@@ -32,7 +32,7 @@ from .perturb import perturb
 from .power import build_timeline, idle_node_power_w, job_node_power_w
 from .scheduler import validate_scheduler
 from .stats import compute_stats
-from .system import System, load_system, system_for_trace, system_from_swf_header
+from .system import System, resolve_system
 from .workload import Workload
 
 #: Largest timeline a run may build (bins): a guard against a mistyped duration (e.g. 9999999d) and
@@ -61,20 +61,6 @@ class RunResult:
     stats: dict
     manifest: dict
     wall_time_s: float = 0.0
-
-
-def resolve_system(config: RunConfig, workload: Workload) -> System:
-    """The run's system: ``config.system`` by name or path; else the named system whose ``traces``
-    list holds the trace's file name; else a generic system built from the trace header.
-
-    Raises UnknownNameError (listing the systems) or ConfigError (no usable header).
-    """
-    if config.system:
-        return load_system(config.system)
-    named = system_for_trace(workload.source)
-    if named is not None:
-        return named
-    return system_from_swf_header(workload.header, workload.source, workload.procs_unit)
 
 
 def _check_timeline_size(jobs: pd.DataFrame, t0: int, sample_period: int, source: str, full_run: bool,
@@ -131,7 +117,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     if workload is None:
         workload = load_run_workload(config)
     if system is None:
-        system = resolve_system(config, workload)
+        system = resolve_system(config.system, workload)
     wl = workload.with_nodes(system.cores_per_node)
     wl = perturb(wl, config.perturbation, config.seed)
     replay = config.policy == "replay"
@@ -203,9 +189,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         "workload": {"source": Path(workload.source).name, "format": workload.format,
                      "checksum": workload.checksum, "epoch": int(workload.epoch), "jobs": len(workload),
                      "provenance": workload.provenance},
-        # the system as resolved (not None) so that `twinsweep run` and a sweep key a run alike
-        "run_key": run_key(config if config.system or system.generic else dataclasses.replace(config, system=system.name),
-                           workload.checksum, system.checksum),
+        "run_key": run_key(config, workload, system),
         **({"accounts": accounts_manifest} if accounts_manifest is not None else {}),
         **({"cooling": cooling_manifest} if cooling_manifest is not None else {}),
         "versions": {"python": platform.python_version(), "pandas": pd.__version__, "pyarrow": pa.__version__},
@@ -341,7 +325,7 @@ def run_accounts_input(config, workload, system, frame=None) -> tuple[Accounts, 
                                   "there is no preceding window to collect on")
             start, duration = prev, start - prev
         sub = dataclasses.replace(config, policy="replay", backfill="none", options=(), start=start, duration=duration)
-        key = sub.key(workload.checksum)
+        key = run_key(sub, workload, system)
         acc = _COLLECT_CACHE.get(key)
         if acc is None:
             acc = accounts_of_run(simulate(sub, workload=workload, system=system))

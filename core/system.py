@@ -395,3 +395,23 @@ def system_from_swf_header(header: dict, source: str = "", procs_unit: str = "co
         sources=({"what": "power", "cite": "generic assumed node power (SPEC power_ssj2008-era 1-socket servers)"},),
     )
 
+
+def resolve_system(ref: str | None, workload, base_dir: str | Path | None = None) -> System:
+    """The system of a run on ``workload``, the one rule `twinsweep run`, a sweep and a validation
+    share: ``ref`` (a name, or a TOML path; a relative path is looked up in ``base_dir`` first, e.g.
+    the study spec's folder, then in the working directory) when given; else the named system whose
+    ``traces`` list holds the trace's file name; else a generic system built from the trace header
+    (``workload.header``, ``workload.source``, ``workload.procs_unit``).
+
+    Raises UnknownNameError (listing the systems), ConfigError (a missing or bad file, or a header
+    without MaxNodes/MaxProcs).
+    """
+    if ref:
+        p = Path(ref)
+        if base_dir is not None and p.suffix == ".toml" and not p.is_absolute() and (Path(base_dir) / p).exists():
+            ref = str(Path(base_dir) / p)
+        return load_system(ref)
+    named = system_for_trace(workload.source)
+    if named is not None:
+        return named
+    return system_from_swf_header(workload.header, workload.source, workload.procs_unit)

@@ -159,7 +159,7 @@ def _simulate_and_write(args, cfg, console, out_dir: Path) -> int:
 
     if console is None:  # --quiet
         wl = load_run_workload(cfg)
-        res = simulate(cfg, workload=wl, system=resolve_system(cfg, wl))
+        res = simulate(cfg, workload=wl, system=resolve_system(cfg.system, wl))
         write_run(res, out_dir)
         if args.accounts_out:
             _write_accounts(args, res, None)
@@ -168,7 +168,7 @@ def _simulate_and_write(args, cfg, console, out_dir: Path) -> int:
 
     with console.status(f"loading {args.data}"):
         wl = load_run_workload(cfg)
-        system = resolve_system(cfg, wl)
+        system = resolve_system(cfg.system, wl)
     with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                   TimeElapsedColumn(), console=console, transient=True) as prog:
         task = prog.add_task("sim", total=1.0)

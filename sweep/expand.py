@@ -3,8 +3,8 @@
 :func:`load_datasets` loads every dataset of a study once (Workload + System); :func:`expand`
 turns a study into the ordered list of :class:`RunItem` — datasets (spec order) x windows (spec
 order) x grid axes (spec order, values in the order given; the last axis varies fastest) x seeds
-(in the order given). A run's key is ``RunConfig.key(workload.checksum)``: the sha256 of the
-canonical config JSON plus the trace checksum, so it is stable across processes and machines.
+(in the order given). A run's key is :func:`core.config.run_key`: the sha256 of the canonical
+config JSON plus the trace and system checksums, so it is stable across processes and machines.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from twinsweep.core.config import run_key, RunConfig
+from twinsweep.core.config import RunConfig, run_key, system_ref
 from twinsweep.core.errors import ConfigError
 
 from .spec import Dataset, StudySpec
@@ -138,29 +138,15 @@ def resolve_trace(trace: str, spec_dir: Path | None) -> Path:
     return cand
 
 
-def _resolve_system(ds: Dataset, spec_dir: Path | None, workload):
-    from twinsweep.core.system import load_system, system_for_trace, system_from_swf_header
-
-    if ds.system is not None:
-        ref = ds.system
-        p = Path(ref)
-        if p.suffix == ".toml" and not p.is_absolute() and spec_dir is not None and (spec_dir / p).exists():
-            ref = str(spec_dir / p)
-        return load_system(ref), ds.system
-    named = system_for_trace(workload.source)
-    if named is not None:
-        return named, named.name
-    return system_from_swf_header(workload.header, workload.source, workload.procs_unit), None
-
-
 def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
     """Load one dataset's trace and resolve its system. Raises ConfigError / TraceFormatError."""
     from twinsweep.core.loaders import load_workload
+    from twinsweep.core.system import resolve_system
 
     path = resolve_trace(ds.trace, spec_dir)
     workload = load_workload(str(path), format=ds.format, lenient=ds.lenient)
-    system, ref = _resolve_system(ds, spec_dir, workload)
-    return LoadedDataset(ds, workload, system, str(path), ref)
+    system = resolve_system(ds.system, workload, spec_dir)
+    return LoadedDataset(ds, workload, system, str(path), system_ref(ds.system, system))
 
 
 def load_datasets(spec: StudySpec) -> dict[str, LoadedDataset]:
@@ -195,7 +181,7 @@ def iter_items(spec: StudySpec, datasets: dict[str, LoadedDataset]) -> Iterator[
 
 def _item(ds: LoadedDataset, window, axes: dict, seed: int, spec: StudySpec) -> RunItem:
     cfg = _config(ds, window, axes, seed, spec)
-    return RunItem(run_key(cfg, ds.checksum, ds.system.checksum), ds.name, window.name, seed,
+    return RunItem(run_key(cfg, ds.workload, ds.system), ds.name, window.name, seed,
                    tuple(axes.items()), cfg, ds.checksum)
 
 

@@ -235,7 +235,7 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
         raise ConfigError("validate: policy 'replay' copies the recorded starts; give the site's policy (e.g. fcfs)")
     if workload is None:
         workload = load_run_workload(base_cfg)
-    sysobj = resolve_system(base_cfg, workload)
+    sysobj = resolve_system(base_cfg.system, workload)
     period = parse_human_duration(restart, "--restart") if restart is not None else None
     if period is not None and period <= 0:
         raise ConfigError(f"--restart: the period must be > 0 s, got {restart!r}")
