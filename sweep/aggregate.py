@@ -27,6 +27,8 @@ import pandas as pd
 
 from twinsweep.core.metrics import summary_metrics
 
+from .store import ResultStore
+
 #: Summary columns, in order.
 STAT_COLUMNS = ("n", "min", "mean", "median", "std", "max", "q05", "q25", "q75", "q95")
 QUANTILES = {"q05": 0.05, "q25": 0.25, "q75": 0.75, "q95": 0.95}
@@ -217,7 +219,7 @@ def aggregate_results(root: str | os.PathLike, metrics: Sequence[str] | None = N
     import pyarrow.parquet as pq
 
     root = Path(root)
-    table = root / "runs.parquet"
+    table = ResultStore(root).table_path
     if not table.exists():
         raise FileNotFoundError(f"{table} not found")
     pf = pq.ParquetFile(str(table))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import os
 import shutil
 import time
@@ -90,9 +89,10 @@ def dry_run(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None =
     check_distinct_windows(spec, datasets)
     root = Path(out if out is not None else spec.output)
     n_done = 0
-    for key in sorted(ResultStore(root).done_keys()):
+    store = ResultStore(root)
+    for key in sorted(store.done_keys()):
         try:
-            coords = json.loads((root / "runs" / key / SWEEP_JSON).read_text())
+            coords = store.read_run_json(key, SWEEP_JSON)
         except (OSError, ValueError):
             continue  # unreadable: the sweep sets it aside and runs it again
         item = planned_item(spec, datasets, coords) if isinstance(coords, dict) else None
@@ -387,13 +387,8 @@ def sweep_status(results: str | os.PathLike, rebuild: bool = True) -> dict[str, 
     store = ResultStore(root, log=lambda msg: None)
     want = set(planned)
     done, bad = store.check_runs(want)
-    failed: dict[str, dict] = {}
-    for k in sorted(store.failed_keys() & want):
-        try:
-            doc = store.failure(k)
-        except (OSError, ValueError):
-            continue
-        failed[k] = {"key": k, "error": doc.get("error"), "log": None, "record": str(store.failed_dir / k)}
+    failed = {k: {"key": k, "error": doc.get("error"), "log": None, "record": str(store.failure_dir(k))}
+              for k, doc in store.failures(want).items()}
     slurm_info = None
     if (root / "slurm").is_dir():
         from twinsweep.backends.slurm import folder_status
@@ -409,7 +404,7 @@ def sweep_status(results: str | os.PathLike, rebuild: bool = True) -> dict[str, 
         pass
     busy = _lock_holder(root)
     complete = len(done) == len(want)
-    table = root / "runs.parquet"
+    table = store.table_path
     if complete and rebuild and busy is None:
         newest = max((store.run_dir(k).stat().st_mtime for k in done), default=0.0)
         if not table.exists() or table.stat().st_mtime < newest or not (store.table_info() or {}).get("complete"):
@@ -434,10 +429,8 @@ def dask_target(results: str | os.PathLike, scheduler: str | None = None,
     if scheduler or address:
         return scheduler, address
     try:
-        import json
-
-        backend = json.loads((Path(results) / "study.json").read_text()).get("backend") or {}
-    except (OSError, ValueError):
+        backend = ResultStore(results).read_json("study.json").get("backend") or {}
+    except (OSError, ValueError, AttributeError):
         return None, None
     if backend.get("name") == "ray" and backend.get("address"):
         return "ray", backend["address"]
@@ -480,12 +473,12 @@ def report(results: str | os.PathLike, include_incomplete: bool = False,
     StoreBusyError when damaged runs must be set aside while a sweep is writing there.
     """
     root = Path(results)
-    for need in ("runs.parquet", "study.json"):
-        if not (root / need).exists():
-            raise FileNotFoundError(f"{root}: no sweep results here (missing {need}); run `twinsweep sweep` first")
     store = ResultStore(root, log=log)
+    for need in ("runs.parquet", "study.json"):
+        if not store.has(need):
+            raise FileNotFoundError(f"{root}: no sweep results here (missing {need}); run `twinsweep sweep` first")
     try:
-        in_table = set(pd.read_parquet(root / "runs.parquet", columns=["key"])["key"].astype(str))
+        in_table = set(store.read_table(columns=["key"])["key"].astype(str))
     except Exception:  # noqa: BLE001 - an unreadable table is rebuilt from the run folders
         in_table = None
     good, bad = store.check_runs(in_table) if in_table is not None else (set(), {"": ""})

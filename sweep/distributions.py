@@ -71,6 +71,7 @@ import numpy as np
 import pandas as pd
 
 from .aggregate import STAT_COLUMNS, QUANTILES, group_codes, group_columns, lerp, quantile_positions
+from .store import ResultStore
 
 #: Job-level metrics, in output order.
 JOB_METRICS = ("wait_s", "bsld", "job_edp_js")
@@ -562,7 +563,7 @@ def pooled_distributions(root: str | os.PathLike, scheduler: str | None = None, 
     import pyarrow.parquet as pq
 
     root = Path(root).absolute()
-    table_path = root / "runs.parquet"
+    table_path = ResultStore(root).table_path
     if not table_path.exists():
         raise FileNotFoundError(f"{table_path} not found")
     metrics = tuple(metrics)
@@ -583,7 +584,8 @@ def pooled_distributions(root: str | os.PathLike, scheduler: str | None = None, 
     vcodes, groups = group_codes(table, gcols, order) if len(table) else (np.zeros(0, "int64"), pd.DataFrame())
     M, G = len(metrics), len(groups)
     ranges = plan_partitions(_estimate_values(table, metrics), partition_values)
-    run_dirs = [str(root / "runs" / str(k)) for k in table["key"]] if len(table) else []
+    store = ResultStore(root)
+    run_dirs = [str(store.run_dir(str(k))) for k in table["key"]] if len(table) else []
     parts = [(i, [(run_dirs[j], int(vcodes[j])) for j in range(a, b)]) for i, (a, b) in enumerate(ranges)]
     stage = root / f".tmp-distributions-{uuid.uuid4().hex[:8]}"
     ex = _executor(scheduler, address, len(parts))

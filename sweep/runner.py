@@ -17,7 +17,7 @@ from typing import Any
 
 from twinsweep.core.config import RunConfig
 
-from .store import SWEEP_JSON, commit_run_dir, dump_json
+from .store import SWEEP_JSON, commit_run_dir, dump_json, run_is_committed
 
 
 def make_payload(item, runs_dir: str | Path, ship: bool = False) -> dict[str, Any]:
@@ -50,7 +50,7 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
     runs_dir = Path(payload["runs_dir"])
     key = payload["key"]
     ship = bool(payload.get("ship"))
-    if not ship and (runs_dir / key).exists():
+    if not ship and run_is_committed(runs_dir, key):
         return {"key": key, "status": "exists", "sim_s": 0.0}
     cfg: RunConfig = payload["config"]
     workload, system = shared if shared is not None else (None, None)

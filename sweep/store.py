@@ -76,6 +76,12 @@ def dump_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, indent=1, default=str) + "\n"
 
 
+def run_is_committed(runs_dir: str | os.PathLike, key: str) -> bool:
+    """True when ``runs_dir/<key>/`` exists (:func:`commit_run_dir` made it complete): a worker's
+    check, which knows the store's ``runs/`` folder (a payload's ``runs_dir``) but not the store."""
+    return (Path(runs_dir) / key).is_dir()
+
+
 def commit_run_dir(runs_dir: str | os.PathLike, key: str, write: Callable[[Path], None]) -> str:
     """Write one run atomically: ``write(tmp_dir)`` fills a fresh ``runs/.tmp-<key>-…`` folder
     which is then flushed to the disk (the folder's entries) and renamed to ``runs/<key>``.
@@ -367,11 +373,31 @@ class ResultStore:
 
     def is_done(self, key: str) -> bool:
         """True when ``runs/<key>/`` exists (complete: folders appear only by atomic rename)."""
-        return (self.runs_dir / key).is_dir()
+        return run_is_committed(self.runs_dir, key)
 
     def run_dir(self, key: str) -> Path:
         """Path of ``runs/<key>/`` (whether or not it exists)."""
         return self.runs_dir / key
+
+    def run_file(self, key: str, name: str) -> Path:
+        """Path of the file ``name`` (e.g. ``"stats.json"``, ``"timeline.parquet"``; DESIGN.md §5)
+        of run ``key`` (whether or not it exists): the one place that knows where a run's files
+        live, for every reader of a results folder (report, distributions, incentives, tuning)."""
+        return self.runs_dir / key / name
+
+    def read_run_json(self, key: str, name: str) -> Any:
+        """Parse a JSON file of run ``key`` (``stats.json``, ``manifest.json``, ``sweep.json``).
+        Raises FileNotFoundError / ValueError naming the file."""
+        path = self.run_file(key, name)
+        try:
+            return json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+
+    def read_run_table(self, key: str, name: str, columns: list[str] | None = None) -> pd.DataFrame:
+        """A parquet table of run ``key`` (``jobs.parquet``, ``timeline.parquet``), only
+        ``columns`` when given. Raises FileNotFoundError / the reader's error."""
+        return pd.read_parquet(self.run_file(key, name), columns=columns)
 
     def check_runs(self, keys: Iterable[str] | None = None) -> tuple[set[str], dict[str, str]]:
         """``(readable, damaged)`` among the run folders (``keys``: only these): ``damaged`` maps a
@@ -462,6 +488,23 @@ class ResultStore:
         """The parsed ``failed/<key>/error.json``. Raises FileNotFoundError when there is none."""
         return json.loads((self.failed_dir / key / "error.json").read_text())
 
+    def failure_dir(self, key: str) -> Path:
+        """The folder of run ``key``'s failure record (``failed/<key>/``, whether or not it exists)."""
+        return self.failed_dir / key
+
+    def failures(self, keys: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        """``{key: error.json content}`` of the runs that failed and are not (yet) complete (only
+        ``keys`` when given), sorted by key; an unreadable record is left out (the run is retried
+        anyway)."""
+        want = self.failed_keys() if keys is None else self.failed_keys() & set(keys)
+        out = {}
+        for k in sorted(want):
+            try:
+                out[k] = self.failure(k)
+            except (OSError, ValueError):
+                continue
+        return out
+
     # ------------------------------------------------------------------ table
     def build_table(self, keys: Iterable[str] | None = None, quarantine: bool = False) -> pd.DataFrame:
         """runs.parquet's content from the run folders (``keys``: only these, when given; missing
@@ -531,9 +574,21 @@ class ResultStore:
         except Exception:  # noqa: BLE001 - absent, unreadable or without the metadata: unknown
             return None
 
-    def read_table(self) -> pd.DataFrame:
-        """``runs.parquet`` as a DataFrame. Raises FileNotFoundError when it was never built."""
-        return pd.read_parquet(self.root / TABLE)
+    @property
+    def table_path(self) -> Path:
+        """Path of ``runs.parquet`` (whether or not it exists)."""
+        return self.root / TABLE
+
+    def read_table(self, columns: list[str] | None = None) -> pd.DataFrame:
+        """``runs.parquet`` as a DataFrame (only ``columns`` when given). Raises FileNotFoundError
+        naming the folder when it was never built."""
+        if not self.table_path.exists():
+            raise FileNotFoundError(f"{self.root}: no sweep results here (missing {TABLE}); run `twinsweep sweep` first")
+        return pd.read_parquet(self.table_path, columns=columns)
+
+    def has(self, name: str) -> bool:
+        """True when the results folder holds ``name`` (``study.json``, ``plan.csv``, ...)."""
+        return (self.root / name).exists()
 
     # ------------------------------------------------------------------ metadata
     def write_json(self, name: str, obj: Any) -> Path:
