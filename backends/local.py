@@ -70,6 +70,11 @@ class LocalBackend(Backend):
 
     name = "local"
 
+    @classmethod
+    def study_options(cls, table, results_dir, cache_dir, log=None) -> dict[str, Any]:
+        """The pool's dataset file stays inside the results folder (``cache_dir``)."""
+        return {"cache_dir": str(cache_dir)}
+
     def __init__(self, workers: int | None = 1, max_pending: int | None = None,
                  cache_dir: str | os.PathLike | None = None):
         super().__init__(workers if workers is not None else 1)

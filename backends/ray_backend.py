@@ -86,6 +86,7 @@ class RayBackend(Backend):
     name = "ray"
     takes_address = True
     ships_files = True  # workers on other machines may not see the driver's folders
+    distributions_scheduler = "ray"  # a study's pooled distributions run on its Ray cluster (Dask on Ray)
 
     def __init__(self, workers: int | None = None, address: str | None = None,
                  init_kwargs: Mapping[str, Any] | None = None, log_to_driver: bool = False,

@@ -503,6 +503,18 @@ class SlurmBackend(Backend):
 
     name = "slurm"
     address_hint = "; see slurm/ray-on-slurm.sbatch for a Ray cluster inside a Slurm allocation"
+    batch_queue = True  # array jobs outlive the driver: submit() / --detach, tuning workers as jobs
+    #: Folder of the results folder holding the submissions (``twinsweep status`` reads it).
+    STATE_FOLDER = "slurm"
+
+    @classmethod
+    def study_options(cls, table, results_dir, cache_dir, log=None) -> dict[str, Any]:
+        """The spec's ``[backend.slurm]`` options, ``folder = <results>/slurm`` and ``log``."""
+        opts = dict(table)
+        opts["folder"] = str(Path(results_dir) / cls.STATE_FOLDER)
+        if log is not None:
+            opts["log"] = log
+        return opts
 
     def __init__(self, workers: int | None = None, folder: str | os.PathLike | None = None,
                  log: Callable[[str], None] | None = None, poll_hook: Callable[[], None] | None = None,

@@ -21,7 +21,8 @@ from typing import Any, Callable
 import pandas as pd
 
 from twinsweep.core.atomic import atomic_write_bytes
-from twinsweep.core.errors import TwinError
+from twinsweep.backends.base import BACKENDS
+from twinsweep.core.errors import ConfigError, TwinError
 
 from .expand import (RunItem, check_distinct_windows, expand, grid_size, iter_items, load_datasets, plan_frame,
                      planned_item)
@@ -134,15 +135,15 @@ def run_sweep(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None
     created, holds another study or files of the user's; StoreBusyError when another sweep holds
     the folder.
     """
-    from twinsweep.core.errors import ConfigError
-
     from .runner import execute_run
 
     t0 = time.perf_counter()
     spec = _as_spec(spec).with_overrides(output=str(out) if out is not None else None, backend=backend,
                                            workers=workers, address=address, slurm=slurm)
-    if detach and spec.backend.name != "slurm":
-        raise ConfigError(f"--detach needs the slurm backend (this sweep uses {spec.backend.name!r})")
+    if detach and not BACKENDS.get(spec.backend.name).batch_queue:
+        queues = [n for n in BACKENDS.names() if _is_batch_queue(n)]
+        raise ConfigError(f"--detach needs a batch-queue backend ({', '.join(queues)}); this sweep uses "
+                          f"{spec.backend.name!r}")
     root = Path(spec.output).expanduser().absolute()
     spec = spec.with_overrides(output=str(root))
     retries = spec.retries if retries is None else int(retries)
@@ -168,8 +169,6 @@ def check_output_folder(root: Path) -> None:
     """Refuse, before anything runs, an output folder that is a file, or a folder that is not a
     twinsweep results folder (no ``study.json``) but already holds files a sweep would write
     (``plan.csv``, ``runs.parquet``, ``report/`` ...): they are someone else's. Raises ConfigError."""
-    from twinsweep.core.errors import ConfigError
-
     if root.exists() and not root.is_dir():
         raise ConfigError(f"--out {root}: is a file, not a folder; give a folder for the results")
     if root.is_dir() and not (root / "study.json").exists():
@@ -190,8 +189,6 @@ _SWEEP_OUTPUTS = frozenset({"study.toml", "study.json", "datasets.json", "plan.c
 def _check_study(store: ResultStore, spec: StudySpec) -> None:
     """A results folder belongs to the study named in its study.json: refuse another study's spec
     (it would rebuild the table and report of the folder from its own plan)."""
-    from twinsweep.core.errors import ConfigError
-
     if not (store.root / "study.json").exists():
         return
     try:
@@ -326,18 +323,20 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
     return res
 
 
+def _is_batch_queue(name: str) -> bool:
+    try:
+        return bool(BACKENDS.get(name).batch_queue)
+    except ConfigError:  # an installed plug-in that cannot be loaded
+        return False
+
+
 def _backend_options(spec: StudySpec, store: ResultStore, extra: dict | None, log) -> dict:
-    """Keyword arguments of make_backend beyond name/workers/address: for ``slurm`` the spec's
-    Slurm options, ``folder=<out>/slurm`` and ``log``; for ``local`` ``cache_dir=<out>/.cache``;
-    then ``extra`` (the caller's)."""
-    opts: dict = {}
-    if spec.backend.name == "local":
-        opts["cache_dir"] = str(store.cache_dir)  # the pool's dataset file stays inside the results folder
-    if spec.backend.name == "slurm":
-        opts.update(spec.backend.slurm)
-        opts["folder"] = str(store.root.absolute() / "slurm")
-        if log is not None:
-            opts["log"] = log
+    """Keyword arguments of make_backend beyond name/workers/address: what the backend's class asks
+    for a study writing into this results folder (:meth:`backends.base.Backend.study_options`: the
+    spec's ``[backend.slurm]`` table, the results and cache folders, ``log``), then ``extra``
+    (the caller's)."""
+    cls = BACKENDS.get(spec.backend.name)
+    opts = cls.study_options(spec.backend.slurm, store.root.absolute(), store.cache_dir, log)
     opts.update(extra or {})
     return opts
 
@@ -432,8 +431,13 @@ def dask_target(results: str | os.PathLike, scheduler: str | None = None,
         backend = ResultStore(results).read_json("study.json").get("backend") or {}
     except (OSError, ValueError, AttributeError):
         return None, None
-    if backend.get("name") == "ray" and backend.get("address"):
-        return "ray", backend["address"]
+    if backend.get("address"):
+        try:
+            sched = BACKENDS.get(str(backend.get("name"))).distributions_scheduler
+        except ConfigError:  # a plug-in backend that is not installed here: compute locally
+            sched = None
+        if sched:
+            return sched, backend["address"]
     return None, None
 
 
