@@ -41,7 +41,7 @@ class RunConfig:
     start / duration: window in s from the trace epoch (None = whole trace); sample_period: timeline
     bin width (s); seed; kill: end jobs at their time limit (reschedule mode only); lenient: skip
     malformed trace lines; perturbation; options: policy options (e.g. weights), JSON-serialisable.
-    cooling: run the cooling model (core/cooling.py, docs/cooling.md): the timeline gains PUE,
+    cooling: run the cooling model (core/cooling/, docs/cooling.md): the timeline gains PUE,
     coolant temperatures and cooling power, facility energy includes cooling; wetbulb: outdoor
     wet bulb for it, a constant °C or a CSV path (None = the plant's design wet bulb; ignored and
     set to None when cooling is off). Both are left out of the run identity at their defaults, so

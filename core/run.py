@@ -164,7 +164,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         res.counts.update(tcounts)
     timeline = build_timeline(res.steps, system, res.t_start, res.t_end, config.sample_period)
     cooling_manifest = None
-    if config.cooling:  # cooling plant (core/cooling.py): PUE, coolant temperatures, cooling power
+    if config.cooling:  # cooling plant (core/cooling/): PUE, coolant temperatures, cooling power
         from .cooling import apply_cooling
 
         timeline, cooling_manifest, cooling_pieces = apply_cooling(

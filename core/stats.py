@@ -46,7 +46,7 @@ jobs that end in the window are included). For each:
   windows only; 0.0 when the window holds fewer than two).
 
 Cooling (only with a ``cooling`` timeline, i.e. a run with cooling on; otherwise these keys are
-None). The cooling power is constant over each timeline sample (core/cooling.py), so the facility
+None). The cooling power is constant over each timeline sample (core/cooling/), so the facility
 power ``it + loss + cooling`` is again a step function (change points: the engine's and the sample
 starts); ``facility_energy_j``, ``mean_power_w``, ``peak_power_w``, the ramps and the EDPs then use
 it, exactly:

@@ -40,7 +40,7 @@ File layout (units: W, s; every number may carry a source in ``[[sources]]``)::
     # cdus = 25                       # coolant distribution units (optional)
     # cdu_w = 8473.47                 # W per CDU, constant, added after the rectifiers
 
-    [cooling]                         # optional: cooling plant (docs/cooling.md, core/cooling.py);
+    [cooling]                         # optional: cooling plant (docs/cooling.md, core/cooling/);
     status = "assumed"                # any key not given comes from the generic warm-water plant
     design_heat_w = 2.0e5             # sized for the system's peak IT input power
     # [cooling.fmu_variables] heat_w = "Q_IT" ...   (with fmu = "plant.fmu": an FMU replaces the model)
@@ -294,7 +294,7 @@ def system_from_dict(doc: dict, path: str | None = None) -> System:
     p["rectifier"] = _converter(p.get("rectifier"), f"{where} [power.rectifier]")
     power = PowerModel(**p)
     cooling = None
-    if "cooling" in doc:  # a [cooling] table: parameters of the cooling plant (core/cooling.py)
+    if "cooling" in doc:  # a [cooling] table: parameters of the cooling plant (core/cooling/)
         from .cooling import cooling_from_table  # the cooling model and its FMU path load only when used
         from .power import peak_input_power_w
 

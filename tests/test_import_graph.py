@@ -5,8 +5,8 @@ The graph is built from the source with :mod:`ast` (nothing is imported): module
 function-level imports count, since a function-level import is still coupling (it only moves the
 failure to run time). Imports under ``if TYPE_CHECKING:`` are annotations only and do not count.
 Folders map to the namespace as in ``pyproject.toml`` (``core/`` -> ``twinsweep.core`` ...).
-An edge goes to the module imported: ``from .power import convert`` is ``core.cooling ->
-core.power``; ``from twinsweep.core import simulate`` is an edge to the package ``twinsweep.core``.
+An edge goes to the module imported: ``from ..power import convert`` is ``core.cooling.timeline
+-> core.power``; ``from twinsweep.core import simulate`` is an edge to the package ``twinsweep.core``.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ LAZY_INTERNAL = {
     "twinsweep.core.run": "the trace loaders and data paths load only when simulate has no Workload given; "
                           "power traces and the cooling model only when the run uses them",
     "twinsweep.core.engine": "the scheduler is built only when the run is not a replay",
-    "twinsweep.core.cooling": "the data folder is looked up only for a wet-bulb file",
+    "twinsweep.core.cooling.wetbulb": "the data folder is looked up only for a wet-bulb file",
     "twinsweep.core.scheduler": "plug-in loading on first use",
     "twinsweep.core.backfill.conservative": "the numba profile (~1 s to compile/import) loads on first use",
     "twinsweep.core.workload": "loaders on first use",
@@ -192,8 +192,8 @@ def test_the_import_parser_resolves_relative_and_function_level_imports():
     mods = _modules()
     imps = _imports(mods)
     assert len(mods) > 50
-    # module level: core.cooling uses core.power; function level: the CLI loads tune's parser
-    assert ("twinsweep.core.cooling", "twinsweep.core.power") in {(a, b) for a, b, _, f in imps if not f}
+    # module level: core.cooling.timeline uses core.power; function level: the CLI loads tune's parser
+    assert ("twinsweep.core.cooling.timeline", "twinsweep.core.power") in {(a, b) for a, b, _, f in imps if not f}
     assert any(a == "twinsweep.sweep.cli" and b.startswith("twinsweep.sweep.tune") and f for a, b, _, f in imps)
     # typing-only imports do not count: power annotates with System but never imports it
     assert ("twinsweep.core.power", "twinsweep.core.system") not in {(a, b) for a, b, _, _ in imps}
