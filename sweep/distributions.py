@@ -74,7 +74,7 @@ from .aggregate import STAT_COLUMNS, QUANTILES, group_codes, group_columns, lerp
 from .store import ResultStore
 
 #: Job-level metrics, in output order.
-JOB_METRICS = ("wait_s", "bsld", "job_edp_js")
+JOB_METRICS = ("wait_s", "bsld", "job_edp_js")  # labels, units, scales: core.metrics.pooled_metrics()
 #: Timeline-level metrics and their averaging window (s).
 SWING_METRICS = {"power_swing_1min_w": 60, "power_swing_15min_w": 900}
 #: Every metric of the summaries, in output order.

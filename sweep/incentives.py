@@ -30,6 +30,7 @@ import pandas as pd
 
 from twinsweep.core.accounts import Accounts, load_accounts
 from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
+from twinsweep.core.metrics import account_metric
 
 from .plotting import pyplot
 from .store import ResultStore
@@ -38,15 +39,15 @@ __all__ = ["incentive_report", "entry_outcomes", "POLICY_QUANTITY"]
 
 #: Which collected quantity each incentive policy ranks by (and whether higher runs first).
 POLICY_QUANTITY = {
-    "acct_avg_power": ("avg_power_w", "average power per node [W]", True, False),
-    "acct_low_avg_power": ("avg_power_w", "average power per node [W]", False, False),
-    "acct_edp": ("edp_js", "EDP sum [J·s]", False, True),
-    "acct_ed2p": ("ed2p_js2", "ED²P sum [J·s²]", False, True),
-    "acct_fugaku_pts": ("fugaku_points", "Fugaku points [node·s]", True, False),
-    "weighted": ("fugaku_points", "Fugaku points [node·s]", True, False),
-}
-
-
+    policy: (q, account_metric(q).header(), higher_first, logx)
+    for policy, (q, higher_first, logx) in {
+        "acct_avg_power": ("avg_power_w", True, False),
+        "acct_low_avg_power": ("avg_power_w", False, False),
+        "acct_edp": ("edp_js", False, True),
+        "acct_ed2p": ("ed2p_js2", False, True),
+        "acct_fugaku_pts": ("fugaku_points", True, False),
+        "weighted": ("fugaku_points", True, False),
+    }.items()}  # labels and units: core.metrics (kind "account")
 
 
 def _png(fig, path: Path) -> str:
