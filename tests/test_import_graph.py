@@ -50,7 +50,7 @@ LAZY_STDLIB = {
     ("twinsweep.sweep.api", "fcntl"): "POSIX only: the result-store lock",
     ("twinsweep.sweep.api", "json"): "one rarely used path (sweep record)",
     ("twinsweep.backends.base", "re"): "only when a backend name is checked",
-    ("twinsweep.backends.slurm", "traceback"): "only when a Slurm task fails",
+    ("twinsweep.backends.slurm.task", "traceback"): "only when a Slurm task fails",
 }
 
 #: Why a module imports twinsweep modules inside functions (importer -> reason). These are not
@@ -89,7 +89,6 @@ LAZY_INTERNAL = {
                                       "the grid expansion load only when a tuning runs",
     "twinsweep.sweep.tune.run": "as tune.evaluator: the sweep machinery loads only when a tuning runs",
     "twinsweep.sweep.tune.slurm_workers": "as tune.evaluator; the Slurm backend only for --backend slurm",
-    "twinsweep.backends.slurm": "the sweep runner loads inside the Slurm task",
     "twinsweep.backends.local": "the sweep runner loads inside the worker process",
 }
 
