@@ -29,7 +29,7 @@ from .accounts import Accounts, account_names, accounts_of_run, load_accounts
 from .atomic import atomic_write
 from .errors import ConfigError
 from .perturb import perturb
-from .power import build_timeline, idle_node_power_w, job_node_power_w
+from .power import account_power, build_timeline, idle_node_power_w, job_node_power_w
 from .scheduler import validate_scheduler
 from .stats import compute_stats
 from .system import System, resolve_system
@@ -155,23 +155,19 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
                              ends=res.jobs["end_time"].astype("float64").to_numpy())
         raise ConfigError(f"{workload.source}: the run spans {res.t_end - res.t_start} s from t = {res.t_start} s: "
                           f"more than {MAX_TIMELINE_BINS:,} timeline bins of {config.sample_period} s")
-    if workload.traces:  # recorded per-job power/utilisation samples replace the constant job power
-        from .power import apply_power_traces, traces_node_power
-
-        tj, ts, tcounts = apply_power_traces(res.jobs, res.steps, traces_node_power(system, workload.traces),
-                                             idle_node_power_w(system), res.t_end)
-        res.jobs, res.steps = tj, ts
-        res.counts.update(tcounts)
-    timeline = build_timeline(res.steps, system, res.t_start, res.t_end, config.sample_period)
+    # the one post-engine power step: recorded per-job power traces, where the workload has them
+    jobs, steps, power_counts = account_power(res, system, workload.traces)
+    timeline = build_timeline(steps, system, res.t_start, res.t_end, config.sample_period)
     cooling_manifest = None
     if config.cooling:  # cooling plant (core/cooling/): PUE, coolant temperatures, cooling power
         from .cooling import apply_cooling
 
         timeline, cooling_manifest, cooling_pieces = apply_cooling(
-            timeline, system, res.steps, res.t_end, config.wetbulb, epoch=int(workload.epoch))
+            timeline, system, steps, res.t_end, config.wetbulb, epoch=int(workload.epoch))
     counts = dict(res.counts)
+    counts.update(power_counts)
     counts["lenient_skipped_lines"] = len(workload.skipped_lines)
-    stats = compute_stats(res.jobs, res.steps, system, res.t_start, res.t_end, counts,
+    stats = compute_stats(jobs, steps, system, res.t_start, res.t_end, counts,
                           cooling=cooling_pieces if config.cooling else None)
     manifest = {
         "schema_version": MANIFEST_SCHEMA_VERSION,
@@ -194,7 +190,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         **({"cooling": cooling_manifest} if cooling_manifest is not None else {}),
         "versions": {"python": platform.python_version(), "pandas": pd.__version__, "pyarrow": pa.__version__},
     }
-    jobs = res.jobs.drop(columns=[c for c in ("replay_start",) if c in res.jobs.columns])
+    jobs = jobs.drop(columns=[c for c in ("replay_start",) if c in jobs.columns])
     jobs.attrs = {}  # nothing machine-specific (paths) may reach the output files
     return RunResult(jobs=jobs, timeline=timeline, stats=stats, manifest=manifest,
                      wall_time_s=time.perf_counter() - t_wall)
