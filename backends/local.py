@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from .base import Backend, Outcome, RunFn, Task, call_safely, register_backend
+from twinsweep.core.atomic import atomic_write_bytes
 
 _SHARED: dict[str, Any] = {}
 _FN: RunFn | None = None
@@ -202,7 +203,6 @@ class LocalBackend(Backend):
                 fh.write(data)
             self._shared_path, self._shared_is_temp = path, True
             return
-        from twinsweep.core.atomic import atomic_write_bytes
 
         digest = hashlib.sha256(data).hexdigest()
         self.cache_dir.mkdir(parents=True, exist_ok=True)

@@ -27,6 +27,7 @@ import warnings
 from typing import Any, Iterable, Iterator, Mapping
 
 from .base import Backend, Outcome, RunFn, Task, call_safely, register_backend
+from twinsweep.core.errors import ConfigError
 
 
 class _TwinActor:
@@ -93,8 +94,6 @@ class RayBackend(Backend):
                  runs_per_call: int | None = None):
         super().__init__(workers)
         if runs_per_call is not None and int(runs_per_call) < 1:
-            from twinsweep.core.errors import ConfigError
-
             raise ConfigError(f"ray backend: runs_per_call must be >= 1, got {runs_per_call}")
         self.runs_per_call = None if runs_per_call is None else int(runs_per_call)
         self.address = address or None

@@ -20,9 +20,9 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from twinsweep.core.atomic import atomic_write_bytes
+from twinsweep.core.atomic import DISK_FULL_ERRNOS, atomic_write_bytes, disk_full_error, is_disk_full
 from twinsweep.backends.base import BACKENDS
-from twinsweep.core.errors import ConfigError, TwinError
+from twinsweep.core.errors import ConfigError, DiskFullError, TwinError
 
 from .expand import (RunItem, check_distinct_windows, expand, grid_size, iter_items, load_datasets, plan_frame,
                      planned_item)
@@ -154,7 +154,6 @@ def run_sweep(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None
         with store.locked():
             return _run_locked(spec, store, retries, run_fn, progress, report, backend_options, detach, log, t0)
     except OSError as exc:  # a full disk anywhere in the driver: one clear line, never a traceback
-        from twinsweep.core.atomic import disk_full_error, is_disk_full
 
         if is_disk_full(exc):
             raise disk_full_error(root, exc) from exc
@@ -202,16 +201,12 @@ def _check_study(store: ResultStore, spec: StudySpec) -> None:
 
 
 def _disk_full_outcome(outcome) -> bool:
-    from twinsweep.core.atomic import DISK_FULL_ERRNOS
-
     return outcome.errno in DISK_FULL_ERRNOS or (outcome.error or "").startswith("DiskFullError")
 
 
 def _run_locked(spec, store, retries, run_fn, progress, report, backend_options, detach, log, t0) -> "SweepResult":
     """The body of :func:`run_sweep`, with the folder's lock held."""
     from twinsweep.backends.base import Task, make_backend
-    from twinsweep.core.errors import DiskFullError
-
     from .progress import SweepProgress
     from .runner import commit_shipped, make_payload
 

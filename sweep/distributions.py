@@ -70,6 +70,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from twinsweep.core.atomic import atomic_write, atomic_write_text
+from twinsweep.core.errors import ConfigError
+from twinsweep.core.stats import BSLD_TAU_S
+
 from .aggregate import STAT_COLUMNS, QUANTILES, group_codes, group_columns, lerp, quantile_positions
 from .store import ResultStore
 
@@ -144,8 +148,6 @@ def run_values(run_dir: str | os.PathLike, metrics: Sequence[str] = DIST_METRICS
 
 def _job_values(d: Path) -> dict[str, tuple[np.ndarray | None, str]]:
     import pyarrow.parquet as pq
-
-    from twinsweep.core.stats import BSLD_TAU_S
 
     out: dict[str, tuple[np.ndarray | None, str]] = {}
     path = d / "jobs.parquet"
@@ -363,8 +365,6 @@ class _Dask:
             try:
                 from distributed import Client
             except ImportError as exc:
-                from twinsweep.core.errors import ConfigError
-
                 raise ConfigError("a Dask cluster address needs the 'distributed' package: "
                                   "pip install 'twinsweep[cluster]'") from exc
             self._client = Client(address, set_as_default=False)
@@ -407,8 +407,6 @@ class _Dask:
 
 
 def _executor(scheduler: str | None, address: str | None, n_parts: int):
-    from twinsweep.core.errors import ConfigError
-
     scheduler = (scheduler or "auto").lower()
     if scheduler not in SCHEDULERS:
         raise ConfigError(f"unknown Dask scheduler {scheduler!r}; choose one of {', '.join(SCHEDULERS)}")
@@ -660,7 +658,6 @@ def pooled_distributions(root: str | os.PathLike, scheduler: str | None = None, 
     qtab["q"] = np.tile(qs, len(cw))
     with np.errstate(invalid="ignore"):
         qtab["value"] = quantile(np.repeat(cw, len(qs)), np.tile(qs, len(cw))) if len(cw) else np.zeros(0)
-    from twinsweep.core.atomic import atomic_write, atomic_write_text
 
     out = root / SUMMARY
     atomic_write(out, lambda p: summary.to_parquet(p, index=False))

@@ -18,6 +18,7 @@ from typing import Any
 from twinsweep.core.config import RunConfig
 
 from .store import SWEEP_JSON, commit_run_dir, dump_json, run_is_committed
+from twinsweep.core.atomic import atomic_write_bytes
 
 
 def make_payload(item, runs_dir: str | Path, ship: bool = False) -> dict[str, Any]:
@@ -74,8 +75,6 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
 def commit_shipped(runs_dir: str | Path, result: dict[str, Any]) -> str:
     """Commit the files a worker shipped back (:func:`execute_run` with ``ship``) as
     ``runs/<key>/``, atomically; returns ``"written"`` or ``"exists"``."""
-    from twinsweep.core.atomic import atomic_write_bytes
-
     def write(tmp: Path) -> None:
         for name, data in result["files"].items():
             if "/" in name or name.startswith("."):

@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterable
 import pandas as pd
 
 from twinsweep.core.atomic import TMP_MARK, atomic_write, atomic_write_text, disk_full_error, fsync_path, is_disk_full
-from twinsweep.core.errors import TwinError
+from twinsweep.core.errors import ConfigError, TwinError
 
 RUNS_DIR = "runs"
 FAILED_DIR = "failed"
@@ -287,8 +287,6 @@ class ResultStore:
     def create(self) -> "ResultStore":
         """Create ``root``, ``runs/`` and ``failed/``. Returns self. Raises ConfigError naming the
         folder when ``root`` is a file or cannot be created."""
-        from twinsweep.core.errors import ConfigError
-
         if self.root.exists() and not self.root.is_dir():
             raise ConfigError(f"output folder {self.root} is a file, not a folder; choose another --out")
         try:

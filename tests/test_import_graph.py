@@ -67,20 +67,18 @@ LAZY_INTERNAL = {
     "twinsweep.core.cooling.wetbulb": "the data folder is looked up only for a wet-bulb file",
     "twinsweep.core.scheduler": "plug-in loading on first use",
     "twinsweep.core.backfill.conservative": "the numba profile (~1 s to compile/import) loads on first use",
-    "twinsweep.core.workload": "loaders on first use",
     "twinsweep.core.fetch": "data-folder lookup only on download",
-    "twinsweep.core.loaders._cache": "the atomic writer loads only when a parsed-trace cache file is written",
     "twinsweep.core.loaders._registry": "the parsed-trace cache loads only when a trace is loaded",
     "twinsweep.sweep.tune.cli": "the tuning machinery loads only when `twinsweep tune` runs (CLI start-up)",
-    "twinsweep.backends.ray_backend": "twin errors load only on a failure path of the optional Ray backend",
     "twinsweep.sweep.cli": "every subcommand loads its implementation when run: `twinsweep --help` stays fast",
     "twinsweep.sweep.cli_sweep": "sweep/report/tune subcommands load their implementation when run",
     "twinsweep.sweep.api": "backends, aggregation and the report load when the sweep needs them",
     "twinsweep.sweep.expand": "the twin (loaders, engine) loads only when a grid point is expanded",
-    "twinsweep.sweep.runner": "the twin loads in the worker that runs, not in the driver",
-    "twinsweep.sweep.store": "tables and the twin's run writer load on use",
-    "twinsweep.sweep.aggregate": "pooled distributions and the metric catalogue load on use",
-    "twinsweep.sweep.distributions": "Dask paths load on use",
+    "twinsweep.sweep.runner": "core.run (engine, loaders, pyarrow) loads in the worker that simulates, not in the "
+                             "driver, which only builds payloads",
+    "twinsweep.sweep.store": "core.run (the engine, pyarrow writers) and the metric catalogue load only when a run "
+                            "folder is checked or runs.parquet built; `twinsweep status` does neither",
+    "twinsweep.sweep.aggregate": "sweep.spec (backends, grid checks) only to read a study.json's axes and metrics",
     "twinsweep.sweep.gridcheck": "run configs and schedulers are built only to check a spec",
     "twinsweep.sweep.report": "pooled sections load on use",
     "twinsweep.sweep.spec": "the metric catalogue's plug-ins load on use",
@@ -89,7 +87,6 @@ LAZY_INTERNAL = {
                                       "the grid expansion load only when a tuning runs",
     "twinsweep.sweep.tune.run": "as tune.evaluator: the sweep machinery loads only when a tuning runs",
     "twinsweep.sweep.tune.slurm_workers": "as tune.evaluator; the Slurm backend only for --backend slurm",
-    "twinsweep.backends.local": "the sweep runner loads inside the worker process",
 }
 
 

@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 
 from ..workload import Workload
+from ..atomic import atomic_write
 
 #: formats whose Workload depends on the trace file alone (no side files, no per-job traces)
 CACHED_FORMATS = frozenset({"swf", "swf-theta", "swf-metacentrum", "swf-frontier"})
@@ -112,8 +113,6 @@ def write_cached(path: Path, wl: Workload) -> bool:
     try:
         import pyarrow as pa
         import pyarrow.ipc as ipc
-
-        from ..atomic import atomic_write
 
         df = wl.jobs
         if not df.index.equals(_range_index(len(df))):
