@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .errors import ConfigError
 
@@ -35,6 +36,18 @@ def parse_duration(text: str | int | float | None, what: str = "duration") -> in
     if not m:
         raise ConfigError(f"{what}: expected seconds or a number with s/m/h/d/w (e.g. 3600, 90m, 6h, 7d), got {text!r}")
     return int(round(float(m.group(1)) * _UNIT[m.group(2)]))
+
+
+def check_timezone(name) -> None:
+    """ConfigError unless ``name`` is an IANA time zone name (or UTC)."""
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"tz: expected an IANA time zone name such as 'Europe/Rome', got {name!r}")
+    if name.upper() in ("UTC", "Z", "GMT"):
+        return
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(f"tz: unknown time zone {name!r} (an IANA name such as 'Europe/Rome')") from exc
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +82,11 @@ class RunConfig:
     wet bulb for it, a constant °C or a CSV path (None = the plant's design wet bulb; ignored and
     set to None when cooling is off). Both are left out of the run identity at their defaults, so
     keys of runs without cooling are what they were before these fields existed.
+    tz: IANA zone of the trace's local wall-clock times (``twinsweep run --tz``, a dataset's ``tz``
+    key), winning over the zone the file states, the system file's and ``$TWINSWEEP_TZ``
+    (:func:`core.loaders._facility.resolve_timezone`); None = that precedence. Never in the
+    canonical JSON: the run key covers the zone the trace was actually read in
+    (:attr:`core.workload.Workload.identity`), however it was chosen.
     """
 
     data: str
@@ -86,8 +104,11 @@ class RunConfig:
     options: tuple = ()  # sorted (key, value) pairs, so that the config stays hashable
     cooling: bool = False
     wetbulb: float | str | None = None
+    tz: str | None = None
 
     def __post_init__(self):
+        if self.tz is not None:
+            check_timezone(self.tz)
         if not isinstance(self.cooling, bool):
             raise ConfigError(f"cooling must be true or false, got {self.cooling!r}")
         wb = self.wetbulb
@@ -124,8 +145,12 @@ class RunConfig:
         return dict(self.options)
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict of every field (``tz`` only when set, so that manifests of runs that do
+        not choose a zone are what they were before the field existed)."""
         d = dataclasses.asdict(self)
         d["options"] = {k: v for k, v in self.options}
+        if d.get("tz") is None:
+            d.pop("tz", None)
         return d
 
     @classmethod
@@ -152,6 +177,7 @@ class RunConfig:
         for k, default in _IDENTITY_OMIT_DEFAULT.items():  # fields added later: identity unchanged at default
             if d.get(k) == default:
                 d.pop(k, None)
+        d.pop("tz", None)  # the zone used is in the workload identity (class docstring)
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     def key(self, workload_checksum: str = "") -> str:
