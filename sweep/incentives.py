@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
+
 from twinsweep.core.accounts import Accounts, load_accounts
 
 from .plotting import pyplot
@@ -52,7 +54,7 @@ def _png(fig, path: Path) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     data = buf.getvalue()
-    path.write_bytes(data)
+    atomic_write_bytes(path, data)
     pyplot().close(fig)
     return base64.b64encode(data).decode()
 
@@ -142,7 +144,7 @@ def incentive_report(results: str | os.PathLike, out: str | os.PathLike | None =
     outdir = Path(out) if out is not None else root / "report"
     outdir.mkdir(parents=True, exist_ok=True)
     ent = entry_outcomes(root, baseline)
-    ent.to_csv(outdir / "incentives_entries.csv", index=False)
+    atomic_write_text(outdir / "incentives_entries.csv", ent.to_csv(index=False))
     datasets = {}
     if (root / "datasets.json").exists():
         datasets = json.loads((root / "datasets.json").read_text())
@@ -265,5 +267,5 @@ def incentive_report(results: str | os.PathLike, out: str | os.PathLike | None =
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>Incentive study</title><style>{css}</style>"
             f"</head><body>{''.join(parts)}</body></html>")
     path = outdir / "incentives.html"
-    path.write_text(page)
+    atomic_write_text(path, page)
     return path

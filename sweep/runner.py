@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 from twinsweep.core.config import RunConfig
 
 from .store import SWEEP_JSON, commit_run_dir, dump_json
@@ -60,7 +61,7 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
 
     def write(tmp: Path) -> None:
         write_run(result, tmp)
-        (tmp / SWEEP_JSON).write_text(dump_json(payload["sweep"]))
+        atomic_write_text(tmp / SWEEP_JSON, dump_json(payload["sweep"]))  # fsynced before the commit rename
 
     if ship:
         with tempfile.TemporaryDirectory(prefix="twinsweep-ship-") as tmp:
@@ -74,8 +75,6 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
 def commit_shipped(runs_dir: str | Path, result: dict[str, Any]) -> str:
     """Commit the files a worker shipped back (:func:`execute_run` with ``ship``) as
     ``runs/<key>/``, atomically; returns ``"written"`` or ``"exists"``."""
-    from twinsweep.core.atomic import atomic_write_bytes
-
     def write(tmp: Path) -> None:
         for name, data in result["files"].items():
             if "/" in name or name.startswith("."):
