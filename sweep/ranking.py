@@ -13,9 +13,61 @@ but flagged (:func:`past_end_blocks`): the end of such a window has no arrivals.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
-from scipy.stats import chi2, rankdata
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n within each row of ``values`` (2-D, rows x n), ties given the average of the ranks
+    they span (as ``scipy.stats.rankdata(row, method="average")``, exactly: the average of two
+    integers is a half-integer, represented exactly). Equal values tie, including ``inf``; NaN is
+    not allowed (map it to ``inf`` first). One stable sort per row, vectorised over rows."""
+    v = np.asarray(values, dtype="float64")
+    if v.ndim != 2:
+        raise ValueError(f"values must be 2-D (rows x items), got shape {v.shape}")
+    m, n = v.shape
+    if not v.size:
+        return v.copy()
+    order = np.argsort(v, axis=1, kind="stable")
+    s = np.take_along_axis(v, order, axis=1)
+    idx = np.broadcast_to(np.arange(n), (m, n))
+    new = np.ones((m, n), dtype=bool)
+    new[:, 1:] = s[:, 1:] != s[:, :-1]  # a tie group starts here
+    first = np.maximum.accumulate(np.where(new, idx, 0), axis=1)
+    end = np.ones((m, n), dtype=bool)
+    end[:, :-1] = new[:, 1:]  # a tie group ends here
+    last = np.minimum.accumulate(np.where(end, idx, n - 1)[:, ::-1], axis=1)[:, ::-1]
+    out = np.empty((m, n), dtype="float64")
+    np.put_along_axis(out, order, (first + last) / 2.0 + 1.0, axis=1)
+    return out
+
+
+def chi2_sf(x: float, k: int) -> float:
+    """Survival function P(X > x) of a chi-square variable with ``k`` (integer >= 1) degrees of
+    freedom: the regularised upper incomplete gamma function Q(k/2, x/2) in closed form
+    (Abramowitz & Stegun, "Handbook of Mathematical Functions", 1964, 26.4.4 and 26.4.5):
+    even k: exp(-x/2) Σ_{i<k/2} (x/2)^i / i!; odd k: erfc(sqrt(x/2)) + exp(-x/2) Σ_{i=1}^{(k-1)/2}
+    (x/2)^(i-1/2) / Γ(i+1/2). The terms are summed in log space, so large x underflows to 0 cleanly.
+    Raises ValueError for k < 1 or a non-integer k; x <= 0 gives 1."""
+    if int(k) != k or k < 1:
+        raise ValueError(f"degrees of freedom must be an integer >= 1, got {k!r}")
+    k = int(k)
+    if not x > 0:
+        return 1.0
+    if math.isinf(x):
+        return 0.0
+    y = x / 2.0
+    if k % 2 == 0:
+        logs = [i * math.log(y) - math.lgamma(i + 1) - y for i in range(k // 2)]
+        base = 0.0
+    else:
+        logs = [(i - 0.5) * math.log(y) - math.lgamma(i + 0.5) - y for i in range(1, (k - 1) // 2 + 1)]
+        base = math.erfc(math.sqrt(y))
+    top = max(logs, default=-math.inf)
+    tail = math.exp(top) * sum(math.exp(t - top) for t in logs) if logs else 0.0
+    return min(1.0, base + tail)
 
 from twinsweep.core.scheduler import REPLAY
 
@@ -36,7 +88,7 @@ def block_ranks(values: np.ndarray, direction: str) -> np.ndarray:
     elif direction != "min":
         raise ValueError(f"direction must be 'min' or 'max', got {direction!r}")
     v = np.where(np.isnan(v), np.inf, v)
-    return np.vstack([rankdata(row, method="average") for row in v]) if len(v) else v
+    return average_ranks(v) if len(v) else v
 
 
 def bootstrap_mean_rank(ranks: np.ndarray, n_boot: int = 1000, seed: int = 0,
@@ -117,7 +169,7 @@ def kendall_w(ranks: np.ndarray) -> dict[str, float]:
     W = 12.0 * S / denom
     W = min(max(W, 0.0), 1.0)
     c2 = m * (n - 1) * W
-    out.update(W=W, chi2=c2, p=float(chi2.sf(c2, n - 1)))
+    out.update(W=W, chi2=c2, p=chi2_sf(c2, n - 1))
     return out
 
 

@@ -390,6 +390,16 @@ class ResultStore:
         """Path of ``runs/<key>/`` (whether or not it exists)."""
         return self.runs_dir / key
 
+    def run_file(self, key: str, name: str) -> Path:
+        """Path of the file ``name`` (e.g. ``timeline.parquet``) of run ``key``: ``runs/<key>/<name>``,
+        whether or not it exists. Raises ValueError when ``key`` or ``name`` is not a plain file name
+        (empty, ``.``/``..`` or holding a path separator), so that no path outside the run's folder is
+        ever formed."""
+        for what, part in (("run key", key), ("file name", name)):
+            if not part or part in (".", "..") or "/" in part or os.sep in part:
+                raise ValueError(f"{what} must be a plain name, got {part!r}")
+        return self.runs_dir / key / name
+
     def check_runs(self, keys: Iterable[str] | None = None) -> tuple[set[str], dict[str, str]]:
         """``(readable, damaged)`` among the run folders (``keys``: only these): ``damaged`` maps a
         key to what :func:`check_run_dir` found wrong. Reads only; moves nothing."""
