@@ -301,15 +301,16 @@ def _section_distributions(pg: _Page, runs: pd.DataFrame, variants: list[str], m
          "thick line = median, whiskers = the furthest runs within 1.5 IQR, dots = every run. Value axes start at "
          "the metric's natural zero (1 for PUE) or, for temperatures, span at least 5 K, so that a difference "
          "below the noise does not fill the axis. Hover a box for its figures.")
-    groups = list(runs.groupby(["dataset", "window"], sort=False))
+    groups = [(key, g, {v: np.flatnonzero(g["variant"].to_numpy() == v) for v in variants})
+              for key, g in runs.groupby(["dataset", "window"], sort=False)]
     for metric in metrics:
         if metric not in runs.columns or runs[metric].isna().all():
             continue
         m = _metric(metric)
         panels, ranges = [], []
-        for (ds, win), g in groups:
+        for (ds, win), g, rows in groups:
             vals = g[metric].to_numpy(dtype="float64") / m.scale
-            by = {v: vals[(g["variant"] == v).to_numpy()] for v in variants}
+            by = {v: vals[i] for v, i in rows.items()}
             panels.append((f"{ds} / {win}", by))
             fin = vals[np.isfinite(vals)]
             ranges.append(axis_range(m, float(fin.min()) if len(fin) else np.nan,

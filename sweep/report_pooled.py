@@ -77,13 +77,15 @@ def section_pooled(pg, root: Path, runs: pd.DataFrame, variants: list[str], assu
     rows = []
     for (ds, win, v), g in summ.groupby(["dataset", "window", "variant"], sort=False):
         r = {"dataset": ds, "window": win, "variant": v, "seeds": int(g["runs"].max())}
+        by_metric = {}
+        for x in g.to_dict("records"):
+            by_metric.setdefault(x["metric"], x)
         for m in metrics:
-            x = g[g["metric"] == m]
-            if not len(x) or x["n"].iloc[0] == 0:
+            x = by_metric.get(m)
+            if x is None or x["n"] == 0:
                 r[_label(m, assumed)] = "—"
                 continue
             s = POOLED_DISPLAY[m][1]
-            x = x.iloc[0]
             f = [format_number(x[k] / s, 3) for k in ("median", "q25", "q75", "q95", "max")]
             r[_label(m, assumed)] = f"{f[0]} [{f[1]}–{f[2]}], p95 {f[3]}, max {f[4]}"
         rows.append(r)
@@ -104,8 +106,9 @@ def _figures(pg, qt: pd.DataFrame, metrics: list[str], variants: list[str], assu
     below the 5th percentile of the positive values), so that the bulk and the tail both show."""
     for (ds, win), g in qt.groupby(["dataset", "window"], sort=False):
         panels = []
+        by_metric = dict(tuple(g.groupby("metric", sort=False)))
         for m in metrics:
-            gm = g[g["metric"] == m]
+            gm = by_metric.get(m, g.iloc[:0])
             s = POOLED_DISPLAY[m][1]
             vals = gm["value"].to_numpy(dtype="float64") / s
             fin = vals[np.isfinite(vals)]
@@ -113,12 +116,9 @@ def _figures(pg, qt: pd.DataFrame, metrics: list[str], variants: list[str], assu
             symlog = float(np.quantile(pos, 0.05)) if len(pos) and pos.max() / pos.min() > 100 else None
             hi = float(fin.max()) if len(fin) else 1.0
             lo = min(0.0, float(fin.min())) if len(fin) else 0.0
-            series = []
-            for v in variants:
-                x = gm[gm["variant"] == v]
-                if len(x):
-                    series.append(Series(v, x["q"].to_numpy(dtype="float64") * 100,
-                                         x["value"].to_numpy(dtype="float64") / s))
+            by_variant = dict(tuple(gm.groupby("variant", sort=False)))
+            series = [Series(v, by_variant[v]["q"].to_numpy(dtype="float64") * 100,
+                             by_variant[v]["value"].to_numpy(dtype="float64") / s) for v in variants if v in by_variant]
             panels.append(LinePanel(series, (lo, hi * 1.04 if hi > 0 else 1.0), (0.0, 100.0),
                                     title=_label(m, assumed), xlabel="percentile", symlog=symlog))
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in f"{ds}_{win}")
