@@ -182,15 +182,21 @@ def pivot_blocks(df: pd.DataFrame, metric: str, variants: list[str],
     same result as ``pandas.pivot_table(aggfunc="first")`` reindexed to ``variants``, without its
     cost (one factorisation, one scatter)."""
     cols = list(block_cols)
-    idx = pd.MultiIndex.from_frame(df[cols]) if len(cols) > 1 else pd.Index(df[cols[0]])
-    blocks = idx.unique().sort_values()
-    r = blocks.get_indexer(idx)
+    codes, levels = zip(*(pd.factorize(df[c], sort=True) for c in cols)) if len(df) else ((), ())
+    if len(df):
+        flat = np.ravel_multi_index(codes, [max(len(u), 1) for u in levels]) if len(cols) > 1 else codes[0]
+        uniq, r = np.unique(flat, return_inverse=True)  # sorted: lexicographic in the sorted levels
+        parts = np.unravel_index(uniq, [max(len(u), 1) for u in levels]) if len(cols) > 1 else (uniq,)
+        blocks = list(zip(*(np.asarray(u, dtype=object)[p] for u, p in zip(levels, parts))))
+        blocks = blocks if len(cols) > 1 else [b[0] for b in blocks]
+    else:
+        r, blocks = np.zeros(0, dtype="int64"), []
     c = pd.Index(list(variants)).get_indexer(df["variant"])
     vals = pd.to_numeric(df[metric], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
     ok = (c >= 0) & ~np.isnan(vals)
     out = np.full((len(blocks), len(variants)), np.nan)
     out[r[ok][::-1], c[ok][::-1]] = vals[ok][::-1]  # reversed: the first value of a cell is written last
-    return out, list(blocks)  # tuples for several block columns, plain values for one (as pivot_table)
+    return out, blocks  # tuples for several block columns, plain values for one (as pivot_table)
 
 
 def incomplete_blocks(runs: pd.DataFrame, plan: pd.DataFrame,

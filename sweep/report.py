@@ -104,7 +104,8 @@ def _cell(x, digits: int = 4) -> str:
         return format_number(int(x), decimals=0)
     if isinstance(x, (float, np.floating)):
         whole = np.isfinite(x) and float(x).is_integer() and abs(x) < 1e15
-        return format_number(float(x), digits, decimals=0 if whole else None)
+        text = format_number(float(x), digits, decimals=0 if whole else None)
+        return text.rstrip("0").rstrip(".") if "." in text else text  # 1.5, not 1.500
     if isinstance(x, str):
         return x
     if isinstance(x, (list, tuple, np.ndarray)):
@@ -221,7 +222,7 @@ CSS = ("body{font-family:system-ui,sans-serif;max-width:1200px;margin:1em auto;p
        "font-variant-numeric:tabular-nums;overflow-wrap:break-word}"
        "table.t td{white-space:nowrap}table.t th{background:#f0f0f0;vertical-align:bottom}"
        "table.t td:first-child,table.t th:first-child{text-align:left}"
-       "table.verdict-table td,table.wrap td{white-space:normal;text-align:left}"
+       "table.verdict-table td,table.wrap td{white-space:normal;text-align:left}table.wrap th{text-align:left}"
        "table.wins td,table.wins th{padding:2px 5px}"
        "figure{margin:1em 0}img,svg{max-width:100%;height:auto}"
        "figcaption{font-size:0.85em;color:#444}nav.toc{font-size:0.9em;line-height:1.7}"
@@ -556,16 +557,17 @@ def _section_aggregate(pg: _Page, root: Path, runs: pd.DataFrame, variants: list
     dec = {m: _decimals(m, (agg.loc[agg["metric"] == m, "mean"] / _metric(m).scale).abs()) for m in keep}
     assumed = _is_assumed(runs["power_label"])
     order = {v: i for i, v in enumerate(variants)}
-    for (ds, win), g in agg.groupby(["dataset", "window"], sort=False):
-        rows = []
-        for v, gv in sorted(g.groupby("variant", sort=False), key=lambda kv: order.get(kv[0], len(order))):
-            r = {"variant": v, "seeds": int(gv["n"].max())}
-            for m, x in zip(gv["metric"], gv.itertuples()):
-                sc, d = _metric(m).scale, dec[m]
-                r[axis_label(m, assumed)] = "—" if pd.isna(x.mean) else (
-                    format_number(x.mean / sc, decimals=d) + ("" if pd.isna(x.std) else
-                                                              f" ± {format_number(x.std / sc, decimals=d)}"))
-            rows.append(r)
+    windows: dict[tuple, dict[str, dict]] = {}  # (dataset, window) -> variant -> table row, in file order
+    for x in agg[["dataset", "window", "variant", "metric", "n", "mean", "std"]].to_dict("records"):
+        r = windows.setdefault((x["dataset"], x["window"]), {}).setdefault(x["variant"], {"variant": x["variant"],
+                                                                                          "seeds": 0})
+        m, sc = x["metric"], _metric(x["metric"]).scale
+        r["seeds"] = max(r["seeds"], int(x["n"]))
+        r[axis_label(m, assumed)] = "—" if pd.isna(x["mean"]) else (
+            format_number(x["mean"] / sc, decimals=dec[m]) + ("" if pd.isna(x["std"]) else
+                                                              f" ± {format_number(x['std'] / sc, decimals=dec[m])}"))
+    for (ds, win), by_variant in windows.items():
+        rows = sorted(by_variant.values(), key=lambda r: order.get(r["variant"], len(order)))
         pg.h(3, f"{ds} / {win}")
         df = pd.DataFrame(rows)
         pg.table(df[["variant", "seeds"] + [axis_label(m, assumed) for m in keep if axis_label(m, assumed) in df]],
@@ -587,7 +589,7 @@ def _section_provenance(pg: _Page, datasets: dict) -> None:
         for w in d.get("windows", []):
             rows.append((f"window {w['name']}", f"start {_utc(d.get('epoch', 0), w.get('start'))}, "
                                                 f"duration {_fmt_duration(w.get('duration'))}"))
-        pg.table(pd.DataFrame(rows, columns=["", "value"]))
+        pg.table(pd.DataFrame(rows, columns=["", "value"], dtype=object), cls="t wrap")
         prov = (d.get("provenance") or "no provenance recorded by the loader").replace("\\n", "\n")
         pg.raw(f"<pre>{html.escape(prov)}</pre>")
 

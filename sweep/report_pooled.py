@@ -75,11 +75,11 @@ def section_pooled(pg, root: Path, runs: pd.DataFrame, variants: list[str], assu
     order = {v: i for i, v in enumerate(variants)}
     metrics = [m for m in POOLED_DISPLAY if m in set(summ["metric"])]
     rows = []
-    for (ds, win, v), g in summ.groupby(["dataset", "window", "variant"], sort=False):
-        r = {"dataset": ds, "window": win, "variant": v, "seeds": int(g["runs"].max())}
-        by_metric = {}
-        for x in g.to_dict("records"):
-            by_metric.setdefault(x["metric"], x)
+    groups: dict[tuple, dict[str, dict]] = {}  # (dataset, window, variant) -> metric -> its summary row
+    for x in summ.to_dict("records"):
+        groups.setdefault((x["dataset"], x["window"], x["variant"]), {}).setdefault(x["metric"], x)
+    for (ds, win, v), by_metric in groups.items():
+        r = {"dataset": ds, "window": win, "variant": v, "seeds": int(max(x["runs"] for x in by_metric.values()))}
         for m in metrics:
             x = by_metric.get(m)
             if x is None or x["n"] == 0:

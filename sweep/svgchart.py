@@ -113,7 +113,7 @@ class _Scale:
 
     def labels(self) -> list[tuple[float, str]]:
         """(pixel, text) of every tick inside the axis."""
-        return [(float(self(t)), format_number(t, decimals=self.dec) if self.dec is not None else format_number(t))
+        return [(float(self(t)), format_number(t, decimals=self.dec) if self.dec is not None else format_number(t, 1))
                 for t in self.ticks if self.lo - 1e-12 <= t <= self.hi + 1e-12]
 
 

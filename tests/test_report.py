@@ -251,5 +251,5 @@ def test_power_parameter_labels_have_units():
     assert _param_label("primary_flow_kg_s") == "primary flow [kg/s]"
     assert _param_label("tower_approach_c") == "tower approach [K]"
     assert _param_label("cp_j_per_kg_k") == "specific heat c_p [J/(kg·K)]"
-    assert [_cell(100.0), _cell(1.0), _cell(769.9275362318841), _cell(None), _cell([]), _cell(False)] == \
-        ["100", "1", "769.9", "—", "—", "no"]
+    assert [_cell(100.0), _cell(1.0), _cell(769.9275362318841), _cell(None), _cell([]), _cell(False), _cell(0.4)] == \
+        ["100", "1", "769.9", "—", "—", "no", "0.4"]
