@@ -176,13 +176,14 @@ def kendall_w(ranks: np.ndarray) -> dict[str, float]:
 def pivot_blocks(df: pd.DataFrame, metric: str, variants: list[str],
                  block_cols=("window", "seed")) -> tuple[np.ndarray, list[tuple]]:
     """``df`` (one row per run, with a ``variant`` column) -> (blocks x variants array of
-    ``metric``, block labels). Blocks are the distinct ``block_cols`` tuples of ``df``, sorted;
-    a cell holds the first non-NaN value of its (block, variant) in ``df`` order, NaN when there is
+    ``metric``, block labels). Blocks are the distinct ``block_cols`` tuples that occur in ``df``,
+    sorted (never the product of every column's values: datasets with different window names do not
+    make empty blocks); a cell holds the first non-NaN value of its (block, variant) in ``df`` order, NaN when there is
     none (a missing variant ranks worst). Rows of variants not in ``variants`` are ignored. The
     same result as ``pandas.pivot_table(aggfunc="first")`` reindexed to ``variants``, without its
     cost (one factorisation, one scatter)."""
     cols = list(block_cols)
-    codes, levels = zip(*(pd.factorize(df[c], sort=True) for c in cols)) if len(df) else ((), ())
+    codes, levels = zip(*(pd.factorize(df[c], sort=True, use_na_sentinel=False) for c in cols)) if len(df) else ((), ())
     if len(df):
         flat = np.ravel_multi_index(codes, [max(len(u), 1) for u in levels]) if len(cols) > 1 else codes[0]
         uniq, r = np.unique(flat, return_inverse=True)  # sorted: lexicographic in the sorted levels
