@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import json
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .durations import parse_human_duration
 from .errors import ConfigError
@@ -13,6 +14,19 @@ from .errors import ConfigError
 #: Fields added after the first run identities were issued: left out of the canonical JSON (and so
 #: of the run key) while they hold these defaults.
 _IDENTITY_OMIT_DEFAULT = {"cooling": False, "wetbulb": None}
+
+
+def check_timezone(name) -> None:
+    """ConfigError unless ``name`` is an IANA time zone name (or UTC)."""
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"tz: expected an IANA time zone name such as 'Europe/Rome', got {name!r}")
+    if name.upper() in ("UTC", "Z", "GMT"):
+        return
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(f"tz: unknown time zone {name!r} (an IANA name such as 'Europe/Rome')") from exc
+
 
 @dataclasses.dataclass(frozen=True)
 class Perturbation:
@@ -46,6 +60,11 @@ class RunConfig:
     wet bulb for it, a constant °C or a CSV path (None = the plant's design wet bulb; ignored and
     set to None when cooling is off). Both are left out of the run identity at their defaults, so
     keys of runs without cooling are what they were before these fields existed.
+    tz: IANA zone of the trace's local wall-clock times (``twinsweep run --tz``, a dataset's ``tz``
+    key), winning over the zone the file states, the system file's and ``$TWINSWEEP_TZ``
+    (:func:`core.loaders._facility.resolve_timezone`); None = that precedence. Never in the
+    canonical JSON: the run key covers the zone the trace was actually read in
+    (:attr:`core.workload.Workload.identity`), however it was chosen.
     """
 
     data: str
@@ -63,8 +82,11 @@ class RunConfig:
     options: tuple = ()  # sorted (key, value) pairs, so that the config stays hashable
     cooling: bool = False
     wetbulb: float | str | None = None
+    tz: str | None = None
 
     def __post_init__(self):
+        if self.tz is not None:
+            check_timezone(self.tz)
         if not isinstance(self.cooling, bool):
             raise ConfigError(f"cooling must be true or false, got {self.cooling!r}")
         wb = self.wetbulb
@@ -101,8 +123,12 @@ class RunConfig:
         return dict(self.options)
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict of every field (``tz`` only when set, so that manifests of runs that do
+        not choose a zone are what they were before the field existed)."""
         d = dataclasses.asdict(self)
         d["options"] = {k: v for k, v in self.options}
+        if d.get("tz") is None:
+            d.pop("tz", None)
         return d
 
     @classmethod
@@ -129,6 +155,7 @@ class RunConfig:
         for k, default in _IDENTITY_OMIT_DEFAULT.items():  # fields added later: identity unchanged at default
             if d.get(k) == default:
                 d.pop(k, None)
+        d.pop("tz", None)  # the zone used is in the workload identity (class docstring)
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     def key(self, workload_checksum: str = "") -> str:
@@ -149,12 +176,13 @@ def system_ref(ref: str | None, system) -> str | None:
 
 def run_key(config: RunConfig, workload, system) -> str:
     """A run's identity, the one place it is computed (DESIGN.md §6): :meth:`RunConfig.key` of the
-    config with its system as :func:`system_ref` resolves it, over the workload's checksum
-    (``workload.checksum``: sha256 of the uncompressed trace) and the system's parameters
+    config with its system as :func:`system_ref` resolves it, over the workload's identity
+    (``workload.identity``: sha256 of the uncompressed trace, and the zone its local times were
+    read in) and the system's parameters
     (``system.checksum``), so that a changed trace or system file never reuses an old result and
     ``twinsweep run`` and a sweep key the same run alike. Returns 16 hex characters."""
     ref = system_ref(config.system, system)
     if ref != config.system:
         config = dataclasses.replace(config, system=ref)
     sc = system.checksum
-    return config.key(workload.checksum + ("|" + sc if sc else ""))
+    return config.key(workload.identity + ("|" + sc if sc else ""))

@@ -75,7 +75,8 @@ def plan_sweep(spec: StudySpec | str | os.PathLike, datasets=None) -> tuple[Stud
 
 def dry_run(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None = None) -> dict[str, Any]:
     """What a sweep would do, writing nothing: ``{"sizes": grid_size(), "runs", "done", "missing",
-    "keys": first keys, "out"}``.
+    "keys": first keys, "out", "warnings": the datasets' warnings (windows past their trace's last
+    submission, the traces' own)}``.
 
     The grid is counted, never expanded: the first runs come from :func:`sweep.expand.iter_items`,
     the complete ones are counted from the output folder's run folders (each one's coordinates
@@ -100,14 +101,15 @@ def dry_run(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None =
         n_done += item is not None and item.key == key
     sizes = grid_size(spec)
     return {"sizes": sizes, "runs": sizes["runs"], "done": n_done, "missing": sizes["runs"] - n_done,
-            "keys": [it.label() for it in itertools.islice(iter_items(spec, datasets), 5)], "out": str(root)}
+            "keys": [it.label() for it in itertools.islice(iter_items(spec, datasets), 5)], "out": str(root),
+            "warnings": [w for ds in datasets.values() for w in ds.warnings]}
 
 
 def run_sweep(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None = None, backend: str | None = None,
               workers: int | None = None, address: str | None = None, retries: int | None = None,
               progress: bool = False, report: bool = True, run_fn: Callable | None = None,
               backend_options: dict | None = None, slurm: dict | None = None, detach: bool = False,
-              log: Callable[[str], None] | None = None) -> SweepResult:
+              log: Callable[[str], None] | None = None, replace_plan: bool = False) -> SweepResult:
     """Run (or resume) a study; returns a :class:`SweepResult`.
 
     ``out``/``backend``/``workers``/``address`` override the spec; ``retries``: extra attempts of a
@@ -119,7 +121,10 @@ def run_sweep(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None
     (``res.slurm`` says what was submitted; :func:`sweep_status` follows it, and the same call
     without ``detach`` follows the queued arrays to the end and builds the report);
     ``log``: called with one-line messages (Slurm submissions, damaged runs moved to quarantine);
-    default: :func:`warnings.warn` for warnings, nothing for the rest.
+    default: :func:`warnings.warn` for warnings, nothing for the rest; ``replace_plan``: accept a
+    spec whose plan differs from the one the output folder's study.json records (or whose study
+    name differs), making it the folder's plan (:mod:`sweep.planid`; an extension — added seeds,
+    grid values, windows or datasets — needs no flag).
 
     The output folder is resolved to an absolute path here, in the driver (workers elsewhere would
     resolve a relative one against their own working directory). Only runs without a complete,
@@ -152,7 +157,8 @@ def run_sweep(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None
     store = ResultStore(root, log=log)
     try:
         with store.locked():
-            return _run_locked(spec, store, retries, run_fn, progress, report, backend_options, detach, log, t0)
+            return _run_locked(spec, store, retries, run_fn, progress, report, backend_options, detach, log, t0,
+                               replace_plan)
     except OSError as exc:  # a full disk anywhere in the driver: one clear line, never a traceback
 
         if is_disk_full(exc):
@@ -185,34 +191,81 @@ _SWEEP_OUTPUTS = frozenset({"study.toml", "study.json", "datasets.json", "plan.c
                             "aggregate.parquet", "aggregate.csv", "report", "runs", "failed", "quarantine", "slurm"})
 
 
-def _check_study(store: ResultStore, spec: StudySpec) -> None:
-    """A results folder belongs to the study named in its study.json: refuse another study's spec
-    (it would rebuild the table and report of the folder from its own plan)."""
+def _read_study(store: ResultStore) -> dict | None:
+    """The folder's study.json (None when there is none). Raises ConfigError when it cannot be read."""
+    from twinsweep.core.errors import ConfigError
+
     if not (store.root / "study.json").exists():
-        return
+        return None
     try:
-        name = store.read_json("study.json").get("name")
-    except (OSError, ValueError, AttributeError) as exc:
+        doc = store.read_json("study.json")
+        if not isinstance(doc, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as exc:
         raise ConfigError(f"{store.root / 'study.json'}: cannot be read ({exc}); this folder's study is unknown; "
                           "choose another --out") from exc
-    if name != spec.name:
+    return doc
+
+
+def _check_study(store: ResultStore, spec: StudySpec, replace_plan: bool = False) -> None:
+    """A results folder belongs to the study named in its study.json: refuse another study's spec
+    (it would rebuild the table and report of the folder from its own plan), unless ``replace_plan``."""
+    from twinsweep.core.errors import ConfigError
+
+    doc = _read_study(store)
+    name = None if doc is None else doc.get("name")
+    if doc is not None and name != spec.name and not replace_plan:
         raise ConfigError(f"--out {store.root}: this results folder belongs to study {name!r} (study.json); the spec "
-                          f"is study {spec.name!r}; choose another --out (or give the spec the folder's study name)")
+                          f"is study {spec.name!r}; choose another --out (or give the spec the folder's study name, "
+                          "or pass --replace-plan to make this spec the folder's study)")
+
+
+def _check_plan(store: ResultStore, plan: dict, replace_plan: bool) -> tuple[list[str], list[str]]:
+    """Compare the spec's plan (:func:`sweep.planid.plan_fingerprint`) with the one the folder's
+    study.json records: ``(added, differences)`` (:func:`sweep.planid.compare_plans`; both empty
+    for a folder without a recorded plan). Raises ConfigError listing the differences when the spec
+    is not the folder's plan or an extension of it, unless ``replace_plan``."""
+    from twinsweep.core.errors import ConfigError
+
+    from .planid import compare_plans
+
+    doc = _read_study(store)
+    if doc is None or not isinstance(doc.get("plan"), dict):
+        return [], []  # a new folder, or one written before plans were recorded
+    added, diff = compare_plans(doc["plan"], plan)
+    if diff and not replace_plan:
+        raise ConfigError(
+            f"--out {store.root}: the spec's plan is not this results folder's study {doc.get('name')!r} (study.json) "
+            f"nor an extension of it: {'; '.join(diff)}; choose another --out, run the folder's own spec (a copy is "
+            f"{store.root / 'study.toml'}), or pass --replace-plan to make this spec's plan the folder's")
+    return added, diff
 
 
 def _disk_full_outcome(outcome) -> bool:
     return outcome.errno in DISK_FULL_ERRNOS or (outcome.error or "").startswith("DiskFullError")
 
 
-def _run_locked(spec, store, retries, run_fn, progress, report, backend_options, detach, log, t0) -> "SweepResult":
+def _run_locked(spec, store, retries, run_fn, progress, report, backend_options, detach, log, t0,
+                replace_plan=False) -> "SweepResult":
     """The body of :func:`run_sweep`, with the folder's lock held."""
     from twinsweep.backends.base import Task, make_backend
     from .progress import SweepProgress
     from .runner import commit_shipped, make_payload
 
+    from .planid import plan_fingerprint, plan_sha256
+
     store.clean_tmp()
-    _check_study(store, spec)
+    _check_study(store, spec, replace_plan)
     spec, datasets, items = plan_sweep(spec)
+    plan = plan_fingerprint(spec, datasets)
+    added, diff = _check_plan(store, plan, replace_plan)  # before anything is written
+    if diff:
+        store.warn(f"--replace-plan: this spec's plan replaces the folder's ({'; '.join(diff)})")
+    elif added:
+        store.warn(f"the spec extends this folder's study ({', '.join(added)}): the added runs run now")
+    for ds in datasets.values():  # windows past their trace's last submission, the traces' own (once)
+        for w in ds.warnings:
+            store.warn(w)
     if spec.source:
         try:
             text = Path(spec.source).read_bytes()
@@ -220,7 +273,7 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
             text = None
         if text is not None:
             atomic_write_bytes(store.root / "study.toml", text)
-    store.write_json("study.json", spec.to_dict())
+    store.write_json("study.json", spec.to_dict() | {"plan": plan, "plan_sha256": plan_sha256(plan)})
     store.write_json("datasets.json", {name: ds.describe() for name, ds in datasets.items()})
     store.write_text("plan.csv", plan_frame(items).to_csv(index=False))
 

@@ -28,6 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
+
 from twinsweep.core.accounts import Accounts, load_accounts
 from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 from twinsweep.core.metrics import account_metric

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 from twinsweep.core.config import RunConfig
 
 from .store import SWEEP_JSON, commit_run_dir, dump_json, run_is_committed
@@ -61,7 +62,7 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
 
     def write(tmp: Path) -> None:
         write_run(result, tmp)
-        (tmp / SWEEP_JSON).write_text(dump_json(payload["sweep"]))
+        atomic_write_text(tmp / SWEEP_JSON, dump_json(payload["sweep"]))  # fsynced before the commit rename
 
     if ship:
         with tempfile.TemporaryDirectory(prefix="twinsweep-ship-") as tmp:

@@ -194,10 +194,18 @@ def _flat(v: Any) -> Any:
     return v
 
 
+#: Columns of runs.parquet taken from the top level of stats.json, with their Arrow type (the
+#: window's place in its trace, :mod:`core.tracespan`): ``window_past_last_submit`` (bool: the
+#: window extends past the trace's last submission; the report marks such blocks) and
+#: ``trace_last_submit_s`` (int s from the trace epoch). None for runs written before they existed.
+WINDOW_COLUMNS = {"window_past_last_submit": "bool", "trace_last_submit_s": "int64"}
+
+
 def run_row(run_dir: str | os.PathLike) -> dict[str, Any]:
     """The runs.parquet row of one run directory: coordinates (``sweep.json``), run options,
-    ``stats["system"]`` metrics (as named there), ``stats["counts"]`` as ``count_<name>`` and
-    ``power_label``. Never includes wall times (so the table is identical however it was produced).
+    ``stats["system"]`` metrics (as named there), ``stats["counts"]`` as ``count_<name>``,
+    ``power_label`` and :data:`WINDOW_COLUMNS`. Never includes wall times (so the table is
+    identical however it was produced).
     """
     d = Path(run_dir)
     sw = json.loads((d / SWEEP_JSON).read_text())
@@ -214,6 +222,8 @@ def run_row(run_dir: str | os.PathLike) -> dict[str, Any]:
         "submit_jitter_s": pert.get("submit_jitter_s"), "workload_checksum": sw.get("workload_checksum"),
         "power_label": stats.get("power_label"),
     })
+    for k in WINDOW_COLUMNS:
+        row[k] = stats.get(k)
     for k, v in (stats.get("system") or {}).items():
         row[k] = v
     for k, v in (stats.get("counts") or {}).items():
@@ -245,9 +255,12 @@ def table_schema(df: pd.DataFrame):
     import pyarrow as pa
 
     fields = []
+    fixed = {"bool": pa.bool_(), "int64": pa.int64()}
     for c in df.columns:
         dt = df[c].dtype
-        if pd.api.types.is_bool_dtype(dt):
+        if c in WINDOW_COLUMNS:
+            t = fixed[WINDOW_COLUMNS[c]]
+        elif pd.api.types.is_bool_dtype(dt):
             t = pa.bool_()
         elif pd.api.types.is_integer_dtype(dt):
             t = pa.int64()
@@ -378,10 +391,15 @@ class ResultStore:
         return self.runs_dir / key
 
     def run_file(self, key: str, name: str) -> Path:
-        """Path of the file ``name`` (e.g. ``"stats.json"``, ``"timeline.parquet"``; DESIGN.md §5)
-        of run ``key`` (whether or not it exists): the one place that knows where a run's files
-        live, for every reader of a results folder (report, distributions, incentives, tuning)."""
+        """Path of the file ``name`` (e.g. ``timeline.parquet``) of run ``key``: ``runs/<key>/<name>``,
+        whether or not it exists. Raises ValueError when ``key`` or ``name`` is not a plain file name
+        (empty, ``.``/``..`` or holding a path separator), so that no path outside the run's folder is
+        ever formed."""
+        for what, part in (("run key", key), ("file name", name)):
+            if not part or part in (".", "..") or "/" in part or os.sep in part:
+                raise ValueError(f"{what} must be a plain name, got {part!r}")
         return self.runs_dir / key / name
+
 
     def read_run_json(self, key: str, name: str) -> Any:
         """Parse a JSON file of run ``key`` (``stats.json``, ``manifest.json``, ``sweep.json``).
@@ -534,7 +552,7 @@ class ResultStore:
                 df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
             elif df[c].dtype == object:
                 df[c] = _uniform_column(df[c])
-        for c in ("start", "duration", "submit_jitter_s", "seed"):
+        for c in ("start", "duration", "submit_jitter_s", "seed", "trace_last_submit_s"):
             if c in df.columns:
                 df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
         return df.sort_values("key", kind="mergesort").reset_index(drop=True)

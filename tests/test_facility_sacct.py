@@ -113,7 +113,10 @@ def test_cancelled_before_start_and_still_running(tmp_path):
     assert c.status == "cancelled" and pd.isna(c.recorded_start_time) and pd.isna(c.run_time) and c.time_limit == 1800
     assert c.node_ids is None and c.sacct_state == "CANCELLED by 1234"
     r = job(wl, "1006")
-    assert r.status == "unknown" and r.recorded_start_time == 3660 and pd.isna(r.recorded_end_time) and pd.isna(r.run_time)
+    # changed (issue 11, item 10a): a job still running when sacct printed was "unknown" with no run
+    # time, so the twin never let it hold its nodes; now it is "running" and has run its Elapsed so far
+    assert r.status == "running" and r.recorded_start_time == 3660 and pd.isna(r.recorded_end_time)
+    assert r.run_time == 93784 and wl.header["running_when_recorded"] == 1
     assert r.elapsed == 93784 and pd.isna(r.time_limit)  # 1-02:03:04; Partition_Limit -> missing
     assert r.hosts == ["node007", "node009"]
 

@@ -1,6 +1,6 @@
 """What a tuning writes in its output folder: ``trials.csv``, ``best.json`` (best trial or Pareto
 set with train and test values, parameter importances), the figures (:mod:`.plots`) and
-``winners.toml`` (:mod:`.winners`)."""
+``winners.toml`` (:mod:`.winners`). Every file is written atomically (:mod:`core.atomic`)."""
 
 from __future__ import annotations
 
