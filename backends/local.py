@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from .base import Backend, Outcome, RunFn, Task, call_safely, register_backend
+from twinsweep.core.atomic import atomic_write_bytes
 
 _SHARED: dict[str, Any] = {}
 _FN: RunFn | None = None
@@ -87,6 +88,11 @@ class LocalBackend(Backend):
     """
 
     name = "local"
+
+    @classmethod
+    def study_options(cls, table, results_dir, cache_dir, log=None) -> dict[str, Any]:
+        """The pool's dataset file stays inside the results folder (``cache_dir``)."""
+        return {"cache_dir": str(cache_dir)}
 
     def __init__(self, workers: int | None = 1, max_pending: int | None = None,
                  cache_dir: str | os.PathLike | None = None):
@@ -215,7 +221,6 @@ class LocalBackend(Backend):
                 fh.write(data)
             self._shared_path, self._shared_is_temp = path, True
             return
-        from twinsweep.core.atomic import atomic_write_bytes
 
         digest = hashlib.sha256(data).hexdigest()
         self.cache_dir.mkdir(parents=True, exist_ok=True)

@@ -246,6 +246,28 @@ def bytes_writer(data: bytes) -> Callable[[str], None]:
     return write
 
 
+def atomic_move(src: str | os.PathLike, path: str | os.PathLike, sync: bool = True) -> Path:
+    """Give an already written file ``src`` the name ``path`` durably: ``src`` is fsynced, renamed
+    over ``path`` (``os.replace``: both must be on one filesystem, e.g. in one folder) and the
+    folder is fsynced, so that after a crash ``path`` holds its old or its new content. For a file
+    that was filled elsewhere (a resumable download's ``.part`` file); :func:`atomic_write` is the
+    call for content written here. Returns ``path`` as a Path; a full disk raises DiskFullError
+    naming ``path``. ``src`` keeps its mode.
+    """
+    path = Path(path)
+    try:
+        if sync:
+            fsync_path(src)
+        os.replace(src, path)
+        if sync:
+            fsync_path(path.parent)
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise disk_full_error(path, exc) from exc
+        raise
+    return path
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes, sync: bool = True, staged: bool = False) -> Path:
     """:func:`atomic_write` of ``data``."""
     return atomic_write(path, bytes_writer(data), sync, staged)

@@ -20,6 +20,7 @@ from .resources import Cluster, NodePool
 from .jobview import JobView, SchedulerContext
 from .scheduler import make_scheduler
 from .system import System
+from .workload import RUNNING_WHEN_RECORDED
 
 
 @dataclasses.dataclass
@@ -411,7 +412,8 @@ class Engine:
                 steps_r.append(running_count)
 
         t_end = t1 if t1 is not None else (steps_t[-1] if steps_t else self.t0)
-        # outcomes
+        # outcomes (a job still running when its trace was recorded never "completes": core/workload.py)
+        recorded_running = (f["status"] == "running").tolist()
         out_status = [None] * n
         for j in range(n):
             if status[j] is not None:
@@ -424,6 +426,9 @@ class Engine:
                 out_status[j] = "timeout"
                 reason[j] = (f"killed at its time limit ({limit[j]} s; recorded run time {run[j]} s)" if not grace else
                              f"killed {grace} s past its time limit ({limit[j]} s; recorded run time {run[j]} s)")
+            elif recorded_running[j]:
+                out_status[j] = "running"
+                reason[j] = RUNNING_WHEN_RECORDED
             else:
                 out_status[j] = "completed"
 
@@ -456,7 +461,7 @@ class Engine:
                 energy.append(math.nan)
                 avgp.append(math.nan)
                 continue
-            e = sim_end[j] if out_status[j] != "running" else t1
+            e = sim_end[j] if t1 is None else min(sim_end[j], t1)
             energy.append(npow[j] * nodes[j] * (e - sim_start[j]))
             avgp.append(npow[j] * nodes[j])
         jobs["energy_j"] = energy

@@ -281,6 +281,27 @@ def traces_node_power(system: System, traces: dict) -> dict:
     return out
 
 
+def account_power(result, system: System, traces: dict | None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """The run's final jobs and step tables, power accounted once, after the engine.
+
+    The engine schedules with one constant DC power per job and node (``node_power_w``: the
+    recorded average when there is one, else the node model) and reports ``jobs`` / ``steps`` on
+    that basis. Where the workload carries per-job power or utilisation samples (``traces``,
+    ``Workload.traces``), this step turns them into node power (:func:`traces_node_power`) and
+    rebuilds the traced jobs' energy and the IT power step function (:func:`apply_power_traces`);
+    without traces the engine's tables are final as they are. ``result`` (an
+    ``EngineResult``: ``jobs``, ``steps``, ``t_end``) is not modified: the timeline, the cooling
+    and the statistics read the tables returned here, and nothing writes back into the engine's.
+
+    Returns ``(jobs, steps, counts)``; ``counts``: ``{}`` without traces, else the
+    ``power_trace*`` counts of :func:`apply_power_traces`.
+    """
+    if not traces:
+        return result.jobs, result.steps, {}
+    return apply_power_traces(result.jobs, result.steps, traces_node_power(system, traces),
+                              idle_node_power_w(system), result.t_end)
+
+
 def apply_power_traces(jobs: pd.DataFrame, steps: pd.DataFrame, traces: dict, idle_power_w: float,
                        t_end: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Replace the constant per-job power of traced jobs by their recorded power samples.

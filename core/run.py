@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import datetime as _dt
 import json
 import os
 import platform
@@ -30,10 +31,11 @@ from .accounts import Accounts, account_names, accounts_of_run, load_accounts
 from .atomic import atomic_write, atomic_write_files, bytes_writer
 from .errors import ConfigError
 from .perturb import perturb
-from .power import build_timeline, idle_node_power_w, job_node_power_w
+from .power import account_power, build_timeline, idle_node_power_w, job_node_power_w
 from .scheduler import validate_scheduler
 from .stats import compute_stats
-from .system import System, load_system, system_for_trace, system_from_swf_header
+from .system import System, load_system, resolve_system, system_for_trace, system_from_swf_header
+from .tracespan import trace_span
 from .workload import Workload
 
 #: Largest timeline a run may build (bins): a guard against a mistyped duration (e.g. 9999999d) and
@@ -62,20 +64,9 @@ class RunResult:
     stats: dict
     manifest: dict
     wall_time_s: float = 0.0
-
-
-def resolve_system(config: RunConfig, workload: Workload) -> System:
-    """The run's system: ``config.system`` by name or path; else the named system whose ``traces``
-    list holds the trace's file name; else a generic system built from the trace header.
-
-    Raises UnknownNameError (listing the systems) or ConfigError (no usable header).
-    """
-    if config.system:
-        return load_system(config.system)
-    named = system_for_trace(workload.source)
-    if named is not None:
-        return named
-    return system_from_swf_header(workload.header, workload.source, workload.procs_unit)
+    #: one-line warnings about the run's input (the trace's own, :attr:`Workload.warnings`, and a
+    #: window past the trace's last submission, :mod:`core.tracespan`); ``twinsweep run`` prints them.
+    warnings: list = dataclasses.field(default_factory=list)
 
 
 def _check_timeline_size(jobs: pd.DataFrame, t0: int, sample_period: int, source: str, full_run: bool,
@@ -108,12 +99,35 @@ def _check_timeline_size(jobs: pd.DataFrame, t0: int, sample_period: int, source
         "window (--start/--duration) or a longer --sample-period")
 
 
-def load_run_workload(config: RunConfig) -> Workload:
-    """Load ``config.data`` (relative paths resolve against the data directory)."""
+def load_run_inputs(config: RunConfig, system: System | None = None) -> tuple[Workload, System]:
+    """The run's trace and system, ``(workload, system)``, the trace loaded once.
+
+    The system is resolved first where that needs no trace content (``system`` given,
+    ``config.system``, or the named system listing the trace's file name), so that its
+    ``timezone`` is known when the trace is read (:func:`core.loaders.load_workload`: the zone of
+    local times is ``config.tz``, else the file's own, else the system file's, else
+    ``$TWINSWEEP_TZ``); only a generic system is built from the loaded trace's header.
+    Relative trace paths resolve against the data directory. Raises as :func:`resolve_system`
+    and :func:`core.loaders.load_workload` do.
+    """
     from .data import resolve_data_path
     from .loaders import load_workload
 
-    return load_workload(resolve_data_path(config.data), format=config.format, lenient=config.lenient)
+    path = resolve_data_path(config.data)
+    named = system
+    if named is None:
+        named = load_system(config.system) if config.system else system_for_trace(str(path))
+    wl = load_workload(path, format=config.format, lenient=config.lenient, tz=config.tz,
+                       system_tz=getattr(named, "timezone", None))
+    if named is None:
+        named = system_from_swf_header(wl.header, wl.source, wl.procs_unit)
+    return wl, named
+
+
+def load_run_workload(config: RunConfig) -> Workload:
+    """Load ``config.data`` (relative paths resolve against the data directory), read in the
+    zone :func:`load_run_inputs` gives."""
+    return load_run_inputs(config)[0]
 
 
 def simulate(config: RunConfig, workload: Workload | None = None, system: System | None = None,
@@ -130,14 +144,16 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     t_wall = time.perf_counter()
     validate_scheduler(config.policy, config.backfill, config.option_dict)  # before any work
     if workload is None:
-        workload = load_run_workload(config)
+        workload, system = load_run_inputs(config, system)
     if system is None:
-        system = resolve_system(config, workload)
+        system = resolve_system(config.system, workload)
     wl = workload.with_nodes(system.cores_per_node)
     wl = perturb(wl, config.perturbation, config.seed)
     replay = config.policy == "replay"
     if len(wl) == 0:
         raise ConfigError(f"{workload.source}: the trace holds no job lines; nothing to simulate")
+    span = trace_span(workload)  # of the trace as recorded: every seed of a window is judged alike
+    span.check_window(config.start, config.duration, workload.source)
     if config.duration is not None and config.duration // config.sample_period > MAX_TIMELINE_BINS:
         raise ConfigError(
             f"duration {config.duration} s at sample_period {config.sample_period} s gives "
@@ -170,24 +186,26 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
                              ends=res.jobs["end_time"].astype("float64").to_numpy())
         raise ConfigError(f"{workload.source}: the run spans {res.t_end - res.t_start} s from t = {res.t_start} s: "
                           f"more than {MAX_TIMELINE_BINS:,} timeline bins of {config.sample_period} s")
-    if workload.traces:  # recorded per-job power/utilisation samples replace the constant job power
-        from .power import apply_power_traces, traces_node_power
-
-        tj, ts, tcounts = apply_power_traces(res.jobs, res.steps, traces_node_power(system, workload.traces),
-                                             idle_node_power_w(system), res.t_end)
-        res.jobs, res.steps = tj, ts
-        res.counts.update(tcounts)
-    timeline = build_timeline(res.steps, system, res.t_start, res.t_end, config.sample_period)
+    # the one post-engine power step: recorded per-job power traces, where the workload has them
+    jobs, steps, power_counts = account_power(res, system, workload.traces)
+    timeline = build_timeline(steps, system, res.t_start, res.t_end, config.sample_period)
     cooling_manifest = None
-    if config.cooling:  # cooling plant (core/cooling.py): PUE, coolant temperatures, cooling power
+    if config.cooling:  # cooling plant (core/cooling/): PUE, coolant temperatures, cooling power
         from .cooling import apply_cooling
 
         timeline, cooling_manifest, cooling_pieces = apply_cooling(
-            timeline, system, res.steps, res.t_end, config.wetbulb, epoch=int(workload.epoch))
+            timeline, system, steps, res.t_end, config.wetbulb, epoch=int(workload.epoch))
     counts = dict(res.counts)
+    counts.update(power_counts)
     counts["lenient_skipped_lines"] = len(workload.skipped_lines)
-    stats = compute_stats(res.jobs, res.steps, system, res.t_start, res.t_end, counts,
+    counts["elapsed_mismatch"] = int(workload.header.get("elapsed_mismatch", 0) or 0)
+    stats = compute_stats(jobs, steps, system, res.t_start, res.t_end, counts,
                           cooling=cooling_pieces if config.cooling else None)
+    stats.update(span.stats(res.t_start, t1))
+    warnings = list(workload.warnings)
+    past = span.past_last_submit_warning(res.t_start, t1, Path(workload.source).name)
+    if past:
+        warnings.append(past)
     manifest = {
         "schema_version": MANIFEST_SCHEMA_VERSION,
         "twinsweep_version": __version__,
@@ -203,18 +221,63 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
                    "path": Path(system.path).name if system.path else None, "sources": list(system.sources)},
         "workload": {"source": Path(workload.source).name, "format": workload.format,
                      "checksum": workload.checksum, "epoch": int(workload.epoch), "jobs": len(workload),
-                     "provenance": workload.provenance},
-        # the system as resolved (not None) so that `twinsweep run` and a sweep key a run alike
-        "run_key": run_key(config if config.system or system.generic else dataclasses.replace(config, system=system.name),
-                           workload.checksum, system.checksum),
+                     "provenance": workload.provenance,
+                     **({"timezone": workload.timezone} if workload.timezone else {}),
+                     **({"dump_time": int(workload.dump_time)} if workload.dump_time is not None else {})},
+        "run_key": run_key(config, workload, system),
         **({"accounts": accounts_manifest} if accounts_manifest is not None else {}),
         **({"cooling": cooling_manifest} if cooling_manifest is not None else {}),
+        **({"warnings": warnings} if warnings else {}),
         "versions": {"python": platform.python_version(), "pandas": pd.__version__, "pyarrow": pa.__version__},
     }
-    jobs = res.jobs.drop(columns=[c for c in ("replay_start",) if c in res.jobs.columns])
+    jobs = jobs.drop(columns=[c for c in ("replay_start",) if c in jobs.columns])
     jobs.attrs = {}  # nothing machine-specific (paths) may reach the output files
     return RunResult(jobs=jobs, timeline=timeline, stats=stats, manifest=manifest,
-                     wall_time_s=time.perf_counter() - t_wall)
+                     wall_time_s=time.perf_counter() - t_wall, warnings=warnings)
+
+
+#: Units of the run outputs' columns (the parquet schema metadata ``twinsweep.units``, DESIGN.md §5).
+#: ``"s since epoch"``: an instant, seconds since the trace epoch (``twinsweep.epoch``, Unix s, and
+#: ``twinsweep.epoch_utc``); ``"s"``: a duration; ``"1"``: a plain ratio or count-free number;
+#: ``"fraction"``: 0..1; ``""``: text, flags, identifiers.
+COLUMN_UNITS: dict[str, str] = {
+    "job_id": "", "trace_index": "", "user": "", "account": "", "partition": "", "status": "", "reason": "",
+    "trace_status": "", "prepopulated": "", "time_limit_imputed": "", "node_ids": "node index (0-based)",
+    "submit_time": "s since epoch", "recorded_start_time": "s since epoch", "recorded_end_time": "s since epoch",
+    "start_time": "s since epoch", "end_time": "s since epoch", "eligible_time": "s since epoch",
+    "run_time": "s", "time_limit": "s", "wait_time": "s", "elapsed": "s", "procs": "processors", "nodes": "nodes",
+    "cpus": "cores", "gpus": "GPUs", "cpu_util": "fraction", "gpu_util": "fraction", "avg_power_w": "W",
+    "node_power_w": "W", "energy_j": "J", "priority": "1",
+    # timeline.parquet
+    "time": "s since epoch", "it_power_w": "W", "loss_w": "W", "facility_power_w": "W", "cooling_power_w": "W",
+    "cdu_pump_w": "W", "facility_pump_w": "W", "tower_fan_w": "W", "heat_rejected_w": "W",
+    "busy_nodes": "nodes", "utilization": "fraction", "queued_jobs": "jobs", "running_jobs": "jobs", "pue": "1",
+    "wetbulb_c": "°C",
+}
+_SUFFIX_UNITS = (("_time", "s since epoch"), ("_temp_c", "°C"), ("_c", "°C"), ("_w", "W"), ("_j", "J"), ("_s", "s"))
+
+
+def column_unit(name: str) -> str:
+    """The unit of an output column: :data:`COLUMN_UNITS`, else by its name's suffix (``_time``:
+    s since epoch, ``_s``: s, ``_w``: W, ``_j``: J, ``_c``: °C), else ``""``."""
+    if name in COLUMN_UNITS:
+        return COLUMN_UNITS[name]
+    return next((u for suf, u in _SUFFIX_UNITS if name.endswith(suf)), "")
+
+
+def with_output_metadata(table: pa.Table, epoch: int) -> pa.Table:
+    """``table`` with the schema metadata a reader needs (DESIGN.md §5): ``twinsweep.units`` (JSON:
+    column -> unit, :func:`column_unit`), ``twinsweep.epoch`` (the trace epoch, Unix s) and
+    ``twinsweep.epoch_utc`` (ISO 8601). Dates of a time column (pandas)::
+
+        pd.to_datetime(jobs["submit_time"] + int(pq.read_schema(path).metadata[b"twinsweep.epoch"]), unit="s", utc=True)
+    """
+    meta = dict(table.schema.metadata or {})
+    meta[b"twinsweep.units"] = json.dumps({c: column_unit(c) for c in table.schema.names}, ensure_ascii=False).encode()
+    meta[b"twinsweep.epoch"] = str(int(epoch)).encode()
+    meta[b"twinsweep.epoch_utc"] = _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ").encode()
+    return table.replace_schema_metadata(meta)
 
 
 #: Arrow schemas (with their pandas metadata) by the frame's column names and dtypes: see
@@ -327,8 +390,9 @@ def write_run(result: RunResult, out_dir: str | Path, timing: bool = True, stage
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    jt = _jobs_table(result.jobs)
-    tt = _timeline_table(result.timeline)
+    epoch = int(result.manifest.get("workload", {}).get("epoch", 0))
+    jt = with_output_metadata(_jobs_table(result.jobs), epoch)
+    tt = with_output_metadata(_timeline_table(result.timeline), epoch)
     writes = [
         (out / "jobs.parquet", lambda p: pq.write_table(jt, p, compression="zstd")),
         (out / "timeline.parquet", lambda p: pq.write_table(tt, p, compression="zstd")),
@@ -414,7 +478,7 @@ def run_accounts_input(config, workload, system, frame=None) -> tuple[Accounts, 
                                   "there is no preceding window to collect on")
             start, duration = prev, start - prev
         sub = dataclasses.replace(config, policy="replay", backfill="none", options=(), start=start, duration=duration)
-        key = sub.key(workload.checksum)
+        key = run_key(sub, workload, system)
         acc = _COLLECT_CACHE.get(key)
         if acc is None:
             acc = accounts_of_run(simulate(sub, workload=workload, system=system))

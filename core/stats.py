@@ -46,7 +46,7 @@ jobs that end in the window are included). For each:
   windows only; 0.0 when the window holds fewer than two).
 
 Cooling (only with a ``cooling`` timeline, i.e. a run with cooling on; otherwise these keys are
-None). The cooling power is constant over each timeline sample (core/cooling.py), so the facility
+None). The cooling power is constant over each timeline sample (core/cooling/), so the facility
 power ``it + loss + cooling`` is again a step function (change points: the engine's and the sample
 starts); ``facility_energy_j``, ``mean_power_w``, ``peak_power_w``, the ramps and the EDPs then use
 it, exactly:
@@ -99,12 +99,12 @@ COUNT_KEYS = (
     "jobs_in_window", "jobs_started", "completed", "timeout", "rejected", "not_run",
     "still_queued", "still_running", "prepopulated", "time_limit_imputed",
     "lenient_skipped_lines", "replay_delayed", "replay_start_imputed",
-    "placement_fallbacks", "reservation_delays",
+    "placement_fallbacks", "reservation_delays", "running_when_recorded", "elapsed_mismatch",
 )
 #: Keys computed here from the jobs table (they override the same keys in ``counts``).
 _JOB_COUNT_KEYS = (
     "jobs_in_window", "jobs_started", "completed", "timeout", "rejected", "not_run",
-    "still_queued", "still_running", "prepopulated", "time_limit_imputed",
+    "still_queued", "still_running", "prepopulated", "time_limit_imputed", "running_when_recorded",
 )
 #: Keys of ``system``: the built-in metrics of the catalogue (:mod:`twinsweep.core.metrics`), in its
 #: order; registered plug-in metrics are added after them.
@@ -256,6 +256,8 @@ def compute_stats(
         "still_running": int((status == "running").sum()),
         "prepopulated": _bool_count(jobs, "prepopulated"),
         "time_limit_imputed": _bool_count(jobs, "time_limit_imputed"),
+        # jobs of the window still running when the trace was recorded (core/workload.py)
+        "running_when_recorded": int((jobs["trace_status"] == "running").sum()) if "trace_status" in jobs.columns else 0,
     }
     c.update(computed)
     counts_out = {k: c[k] for k in sorted(c)}

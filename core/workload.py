@@ -21,18 +21,34 @@ avg_power_w          float64     average power of the job over all its nodes (W)
 energy_j             float64     recorded energy (J), NaN if unknown
 priority             float64     trace priority, NaN if absent
 partition            object str  partition / queue, None if absent
-status               object str  completed | failed | cancelled | unknown
+status               object str  completed | failed | cancelled | running | unknown
 node_ids             object      recorded placement: list[int] of 0-based node indexes, or None
 ===================  ==========  ==========================================================
 
 The epoch is the Unix time (UTC) of time 0; ``checksum`` is the sha256 of the uncompressed
 source bytes, so that a run's identity changes when its input does.
+
+Jobs still running when the trace was recorded. An accounting dump (``sacct``, a site's job
+database export) is a snapshot: a job that had started but not ended when it was taken has a
+recorded start and no end. Such a job held its nodes until the dump and beyond, so it is not a job
+that never ran. Every loader's Workload goes through :func:`mark_running_at_dump`
+(:func:`core.loaders.load_workload` calls it): unless the source lists only ended jobs
+(``finished_only``: an SWF archive log, whose records are written when a job ends — there a start
+without a run time is a run time nobody recorded, e.g. SDSC-SP2's 5,671 cancelled jobs), a job
+with a recorded start, no recorded end, and either status ``running`` or no run time and no final
+status (completed, failed, cancelled) gets status ``running`` and, when the loader gave no run
+time (sacct's ``Elapsed``), ``run_time = dump_time − recorded_start_time`` (a lower bound of its
+real run time). ``dump_time`` is the format's explicit recording time when it has one (sacct: a
+``# dump_time:`` comment line), else :func:`latest_time`, the latest time stamp in the trace.
+The engine then lets such a job hold its nodes for that long and reports it as ``running``
+(reason: still running when the trace was recorded), never as ``completed``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
+from .errors import ConfigError
 
 import numpy as np
 import pandas as pd
@@ -60,8 +76,11 @@ WORKLOAD_COLUMNS: dict[str, str] = {
     "node_ids": "object",
 }
 
-#: Allowed values of the ``status`` column.
-JOB_STATUSES = ("completed", "failed", "cancelled", "unknown")
+#: Allowed values of the ``status`` column (``running``: still running when the trace was recorded).
+JOB_STATUSES = ("completed", "failed", "cancelled", "running", "unknown")
+
+#: ``reason`` of a run's job that was still running when its trace was recorded (core/engine.py).
+RUNNING_WHEN_RECORDED = "still running when the trace was recorded; end unknown"
 
 
 @dataclasses.dataclass
@@ -80,6 +99,16 @@ class Workload:
         skipped_lines: malformed lines skipped in lenient mode (list of ``(line_no, reason)``).
         provenance: short citation text of the data source (archive, donor), for reports.
         traces: optional per-job sample traces (job_id -> dict), see DESIGN.md §2.
+        dump_time: when the trace was recorded (s since the epoch): the end of what it can know.
+            Set by :func:`mark_running_at_dump` (a loader may set the format's explicit recording
+            time before); None for ``finished_only`` sources.
+        finished_only: the source lists only jobs that had ended when it was written (SWF
+            archives); no job is taken as still running (module docstring).
+        timezone: the IANA zone the loader read local wall-clock times in (e.g. ``Europe/Rome``),
+            None when the format's times are not local wall-clock times (SWF: offsets from
+            ``UnixStartTime``). Part of the run identity (:attr:`identity`).
+        warnings: one-line warnings about the trace's content (e.g. ``End − Start`` differing
+            from the recorded elapsed time), shown by ``twinsweep run`` and the sweep.
     """
 
     jobs: pd.DataFrame
@@ -92,6 +121,16 @@ class Workload:
     skipped_lines: list[tuple[int, str]] = dataclasses.field(default_factory=list)
     provenance: str = ""
     traces: dict[str, Any] = dataclasses.field(default_factory=dict)
+    dump_time: int | None = None
+    finished_only: bool = False
+    timezone: str | None = None
+    warnings: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def identity(self) -> str:
+        """What a run key covers of the trace: :attr:`checksum`, plus ``|tz=<zone>`` when the
+        loader read local times in a zone (the same bytes read in another zone are other times)."""
+        return self.checksum if not self.timezone else f"{self.checksum}|tz={self.timezone}"
 
     def __len__(self) -> int:
         return len(self.jobs)
@@ -103,8 +142,6 @@ class Workload:
         Rows with procs <NA> or <= 0 keep nodes = procs (they are rejected at submit).
         Raises ConfigError when cores_per_node < 1.
         """
-        from .errors import ConfigError
-
         if int(cores_per_node) < 1:
             raise ConfigError(f"cores_per_node must be >= 1, got {cores_per_node}")
         # a shallow copy: only the ``nodes`` column is replaced (a whole-column assignment never
@@ -134,8 +171,6 @@ def coerce_jobs_frame(df: pd.DataFrame) -> pd.DataFrame:
     or when the table names its recorded times ``start_time`` / ``end_time`` (the run outputs'
     names for the simulated times) instead of ``recorded_start_time`` / ``recorded_end_time``.
     """
-    from .errors import ConfigError
-
     for legacy in ("start_time", "end_time"):  # the recorded times are named recorded_* (DESIGN.md §2)
         if legacy in df.columns and f"recorded_{legacy}" not in df.columns:
             raise ConfigError(f"jobs table has a column {legacy!r}: a workload's recorded times are named "
@@ -155,3 +190,53 @@ def coerce_jobs_frame(df: pd.DataFrame) -> pd.DataFrame:
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"jobs column {col!r} cannot be cast to {dtype}: {exc}") from exc
     return out
+
+
+def latest_time(jobs: pd.DataFrame) -> int | None:
+    """The latest time stamp of a jobs table (s since the epoch): the maximum of ``submit_time``,
+    ``recorded_start_time``, ``recorded_end_time`` and ``recorded_start_time + run_time``; None
+    for an empty table. The recording time of a dump that states none (:func:`mark_running_at_dump`)."""
+    if not len(jobs):
+        return None
+    cols = [jobs["submit_time"].to_numpy(dtype="float64")]
+    start = jobs["recorded_start_time"].astype("float64").to_numpy()
+    cols.append(start)
+    cols.append(jobs["recorded_end_time"].astype("float64").to_numpy())
+    cols.append(start + jobs["run_time"].astype("float64").to_numpy())
+    m = float(np.nanmax(np.vstack(cols)))
+    return int(m) if np.isfinite(m) else None
+
+
+def mark_running_at_dump(wl: "Workload") -> "Workload":
+    """Mark the jobs of ``wl`` that were still running when the trace was recorded (module
+    docstring): status ``running``, run time ``dump_time − recorded_start_time`` where the loader
+    gave none (clipped at 0). Sets ``wl.dump_time`` (the loader's, else :func:`latest_time`) unless
+    ``wl.finished_only``; counts the jobs in ``header["running_when_recorded"]``. Returns ``wl``
+    (its jobs table replaced by a copy when a row changes)."""
+    if wl.finished_only:
+        return wl
+    jobs = wl.jobs
+    if wl.dump_time is None:
+        wl.dump_time = latest_time(jobs)
+    if wl.dump_time is None:
+        return wl
+    start = jobs["recorded_start_time"]
+    status = jobs["status"].astype("object")
+    final = status.isin(("completed", "failed", "cancelled")).to_numpy()
+    run_known = jobs["run_time"].notna().to_numpy()
+    open_ = (start.notna() & jobs["recorded_end_time"].isna()).to_numpy() & (
+        (status == "running").to_numpy() | (~run_known & ~final))
+    wl.header["running_when_recorded"] = int(open_.sum())
+    if not open_.any():
+        return wl
+    jobs = jobs.copy()
+    s = start.astype("float64").to_numpy()
+    run = jobs["run_time"].astype("float64").to_numpy(copy=True)
+    fill = open_ & ~run_known
+    run[fill] = np.maximum(0.0, float(wl.dump_time) - s[fill])
+    jobs["run_time"] = pd.arrays.IntegerArray(np.rint(np.nan_to_num(run)).astype("int64"), np.isnan(run))
+    st = status.to_numpy(copy=True)
+    st[open_] = "running"
+    jobs["status"] = pd.Series(st, index=jobs.index, dtype="object")
+    wl.jobs = jobs
+    return wl

@@ -13,11 +13,11 @@ from pathlib import Path
 
 
 def _duration(text):
-    from twinsweep.core.config import parse_duration
+    from twinsweep.core.durations import parse_human_duration
     from twinsweep.core.errors import ConfigError
 
     try:
-        return parse_duration(text)
+        return parse_human_duration(text)
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -30,6 +30,10 @@ def _add_run_parser(sub):
         "manifest.json. Times are seconds from the trace epoch; durations accept 3600, 90m, 6h, 7d."))
     p.add_argument("--data", required=True, help="trace file (relative paths resolve against $TWINSWEEP_DATA)")
     p.add_argument("--format", default=None, help="loader name (default: detect)")
+    p.add_argument("--tz", default=None, metavar="ZONE",
+                   help="IANA time zone of the trace's local wall-clock times (e.g. Europe/Rome), for formats "
+                        "with local times (sacct, LAST, Eurora, F-DATA, PM100); wins over a '# tz:' line of the "
+                        "file, the system file's timezone and $TWINSWEEP_TZ")
     p.add_argument("--system", default=None, help="system name or TOML path (default: the named system that lists the trace, see `twinsweep systems`; else a generic one from the SWF header)")
     p.add_argument("--policy", required=True, help=f"{', '.join(available_policies())}, or a plug-in named module:Class (docs/plugins.md)")
     p.add_argument("--backfill", default="none", help=f"{', '.join(available_backfills())}, or a plug-in named module:Class (default none)")
@@ -132,7 +136,7 @@ def _cmd_run(args) -> int:
         data=args.data, system=args.system, format=args.format, policy=args.policy,
         backfill=args.backfill, start=args.start, duration=args.duration,
         sample_period=args.sample_period, seed=args.seed, kill=not args.no_kill, lenient=args.lenient,
-        perturbation=Perturbation(args.runtime_sigma, args.submit_jitter), options=_run_options(args),
+        perturbation=Perturbation(args.runtime_sigma, args.submit_jitter), options=_run_options(args), tz=args.tz,
     )
     if args.wetbulb is not None and not args.cooling:
         from twinsweep.core.errors import ConfigError
@@ -154,21 +158,38 @@ def _cmd_run(args) -> int:
         raise
 
 
+def _print_warnings(res) -> None:
+    """The run's warnings (a window past the trace's last submission, the trace's own), one line each
+    on stderr, also with --quiet: they say the result may not mean what it seems to."""
+    for w in res.warnings:
+        print(f"twinsweep run: warning: {w}", file=sys.stderr, flush=True)
+
+
+def _print_window(res) -> None:
+    """The simulated window as UTC dates and as offsets, on stdout (what the run covered)."""
+    from twinsweep.core.tracespan import utc_text
+
+    w, epoch = res.manifest["window"], res.manifest["workload"]["epoch"]
+    print(f"window: {utc_text(epoch, w['start'])} to {utc_text(epoch, w['end'])} "
+          f"([{w['start']}, {w['end']}) s from the trace epoch {utc_text(epoch, 0)}; {w['duration'] / 86400:.2f} d)",
+          flush=True)
+
+
 def _simulate_and_write(args, cfg, console, out_dir: Path) -> int:
-    from twinsweep.core.run import load_run_workload, resolve_system, simulate, write_run
+    from twinsweep.core.run import load_run_inputs, simulate, write_run
 
     if console is None:  # --quiet
-        wl = load_run_workload(cfg)
-        res = simulate(cfg, workload=wl, system=resolve_system(cfg, wl))
+        wl, system = load_run_inputs(cfg)
+        res = simulate(cfg, workload=wl, system=system)
         write_run(res, out_dir)
+        _print_warnings(res)
         if args.accounts_out:
             _write_accounts(args, res, None)
         return 0
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     with console.status(f"loading {args.data}"):
-        wl = load_run_workload(cfg)
-        system = resolve_system(cfg, wl)
+        wl, system = load_run_inputs(cfg)
     with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                   TimeElapsedColumn(), console=console, transient=True) as prog:
         task = prog.add_task("sim", total=1.0)
@@ -185,6 +206,8 @@ def _simulate_and_write(args, cfg, console, out_dir: Path) -> int:
     if args.accounts_out:
         _write_accounts(args, res, console)
     _print_summary(console, res, out)
+    _print_window(res)
+    _print_warnings(res)
     return 0
 
 
@@ -200,11 +223,17 @@ def _print_summary(console, res, out: Path) -> None:
     def fmt(v, unit="", scale=1.0, nd=1):
         return "—" if v is None else f"{v / scale:,.{nd}f}{unit}"
 
+    from twinsweep.core.tracespan import utc_text
+
+    epoch = m["workload"]["epoch"]
     rows = [
-        ("window", f"[{m['window']['start']}, {m['window']['end']}) s  ({m['window']['duration'] / 86400:.2f} d)"),
+        ("window", f"{utc_text(epoch, m['window']['start'])} to {utc_text(epoch, m['window']['end'])}; "
+                   f"[{m['window']['start']}, {m['window']['end']}) s  ({m['window']['duration'] / 86400:.2f} d)"),
         ("jobs", f"{c['jobs_in_window']:,} in window, {c['completed']:,} completed, {c['timeout']:,} killed, "
                  f"{c['rejected']:,} rejected, {c['not_run']:,} never ran, {c['still_queued']:,} queued / "
-                 f"{c['still_running']:,} running at end"),
+                 f"{c['still_running']:,} running at end"
+                 + (f" ({c['running_when_recorded']:,} still running when the trace was recorded)"
+                    if c.get("running_when_recorded") else "")),
         ("time limits imputed", f"{c['time_limit_imputed']:,}"),
         ("wait mean / p95", f"{fmt(s['wait_mean_s'], ' s', 1, 0)} / {fmt(s['wait_p95_s'], ' s', 1, 0)}"),
         ("bounded slowdown (τ=10 s)", fmt(s["bsld_mean"], "", 1, 2)),

@@ -38,6 +38,10 @@ def add_parsers(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the grid size and a few run keys; run nothing")
     p.add_argument("--no-report", action="store_true", help="do not build the report at the end")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--replace-plan", action="store_true",
+                   help="accept a spec whose plan (datasets and their traces, grid, seeds, perturbation, systems) or "
+                        "name differs from the one the --out folder's study.json records, and make it the folder's "
+                        "(a spec that only adds seeds, grid values, windows or datasets needs no flag)")
     add_slurm_args(p, detach=True)
     p.set_defaults(func=_cmd_sweep)
 
@@ -125,6 +129,8 @@ def _cmd_sweep(args) -> int:
         print(f"study {spec.name}: {s['datasets']} dataset(s), {s['windows']} window(s) x {s['grid_points']} grid "
               f"point(s) x {s['seeds']} seed(s) = {info['runs']} runs")
         print(f"output {info['out']}: {info['done']} complete, {info['missing']} to run")
+        for w in info.get("warnings", ()):
+            print(f"twinsweep sweep: warning: {w}", file=sys.stderr, flush=True)
         for k in info["keys"]:
             coords = " ".join(f"{a}={v}" for a, v in k.items() if a != "key")
             print(f"  {k['key']}  {coords}")
@@ -135,7 +141,7 @@ def _cmd_sweep(args) -> int:
         res = run_sweep(spec, out=args.out, backend=args.backend, workers=args.workers, address=args.address,
                         retries=args.retries, progress=not args.no_progress and sys.stderr.isatty(),
                         report=not args.no_report, slurm=slurm or None, detach=args.detach,
-                        log=_warn_line("sweep"))
+                        log=_warn_line("sweep"), replace_plan=args.replace_plan)
     except KeyboardInterrupt:
         console.print("interrupted: the complete runs are kept; run the same command again to resume")
         raise

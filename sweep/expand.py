@@ -3,8 +3,12 @@
 :func:`load_datasets` loads every dataset of a study once (Workload + System); :func:`expand`
 turns a study into the ordered list of :class:`RunItem` — datasets (spec order) x windows (spec
 order) x grid axes (spec order, values in the order given; the last axis varies fastest) x seeds
-(in the order given). A run's key is ``RunConfig.key(workload.checksum)``: the sha256 of the
-canonical config JSON plus the trace checksum, so it is stable across processes and machines.
+(in the order given). A run's key is :func:`core.config.run_key` over the canonical config JSON,
+the trace's identity (its checksum, and the zone its local times were read in:
+:attr:`core.workload.Workload.identity`) and the system's parameters, so it is stable across
+processes and machines. Every window is checked against its trace's span when the dataset is
+loaded (:mod:`core.tracespan`): one that starts after the last job has ended is a ConfigError;
+one that extends past the last submission is a warning in :attr:`LoadedDataset.warnings`.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from twinsweep.core.config import run_key, RunConfig
+from twinsweep.core.config import RunConfig, run_key, system_ref
 from twinsweep.core.errors import ConfigError
 
 from .spec import Dataset, StudySpec
@@ -27,7 +31,9 @@ class LoadedDataset:
 
     ``workload``: :class:`core.workload.Workload`; ``system``: :class:`core.system.System`;
     ``path``: the resolved trace path; ``system_ref``: what goes into ``RunConfig.system``
-    (name or TOML path; None = generic system from the trace header).
+    (name or TOML path; None = generic system from the trace header); ``warnings``: one-line
+    warnings of the trace (:attr:`core.workload.Workload.warnings`) and of windows past its last
+    submission, for the sweep to show once.
     """
 
     spec: Dataset
@@ -35,6 +41,7 @@ class LoadedDataset:
     system: Any
     path: str
     system_ref: str | None
+    warnings: list = dataclasses.field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -57,6 +64,7 @@ class LoadedDataset:
             "format": w.format,
             "checksum": w.checksum,
             "epoch": int(w.epoch),
+            "timezone": w.timezone,
             "jobs": int(len(w.jobs)),
             "provenance": w.provenance or "",
             "header": header,
@@ -138,8 +146,10 @@ def resolve_trace(trace: str, spec_dir: Path | None) -> Path:
     return cand
 
 
-def _resolve_system(ds: Dataset, spec_dir: Path | None, workload):
-    from twinsweep.core.system import load_system, system_for_trace, system_from_swf_header
+def _named_system(ds: Dataset, spec_dir: Path | None, path: Path):
+    """``(system, ref)`` of a dataset whose system is known before its trace is read (``system``
+    given, or the named system listing the trace's file name), else ``(None, None)``."""
+    from twinsweep.core.system import load_system, system_for_trace
 
     if ds.system is not None:
         ref = ds.system
@@ -147,20 +157,37 @@ def _resolve_system(ds: Dataset, spec_dir: Path | None, workload):
         if p.suffix == ".toml" and not p.is_absolute() and spec_dir is not None and (spec_dir / p).exists():
             ref = str(spec_dir / p)
         return load_system(ref), ds.system
-    named = system_for_trace(workload.source)
-    if named is not None:
-        return named, named.name
-    return system_from_swf_header(workload.header, workload.source, workload.procs_unit), None
+    named = system_for_trace(str(path))
+    return (named, named.name) if named is not None else (None, None)
 
 
 def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
-    """Load one dataset's trace and resolve its system. Raises ConfigError / TraceFormatError."""
+    """Load one dataset's trace (once) and resolve its system: a named system first, so that its
+    ``timezone`` applies when the trace is read (after the dataset's ``tz``, before
+    ``$TWINSWEEP_TZ``), else a generic system from the trace header. Then every window is
+    checked against the trace's span (module docstring). Raises ConfigError (naming the dataset
+    and window) / TraceFormatError."""
     from twinsweep.core.loaders import load_workload
+    from twinsweep.core.system import system_from_swf_header
+    from twinsweep.core.tracespan import trace_span
 
     path = resolve_trace(ds.trace, spec_dir)
-    workload = load_workload(str(path), format=ds.format, lenient=ds.lenient)
-    system, ref = _resolve_system(ds, spec_dir, workload)
-    return LoadedDataset(ds, workload, system, str(path), ref)
+    system, ref = _named_system(ds, spec_dir, path)
+    workload = load_workload(str(path), format=ds.format, lenient=ds.lenient, tz=ds.tz,
+                             system_tz=getattr(system, "timezone", None))
+    if system is None:
+        system = system_from_swf_header(workload.header, workload.source, workload.procs_unit)
+    warnings = [f"dataset {ds.name}: {w}" for w in workload.warnings]
+    span = trace_span(workload)
+    for window in ds.windows:
+        where = f"dataset {ds.name!r} ({ds.trace}), window {window.name!r}"
+        start = window.start_seconds(int(workload.epoch))
+        span.check_window(start, window.duration, where)
+        t0 = span.first_submit_s if start is None else start
+        w = span.past_last_submit_warning(t0, None if window.duration is None else t0 + window.duration, where)
+        if w:
+            warnings.append(w)
+    return LoadedDataset(ds, workload, system, str(path), ref, warnings)
 
 
 def load_datasets(spec: StudySpec) -> dict[str, LoadedDataset]:
@@ -175,7 +202,7 @@ def _config(ds: LoadedDataset, window, axes: dict, seed: int, spec: StudySpec) -
     return RunConfig(
         data=ds.spec.trace, system=ds.system_ref, format=ds.spec.format,
         start=window.start_seconds(int(ds.workload.epoch)), duration=window.duration,
-        seed=seed, lenient=ds.spec.lenient, perturbation=spec.perturbation, options=options, **kw,
+        seed=seed, lenient=ds.spec.lenient, perturbation=spec.perturbation, options=options, tz=ds.spec.tz, **kw,
     )
 
 
@@ -195,7 +222,7 @@ def iter_items(spec: StudySpec, datasets: dict[str, LoadedDataset]) -> Iterator[
 
 def _item(ds: LoadedDataset, window, axes: dict, seed: int, spec: StudySpec) -> RunItem:
     cfg = _config(ds, window, axes, seed, spec)
-    return RunItem(run_key(cfg, ds.checksum, ds.system.checksum), ds.name, window.name, seed,
+    return RunItem(run_key(cfg, ds.workload, ds.system), ds.name, window.name, seed,
                    tuple(axes.items()), cfg, ds.checksum)
 
 

@@ -1,13 +1,22 @@
-"""The sweep report: one self-contained HTML page (PNG plots embedded as base64) plus the PNGs and
-CSVs beside it, in ``<results>/report/``.
+"""The sweep report: one self-contained HTML page plus its charts (SVG) and CSVs beside it, in
+``<results>/report/``.
 
-Sections (HTML ids): ``summary``, ``distributions`` (box plots per metric and variant across
-seeds), ``ranks`` (per dataset: mean rank with seeded bootstrap 95 % intervals), ``wins`` (win
-matrices), ``agreement`` (Kendall's W across seeds), ``timelines`` (power and utilisation of all
-variants overlaid for one window and seed, as in Fig. 4 of the S-RAPS paper), ``aggregate``
-(exact statistics), ``provenance`` (every trace, its archive and donors), ``power-models`` (the
-power parameters and their sources) and ``failures``. Every power or energy axis is labelled
-"(assumed)" when the system's power model is assumed rather than published.
+Sections (HTML ids, in page order): ``verdict`` (what to run and how sure we are), ``summary``
+(the study), ``ranks`` (per dataset: mean rank with seeded bootstrap 95 % intervals), ``wins``
+(win matrices), ``agreement`` (Kendall's W across seeds), ``timelines`` (power, utilisation and
+cooling of all variants overlaid for one window and seed, as in Fig. 4 of the S-RAPS paper), then
+the details: ``distributions`` (box strips per metric and variant across seeds), ``aggregate``
+(the exact statistics of ``aggregate.parquet``), ``pooled`` (every job and power sample),
+``provenance`` (every trace, its archive and donors), ``power-models`` (the power parameters and
+their sources) and ``failures``. Every power or energy axis is labelled "(assumed)" when the
+system's power model is assumed rather than published.
+
+Readable at 1280 px: tables wrap into column blocks, headers are the metric catalogue's labels with
+units, numbers are rounded (:func:`format_frame`). Every chart is inline SVG
+(:mod:`twinsweep.sweep.svgchart`) drawn with one variant -> (colour, line style) map
+(:func:`twinsweep.sweep.plotting.variant_styles`) and value axes that start at the metric's floor
+(:func:`twinsweep.sweep.plotting.axis_range`). Run files are read through
+:class:`twinsweep.sweep.store.ResultStore`.
 """
 
 from __future__ import annotations
@@ -15,18 +24,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import textwrap
 import io
 import json
 import os
 import re
 from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 from twinsweep.core.metrics import column_decimals, format_number, metric as _metric, summary_metrics
 
+from .plotting import axis_range, pyplot, variant_styles
 from .ranking import (REFERENCE_POLICY, block_ranks, bootstrap_mean_rank, drop_blocks, incomplete_blocks, kendall_w,
                       past_end_blocks, pivot_blocks, split_reference, win_matrix)
 from .report_fidelity import SECTION_ID as FIDELITY_ID, section_fidelity
@@ -35,6 +45,7 @@ from .report_stability import SECTION_ID as STABILITY_ID, section_stability
 from .report_verdict import section_verdict
 from .spec import study_axes, study_metrics, study_rank
 from .store import ResultStore
+from .svgchart import LinePanel, Series, box_strips, line_panels
 from .twin_error import load_twin_errors
 from .verdict import compute_verdict
 
@@ -45,22 +56,9 @@ SRAPS_CITE = ("M. Maiterth et al., \"HPC Digital Twins for Evaluating Scheduling
               "and their Impact on Power and Cooling\" (S-RAPS), arXiv:2508.20016, 2025, Fig. 4")
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def axis_label(name: str, assumed: bool) -> str:
     """Axis label with unit, and " (assumed)" for power/energy metrics of assumed power models."""
     return _metric(name).header(assumed)
-
-
-def _scale(name: str) -> float:
-    return _metric(name).scale
 
 
 def _is_assumed(labels) -> bool:
@@ -96,10 +94,22 @@ def add_variant(runs: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list
 
 
 def _cell(x, digits: int = 4) -> str:
-    if x is None or isinstance(x, (bool, np.bool_, int, np.integer, float, np.floating)):
-        return format_number(None if x is None else (bool(x) if isinstance(x, (bool, np.bool_)) else x), digits)
+    """One cell of a text column as display text: numbers through
+    :func:`core.metrics.format_number` (``digits`` significant digits; a whole number without
+    decimals: ``100``, not ``100.0``), booleans yes / no, None / NaN / an empty list ``—``, a list
+    as its items joined by commas; text as it is."""
+    if x is None or isinstance(x, (bool, np.bool_)):
+        return format_number(None if x is None else bool(x))
+    if isinstance(x, (int, np.integer)):
+        return format_number(int(x), decimals=0)
+    if isinstance(x, (float, np.floating)):
+        whole = np.isfinite(x) and float(x).is_integer() and abs(x) < 1e15
+        text = format_number(float(x), digits, decimals=0 if whole else None)
+        return text.rstrip("0").rstrip(".") if "." in text else text  # 1.5, not 1.500
     if isinstance(x, str):
         return x
+    if isinstance(x, (list, tuple, np.ndarray)):
+        return ", ".join(_cell(v, digits) for v in x) if len(x) else "—"
     try:
         return "—" if pd.isna(x) else str(x)
     except (TypeError, ValueError):
@@ -127,13 +137,16 @@ def format_frame(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
 
 
 class _Page:
-    """Collects HTML fragments and writes figures (PNG on disk + base64 in the page)."""
+    """Collects HTML fragments and writes figures beside the page (SVG charts inline, PNG figures
+    embedded as base64). ``styles``: the page's variant -> (colour, line style) map
+    (:func:`twinsweep.sweep.plotting.variant_styles`) that every figure draws with."""
 
-    def __init__(self, out: Path):
+    def __init__(self, out: Path, styles: dict | None = None):
         self.out = out
         self.parts: list[str] = []
         self.files: list[str] = []
         self.toc: list[tuple[str, str]] = []  # (HTML id, title) of every section, in page order
+        self.styles = styles or {}
 
     def h(self, level: int, text: str, id: str | None = None) -> None:
         a = f' id="{id}"' if id else ""
@@ -164,11 +177,22 @@ class _Page:
             part = df[list(df.columns[:key_cols]) + chunk]
             self.parts.append(part.to_html(index=False, escape=True, na_rep="—", classes=cls, border=0))
 
-    def figure(self, fig, name: str, caption: str = "", bbox: str | None = None) -> None:
-        plt = _plt()
+    def svg(self, svg: str, name: str, caption: str = "") -> None:
+        """Add an SVG chart (:mod:`twinsweep.sweep.svgchart`) inline and write it as ``name`` beside
+        the page."""
+        atomic_write_text(self.out / name, svg + "\n", sync=False)  # rebuilt from the runs at will: not synced
+        self.files.append(name)
+        cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
+        self.parts.append(f"<figure>{svg}{cap}</figure>")
+
+    def figure(self, fig, name: str, caption: str = "", bbox: str | None = None, dpi: int = 90) -> None:
+        """Add a matplotlib figure as a PNG (written beside the page, embedded as base64). The figure
+        is drawn once at its own size (``bbox="tight"`` draws it twice: avoid), with zlib level 1
+        (encoding dominated the figures' cost at level 6)."""
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=90, bbox_inches=bbox, metadata={"Software": None})
-        plt.close(fig)
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches=bbox, metadata={"Software": None},
+                    pil_kwargs={"compress_level": 1})
+        pyplot().close(fig)
         data = buf.getvalue()
         atomic_write_bytes(self.out / name, data, sync=False)  # rebuilt from the runs at will: atomic, not synced
         self.files.append(name)
@@ -182,23 +206,30 @@ class _Page:
 
     def html(self, title: str) -> str:
         """The page: a table of contents of the sections, then the sections in the order added."""
-        css = ("body{font-family:system-ui,sans-serif;max-width:1200px;margin:1em auto;padding:0 1em;color:#222}"
-               "table.t{border-collapse:collapse;font-size:0.85em;margin:0.5em 0 1.5em;max-width:100%}"
-               "table.t td,table.t th{border-bottom:1px solid #ddd;padding:2px 8px;text-align:right;"
-               "font-variant-numeric:tabular-nums}"
-               "table.t td{white-space:nowrap}table.t th{background:#f4f4f4;vertical-align:bottom}"
-               "table.verdict-table td{white-space:normal;text-align:left}"
-               "table.t td:first-child,table.t th:first-child{text-align:left}"
-               "figure{margin:1em 0}img{max-width:100%}"
-               "figcaption{font-size:0.85em;color:#555}nav.toc{font-size:0.9em;line-height:1.7}"
-               "nav.toc a{margin-right:1em;white-space:nowrap}"
-               "pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:0.8em;background:#f8f8f8;padding:0.5em}"
-               "ul.verdict{font-size:1.05em;line-height:1.5}b.best{color:#064}"
-               ".assumed{color:#a40}td,th,p,li{overflow-wrap:anywhere}")
-        nav = "".join(f'<a href="#{i}">{html.escape(t)}</a>' for i, t in self.toc)
-        return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-                f"<style>{css}</style></head><body><nav class=\"toc\"><b>Contents:</b> {nav}</nav>"
-                + "\n".join(self.parts) + "</body></html>\n")
+        return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+                f"<meta name=\"viewport\" content=\"width=device-width\"><title>{html.escape(title)}</title>"
+                f"<style>{CSS}</style></head><body><nav class=\"toc\"><b>Contents:</b> "
+                + " ".join(f'<a href="#{i}">{html.escape(t)}</a>' for i, t in self.toc)
+                + "</nav>\n" + "\n".join(self.parts) + "</body></html>\n")
+
+
+#: The page's style sheet: 1200 px of content at most; tables and charts never wider than the page
+#: (words break only where they must; numbers never); dark text (contrast >= 7:1).
+CSS = ("body{font-family:system-ui,sans-serif;max-width:1200px;margin:1em auto;padding:0 1em;color:#222;"
+       "line-height:1.4}"
+       "table.t{border-collapse:collapse;font-size:0.85em;margin:0.5em 0 1.5em;max-width:100%}"
+       "table.t td,table.t th{border-bottom:1px solid #ddd;padding:2px 8px;text-align:right;"
+       "font-variant-numeric:tabular-nums;overflow-wrap:break-word}"
+       "table.t td{white-space:nowrap}table.t th{background:#f0f0f0;vertical-align:bottom}"
+       "table.t td:first-child,table.t th:first-child{text-align:left}"
+       "table.verdict-table td,table.wrap td{white-space:normal;text-align:left}table.wrap th{text-align:left}"
+       "table.wins td,table.wins th{padding:2px 5px}"
+       "figure{margin:1em 0}img,svg{max-width:100%;height:auto}"
+       "figcaption{font-size:0.85em;color:#444}nav.toc{font-size:0.9em;line-height:1.7}"
+       "nav.toc a{margin-right:0.8em;white-space:nowrap}"
+       "pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:0.8em;background:#f6f6f6;padding:0.5em}"
+       "ul.verdict{font-size:1.05em;line-height:1.5}b.best{color:#064}"
+       ".assumed{color:#a40}p,li{overflow-wrap:break-word}")
 
 
 def _fname(*parts) -> str:
@@ -213,10 +244,26 @@ def _fname(*parts) -> str:
 
 
 def _fmt_duration(s) -> str:
+    """A duration in s as the largest whole unit: ``3 d``, ``12 h``, ``1 min``, ``90 s``; ``—`` for None."""
     if s is None or (isinstance(s, float) and np.isnan(s)):
         return "—"
     s = int(s)
-    return f"{s / 86400:g} d" if s % 3600 == 0 and s >= 86400 else f"{s / 3600:g} h" if s % 60 == 0 else f"{s} s"
+    for unit, n in (("d", 86400), ("h", 3600), ("min", 60)):
+        if s and s % n == 0:
+            return f"{s // n:,} {unit}"
+    return f"{s:,} s"
+
+
+def _axis_text(axis: str, values) -> str:
+    """A grid axis and its values for people: ``sample period: 1 min``, ``cooling: yes``."""
+    def one(v) -> str:
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        if axis == "sample_period" and isinstance(v, (int, float)):
+            return _fmt_duration(v)
+        return _cell(v)
+
+    return f"{axis.replace('_', ' ')}: {', '.join(one(v) for v in values)}"
 
 
 def _utc(epoch: int, offset) -> str:
@@ -238,67 +285,40 @@ def _section_summary(pg: _Page, study: dict, runs: pd.DataFrame, root: Path, fai
         ("runs complete / planned", f"{len(runs):,} / {plan_n:,}"),
         ("runs failed", f"{len(failed):,}"),
         ("datasets", ", ".join(d["name"] for d in study.get("datasets", []))),
-        ("grid", "; ".join(f"{k} = {', '.join(map(str, v))}" for k, v in grid.items())),
+        ("grid", "; ".join(_axis_text(k, v) for k, v in grid.items())),
         ("seeds", ", ".join(map(str, study.get("seeds", [])))),
         ("perturbation (seed > 0)", f"run times × exp(σ·N(0,1)) with σ = {pert.get('runtime_sigma', 0)}; "
                                     f"submit times ± U{{0..{pert.get('submit_jitter_s', 0)}}} s; seed 0 = the trace as recorded"),
-        ("rank metrics (first = primary)", ", ".join(f"{m} ({d})" for m, d in rank.items())),
+        ("ranking objectives (first = primary)", "; ".join(f"{_metric(m).label} ({'minimise' if d == 'min' else 'maximise'})"
+                                                          for m, d in rank.items())),
         ("statistics", "exact (full sort); std is the sample standard deviation (ddof = 1)"),
     ]
-    pg.table(pd.DataFrame(rows, columns=["", "value"]))
+    pg.table(pd.DataFrame(rows, columns=["", "value"]), cls="t wrap")
 
 
 def _section_distributions(pg: _Page, runs: pd.DataFrame, variants: list[str], metrics: list[str]) -> None:
-    plt = _plt()
     pg.h(2, "Distributions across seeds", "distributions")
-    pg.p("One box per variant (policy + backfill) over the seeds of each window; dots are the single runs. "
-         "Boxes: quartiles, whiskers 1.5 IQR.")
-    groups = list(runs.groupby(["dataset", "window"], sort=False))
-    pos = np.arange(1, len(variants) + 1)
-    label_in = 0.06 * max((len(v) for v in variants), default=4) + 0.3  # room for the rotated labels
+    pg.p("Per metric, one panel per dataset and window, one box per variant over its seeds: box = quartiles, "
+         "thick line = median, whiskers = the furthest runs within 1.5 IQR, dots = every run. Value axes start at "
+         "the metric's natural zero (1 for PUE) or, for temperatures, span at least 5 K, so that a difference "
+         "below the noise does not fill the axis. Hover a box for its figures.")
+    groups = [(key, g, {v: np.flatnonzero(g["variant"].to_numpy() == v) for v in variants})
+              for key, g in runs.groupby(["dataset", "window"], sort=False)]
     for metric in metrics:
         if metric not in runs.columns or runs[metric].isna().all():
             continue
-        width = max(6.0, 0.55 * len(variants) + 2)
-        height = 0.5 + 2.2 * len(groups) + label_in
-        fig, axes = plt.subplots(len(groups), 1, figsize=(width, height), squeeze=False, sharex=True)
-        for ax, ((ds, win), g) in zip(axes[:, 0], groups):
-            data = [g.loc[g["variant"] == v, metric].dropna().to_numpy() / _scale(metric) for v in variants]
-            _boxes(ax, pos, data)
-            ax.set_ylabel(textwrap.fill(axis_label(metric, _is_assumed(g["power_label"])), 34), fontsize=8)
-            ax.set_title(f"{ds} / {win}", fontsize=9)
-            ax.grid(axis="y", alpha=0.3)
-        axes[-1, 0].set_xticks(pos)
-        axes[-1, 0].set_xticklabels(variants, rotation=45, ha="right", fontsize=8)
-        axes[-1, 0].set_xlim(0.4, len(variants) + 0.6)
-        fig.subplots_adjust(left=0.9 / width, right=1 - 0.2 / width, top=1 - 0.35 / height,
-                            bottom=label_in / height, hspace=0.35 * len(groups) / max(len(groups), 1))
-        pg.figure(fig, f"box_{metric}.png", f"{_metric(metric).label} per variant across seeds",
-                  bbox="tight")  # long axis labels (units) must not be clipped
-
-
-def _boxes(ax, pos: np.ndarray, data: list[np.ndarray]) -> None:
-    """Box plot drawn with a few collections (fast): box = quartiles, line = median, whiskers to the
-    furthest value within 1.5 IQR, dots = every run."""
-    q1, med, q3, lo, hi, xs, ys = [], [], [], [], [], [], []
-    for x, d in zip(pos, data):
-        if len(d) == 0:
-            q1.append(np.nan), med.append(np.nan), q3.append(np.nan), lo.append(np.nan), hi.append(np.nan)
-            continue
-        a, m, b = np.quantile(d, [0.25, 0.5, 0.75])
-        iqr = b - a
-        q1.append(a), med.append(m), q3.append(b)
-        lo.append(d[d >= a - 1.5 * iqr].min()), hi.append(d[d <= b + 1.5 * iqr].max())
-        xs.append(x + (np.linspace(-0.12, 0.12, len(d)) if len(d) > 1 else np.zeros(1)))
-        ys.append(d)
-    q1, med, q3, lo, hi = map(np.asarray, (q1, med, q3, lo, hi))
-    ax.bar(pos, q3 - q1, bottom=q1, width=0.6, fill=False, edgecolor="black", linewidth=0.8)
-    ax.hlines(med, pos - 0.3, pos + 0.3, colors="tab:orange", linewidth=1.5)
-    ax.vlines(pos, lo, q1, colors="black", linewidth=0.8)
-    ax.vlines(pos, q3, hi, colors="black", linewidth=0.8)
-    ax.hlines(np.concatenate([lo, hi]), np.tile(pos - 0.15, 2), np.tile(pos + 0.15, 2), colors="black", linewidth=0.8)
-    if xs:
-        ax.plot(np.concatenate(xs), np.concatenate(ys), "o", ms=3, alpha=0.6, color="tab:blue")
+        m = _metric(metric)
+        panels, ranges = [], []
+        for (ds, win), g, rows in groups:
+            vals = g[metric].to_numpy(dtype="float64") / m.scale
+            by = {v: vals[i] for v, i in rows.items()}
+            panels.append((f"{ds} / {win}", by))
+            fin = vals[np.isfinite(vals)]
+            ranges.append(axis_range(m, float(fin.min()) if len(fin) else np.nan,
+                                     float(fin.max()) if len(fin) else np.nan))
+        head = axis_label(metric, _is_assumed(runs["power_label"]))
+        pg.svg(box_strips(panels, variants, pg.styles, ranges, head, f"{head} per variant across seeds"),
+               f"box_{metric}.svg", f"{head} per variant across seeds ({m.better})")
 
 
 def _rank_blocks(g: pd.DataFrame, metric: str, direction: str, variants: list[str]):
@@ -353,22 +373,29 @@ def _win_colour(x: float) -> str:
     return "#%02x%02x%02x" % tuple(int(round(v)) for v in c)
 
 
-def _win_table(W: np.ndarray, vs: list[str]) -> str:
-    """A win matrix as an HTML table (percent, coloured cells; variant names break at ``+``)."""
+def _win_table(W: np.ndarray, vs: list[str], max_cols: int = 12) -> str:
+    """A win matrix as HTML tables (percent, coloured cells; variant names break at ``+``): the
+    columns in blocks of at most ``max_cols`` (each block repeats the row names), so that the
+    matrix of many variants still fits the page."""
     def name(v: str) -> str:
         return html.escape(v).replace("+", "+<wbr>")
 
-    head = "".join(f"<th>{name(v)}</th>" for v in vs)
-    body = []
-    for i, a in enumerate(vs):
-        cells = "".join(f'<td style="background:{_win_colour(W[i, j])}">'
-                        f'{"—" if i == j else format_number(100 * W[i, j], decimals=0)}</td>' for j in range(len(vs)))
-        body.append(f"<tr><th>{name(a)}</th>{cells}</tr>")
-    return f'<table class="t wins"><tr><th>row \\ column</th>{head}</tr>{"".join(body)}</table>'
+    n = -(-len(vs) // max_cols) if vs else 1
+    size = -(-len(vs) // n) if vs else 0
+    out = []
+    for j0 in range(0, max(len(vs), 1), max(size, 1)):
+        js = range(j0, min(j0 + size, len(vs)))
+        head = "".join(f"<th>{name(vs[j])}</th>" for j in js)
+        body = []
+        for i, a in enumerate(vs):
+            cells = "".join(f'<td style="background:{_win_colour(W[i, j])}">'
+                            f'{"—" if i == j else format_number(100 * W[i, j], decimals=0)}</td>' for j in js)
+            body.append(f"<tr><th>{name(a)}</th>{cells}</tr>")
+        out.append(f'<table class="t wins"><tr><th>row \\ column</th>{head}</tr>{"".join(body)}</table>')
+    return "".join(out)
 
 
 def _section_wins(pg: _Page, runs: pd.DataFrame, variants: list[str], rank: dict) -> None:
-    plt = _plt()
     pg.h(2, "Win matrices", "wins")
     metric, direction = next(iter(rank.items()))
     pg.p(f"Cell (row i, column j): share of blocks (window, seed) in % in which variant i is strictly better than "
@@ -423,9 +450,16 @@ def _section_agreement(pg: _Page, runs: pd.DataFrame, variants: list[str], rank:
     pg.table(shown)
 
 
+#: Timeline panels: (timeline.parquet column, catalogue metric giving its unit, scale and axis floor, label).
+_TIMELINE_PANELS = (("facility_power_w", "peak_power_w", "facility power"), ("utilization", "utilization", "utilisation"),
+                    ("pue", "pue_avg", "PUE"), ("tower_return_temp_c", "tower_return_temp_mean_c",
+                                                 "cooling-tower return"))
+
+
 def _section_timelines(pg: _Page, root: Path, runs: pd.DataFrame, variants: list[str], study: dict,
                        datasets: dict) -> None:
-    plt = _plt()
+    import pyarrow.parquet as pq
+
     pg.h(2, "Power, utilisation and cooling timelines", "timelines")
     rep = study.get("report", {})
     seeds = sorted(runs["seed"].dropna().unique().tolist())
@@ -440,97 +474,104 @@ def _section_timelines(pg: _Page, root: Path, runs: pd.DataFrame, variants: list
         choices = [(d["name"], d["windows"][0]["name"]) for d in study.get("datasets", []) if d.get("windows")]
     pg.p(f"All variants overlaid for one window and seed {seed} (seed 0 = the trace as recorded), in the manner "
          f"of {SRAPS_CITE}. Facility power is the input power with conversion losses; utilisation is busy nodes "
-         f"/ nodes. Averages per sample period.")
-    cmap = plt.get_cmap("tab10")
-    styles = ["-", "--", ":", "-."]
-    vmap = runs.drop_duplicates("variant").set_index("variant")
-    pb = {v: (str(vmap.at[v, "policy"]) if "policy" in vmap.columns else v,
-              str(vmap.at[v, "backfill"]) if "backfill" in vmap.columns else "") for v in variants}
-    pols = list(dict.fromkeys(p for p, _ in pb.values()))
-    bfs = list(dict.fromkeys(b for _, b in pb.values()))
+         f"/ nodes. Averages per sample period, drawn as steps. Power axes start at zero, PUE at 1 and "
+         f"temperature axes span at least 5 K, so that small differences are not magnified.")
+    store = ResultStore(root)
     for ds, win in choices:
         g = runs[(runs["dataset"] == ds) & (runs["window"] == win) & (runs["seed"] == seed)]
-        if g.empty:
+        series: dict[str, dict[str, np.ndarray]] = {}
+        for v in variants:
+            keys = g.loc[g["variant"] == v, "key"]
+            path = store.run_file(str(keys.iloc[0]), "timeline.parquet") if len(keys) else None
+            if path is None or not path.exists():
+                continue
+            pf = pq.ParquetFile(path)
+            cols = [c for c in ["time"] + [c for c, _, _ in _TIMELINE_PANELS] if c in pf.schema_arrow.names]
+            t = pf.read(columns=cols, use_threads=False)
+            series[v] = {c: t.column(c).to_numpy(zero_copy_only=False).astype("float64") for c in cols}
+        if not series:
             pg.p(f"{ds} / {win} / seed {seed}: no complete runs.")
             continue
-        paths = {v: root / "runs" / g.loc[g["variant"] == v, "key"].iloc[0] / "timeline.parquet"
-                 for v in variants if (g["variant"] == v).any()}
-        paths = {v: p for v, p in paths.items() if p.exists()}
-        import pyarrow.parquet as _pq
-
-        cooled = any("pue" in _pq.read_schema(p).names for p in paths.values())
-        if cooled:  # cooling runs: PUE and cooling-tower return temperature too (S-RAPS Fig. 6)
-            fig, (a1, a2, a3, a4) = plt.subplots(4, 1, figsize=(11, 11), sharex=True)
-        else:
-            fig, (a1, a2) = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True)
         assumed = _is_assumed(g["power_label"])
-        t0 = None
-        for v in variants:
-            path = paths.get(v)
-            if path is None:
-                continue
-            cols = ["time", "facility_power_w", "utilization"]
-            has_cool = cooled and "pue" in _pq.read_schema(path).names
-            tl = pd.read_parquet(path, columns=cols + (["pue", "tower_return_temp_c"] if has_cool else []))
-            if t0 is None:
-                t0 = int(tl["time"].iloc[0]) if len(tl) else 0
-            hours = (tl["time"].to_numpy() - t0) / 3600.0
-            pol, bf = pb[v]
-            kw = dict(color=cmap(pols.index(pol) % 10), ls=styles[bfs.index(bf) % len(styles)], lw=1.0, label=v)
-            a1.plot(hours, tl["facility_power_w"] / 1e3, drawstyle="steps-post", **kw)
-            a2.plot(hours, 100 * tl["utilization"], drawstyle="steps-post", **kw)
-            if has_cool:
-                a3.plot(hours, tl["pue"], drawstyle="steps-post", **kw)
-                a4.plot(hours, tl["tower_return_temp_c"], drawstyle="steps-post", **kw)
-        a1.set_ylabel("facility power [kW]" + (" (assumed)" if assumed else ""))
-        a2.set_ylabel("utilisation [%]")
-        if cooled:
-            a3.set_ylabel("PUE" + (" (assumed)" if assumed else ""))
-            a4.set_ylabel("tower return [°C]" + (" (assumed)" if assumed else ""))
-            a4.set_xlabel(" ")
-            for a in (a3, a4):
-                a.grid(alpha=0.3)
+        t0 = min(float(s["time"][0]) for s in series.values() if len(s["time"]))
+        dt = min((float(np.diff(s["time"]).min()) for s in series.values() if len(s["time"]) > 1), default=0.0)
+        t1 = max(float(s["time"][-1]) for s in series.values() if len(s["time"])) + dt
         epoch = datasets.get(ds, {}).get("epoch", 0)
-        (a4 if cooled else a2).set_xlabel(f"hours since {_utc(epoch, t0) if t0 is not None else 'window start'}")
-        a1.set_title(f"{ds} / {win} / seed {seed}", fontsize=10)
-        for a in (a1, a2):
-            a.grid(alpha=0.3)
-        a1.legend(fontsize=7, ncol=4, loc="upper left", bbox_to_anchor=(1.0, 1.0) if len(variants) > 12 else None)
-        fig.tight_layout()
-        what = "facility power, utilisation, PUE and cooling-tower return temperature" if cooled else \
-            "facility power and utilisation"
-        pg.figure(fig, _fname("timeline", ds, win, f"seed{seed}") + ".png",
-                  f"{ds} / {win}, seed {seed}: {what}{' (power model assumed)' if assumed else ''}",
-                  bbox="tight")
+        panels = []
+        for col, name, text in _TIMELINE_PANELS:
+            have = [v for v in series if col in series[v]]
+            if not have:
+                continue
+            m = _metric(name)
+            ys = {v: series[v][col] / m.scale for v in have}
+            allv = np.concatenate(list(ys.values()))
+            allv = allv[np.isfinite(allv)]
+            lim = axis_range(m, float(allv.min()) if len(allv) else np.nan, float(allv.max()) if len(allv) else np.nan)
+            unit = f" [{m.display_unit}]" if m.display_unit else ""
+            panels.append(LinePanel([Series(v, (series[v]["time"] - t0) / 3600.0, ys[v], step=True) for v in have],
+                                    lim, (0.0, (t1 - t0) / 3600.0), ylabel=text + unit + (" (assumed)" if assumed and
+                                                                                         m.power else "")))
+        panels[0].title = f"{ds} / {win} / seed {seed}"
+        panels[-1].xlabel = f"hours since {_utc(epoch, t0)}"
+        what = ", ".join(p.ylabel.split(" [")[0].split(" (")[0] for p in panels)
+        label = f"{ds} / {win}, seed {seed}: {what}"
+        pg.svg(line_panels(panels, variants, pg.styles, label, cols=1, panel_height=140),
+               _fname("timeline", ds, win, f"seed{seed}") + ".svg",
+               label + (" (power model assumed)" if assumed else ""))
+
+
+def _decimals(name: str, values) -> int:
+    """Decimals of a column of metric ``name`` (display units): the largest magnitude in ``values``
+    with the metric's significant digits (:func:`core.metrics.column_decimals`), but no finer than
+    0.001 display units (0.0001 for a metric shown with 4 digits, such as PUE): the display units
+    (h, kW, MWh, %) are chosen so that a finer figure is below what the model resolves."""
+    m = _metric(name)
+    return min(column_decimals(list(values), m.digits), max(3, m.digits))
+
+
+def _aggregate_rows(root: Path, runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """The exact per-variant statistics the aggregation wrote (``aggregate.parquet``,
+    :func:`twinsweep.sweep.aggregate.aggregate_results`) with the report's ``variant`` labels; the
+    same summary made in memory (:func:`twinsweep.sweep.aggregate.summarise`) when the file is
+    missing (a report built from a folder that was never aggregated)."""
+    from .aggregate import group_columns, summarise
+
+    gcols = [c for c in group_columns(root, runs) if c in runs.columns]
+    path = root / "aggregate.parquet"
+    agg = pd.read_parquet(path) if path.exists() else summarise(runs, gcols, metrics)
+    gcols = [c for c in gcols if c in agg.columns]
+    keys = pd.DataFrame({c: runs[c].astype(str).to_numpy() for c in gcols})
+    keys["variant"] = runs["variant"].to_numpy()
+    return agg.astype({c: str for c in gcols}).merge(keys.drop_duplicates(gcols), on=gcols, how="inner")
 
 
 def _section_aggregate(pg: _Page, root: Path, runs: pd.DataFrame, variants: list[str], metrics: list[str]) -> None:
     pg.h(2, "Aggregate statistics", "aggregate")
-    pg.p("Mean ± sample standard deviation across seeds, per dataset, window and variant (display units). "
-         "Every exact statistic (n, min, mean, median, std, max, q05, q25, q75, q95) of every metric is in "
-         "aggregate.csv / aggregate.parquet beside the results; quantiles use the full sorted sample.")
-    keep = [m for m in metrics if m in runs.columns and runs[m].notna().any()]
-    rows = []
-    for (ds, win, v), g in runs.groupby(["dataset", "window", "variant"], sort=False):
-        r = {"dataset": ds, "window": win, "variant": v, "seeds": len(g)}
-        for m in keep:
-            x = g[m].to_numpy(dtype="float64") / _scale(m)
-            x = x[~np.isnan(x)]
-            x = np.where(np.abs(x) < 1e-9, 0.0, x)  # float round-off (e.g. 1e-15 kW ramps) is zero
-            if len(x) == 0:
-                r[m] = "—"
-            else:
-                sd = x.std(ddof=1) if len(x) > 1 else float("nan")
-                d = column_decimals([x.mean()], _metric(m).digits)
-                r[m] = format_number(x.mean(), decimals=d) + ("" if np.isnan(sd) else f" ± {format_number(sd, decimals=d)}")
-        rows.append(r)
-    df = pd.DataFrame(rows)
+    pg.p("Mean ± sample standard deviation across seeds, per dataset, window and variant, in display units, from "
+         "aggregate.parquet (exact statistics of the aggregation: n, min, mean, median, std, max, q05, q25, q75, "
+         "q95 of every metric, also in aggregate.csv; quantiles use the full sorted sample). Every column of a "
+         "metric shows one number of decimals across the study.")
+    agg = _aggregate_rows(root, runs, metrics)
+    keep = [m for m in metrics if m in set(agg["metric"]) and agg.loc[agg["metric"] == m, "mean"].notna().any()]
+    agg = agg[agg["metric"].isin(keep)]
+    dec = {m: _decimals(m, (agg.loc[agg["metric"] == m, "mean"] / _metric(m).scale).abs()) for m in keep}
+    assumed = _is_assumed(runs["power_label"])
     order = {v: i for i, v in enumerate(variants)}
-    if not df.empty:
-        df = df.sort_values(["dataset", "window", "variant"], key=lambda s: s.map(order) if s.name == "variant" else s,
-                            kind="mergesort")
-    df = df.rename(columns={m: axis_label(m, _is_assumed(runs["power_label"])) for m in keep})
-    pg.table(df, key_cols=4, max_cols=4)
+    windows: dict[tuple, dict[str, dict]] = {}  # (dataset, window) -> variant -> table row, in file order
+    for x in agg[["dataset", "window", "variant", "metric", "n", "mean", "std"]].to_dict("records"):
+        r = windows.setdefault((x["dataset"], x["window"]), {}).setdefault(x["variant"], {"variant": x["variant"],
+                                                                                          "seeds": 0})
+        m, sc = x["metric"], _metric(x["metric"]).scale
+        r["seeds"] = max(r["seeds"], int(x["n"]))
+        r[axis_label(m, assumed)] = "—" if pd.isna(x["mean"]) else (
+            format_number(x["mean"] / sc, decimals=dec[m]) + ("" if pd.isna(x["std"]) else
+                                                              f" ± {format_number(x['std'] / sc, decimals=dec[m])}"))
+    for (ds, win), by_variant in windows.items():
+        rows = sorted(by_variant.values(), key=lambda r: order.get(r["variant"], len(order)))
+        pg.h(3, f"{ds} / {win}")
+        df = pd.DataFrame(rows)
+        pg.table(df[["variant", "seeds"] + [axis_label(m, assumed) for m in keep if axis_label(m, assumed) in df]],
+                 key_cols=2, max_cols=5)
 
 
 def _section_provenance(pg: _Page, datasets: dict) -> None:
@@ -548,9 +589,42 @@ def _section_provenance(pg: _Page, datasets: dict) -> None:
         for w in d.get("windows", []):
             rows.append((f"window {w['name']}", f"start {_utc(d.get('epoch', 0), w.get('start'))}, "
                                                 f"duration {_fmt_duration(w.get('duration'))}"))
-        pg.table(pd.DataFrame(rows, columns=["", "value"]))
+        pg.table(pd.DataFrame(rows, columns=["", "value"], dtype=object), cls="t wrap")
         prov = (d.get("provenance") or "no provenance recorded by the loader").replace("\\n", "\n")
         pg.raw(f"<pre>{html.escape(prov)}</pre>")
+
+
+#: Unit suffixes of system-file parameter names (longest first) and the unit they stand for.
+_UNIT_SUFFIXES = (("_j_per_kg_k", "J/(kg·K)"), ("_kg_s", "kg/s"), ("_kw", "kW"), ("_w", "W"), ("_c", "°C"),
+                  ("_k", "K"), ("_s", "s"), ("_j", "J"))
+#: Words of parameter names spelled out on the page.
+_PARAM_WORDS = {"cpu": "CPU", "gpu": "GPU", "nic": "NIC", "cdu": "CDU", "cdus": "CDUs", "mem": "memory",
+                "util": "utilisation", "eta": "efficiency η", "c": "constant loss c", "cp": "specific heat c_p",
+                "hx": "heat-exchanger", "fmu": "FMU", "wetbulb": "wet-bulb", "min": "minimum", "max": "maximum"}
+
+
+def _param_label(key: str) -> str:
+    """A system-file parameter name for people, with its unit from the name's suffix:
+    ``cpu_idle_w`` -> ``CPU idle [W]``, ``node_converter.eta`` -> ``node converter: efficiency η``,
+    ``primary_flow_kg_s`` -> ``primary flow [kg/s]``. An *approach* (a temperature difference) named
+    ``..._c`` is in K."""
+    *parents, last = key.split(".")
+    unit = ""
+    for suffix, u in _UNIT_SUFFIXES:
+        if last.endswith(suffix) and len(last) > len(suffix):
+            last, unit = last[: -len(suffix)], u
+            break
+    if unit == "°C" and last.endswith("approach"):
+        unit = "K"
+    words = " ".join(_PARAM_WORDS.get(w, w) for w in last.split("_"))
+    prefix = " ".join(_PARAM_WORDS.get(w, w) for p in parents for w in p.split("_"))
+    return (f"{prefix}: " if prefix else "") + words + (f" [{unit}]" if unit else "")
+
+
+def _param_list(what: str) -> str:
+    """A comma-separated list of parameter names (a source's ``what``) as labels."""
+    return ", ".join(_param_label(k.strip()) if re.fullmatch(r"[a-z0-9_.]+", k.strip()) else k.strip()
+                     for k in what.split(","))
 
 
 def _section_power(pg: _Page, datasets: dict) -> None:
@@ -580,10 +654,12 @@ def _section_power(pg: _Page, datasets: dict) -> None:
                 flat.append((k, v))
         flat = [("nodes", s.get("nodes")), ("cores per node", s.get("cores_per_node")),
                 ("generic (from the trace header)", s.get("generic"))] + flat
-        pg.table(pd.DataFrame([(k, v) for k, v in flat], columns=["parameter", "value"]))
+        pg.table(pd.DataFrame([(k if i < 3 else _param_label(k), v) for i, (k, v) in enumerate(flat)],
+                              columns=["parameter", "value"], dtype=object), cls="t wrap")
         srcs = s.get("sources") or []
         if srcs:
-            items = "".join(f"<li><b>{html.escape(str(x.get('what', '')))}</b>: {html.escape(str(x.get('cite', '')))}</li>"
+            items = "".join(f"<li><b>{html.escape(_param_list(str(x.get('what', ''))))}</b>: "
+                            f"{html.escape(str(x.get('cite', '')))}</li>"
                             for x in srcs)
             pg.raw(f"<p>Sources:</p><ul>{items}</ul>")
         else:
@@ -595,8 +671,9 @@ def _section_power(pg: _Page, datasets: dict) -> None:
             pg.raw(f"<p>Cooling plant (used by runs with <code>cooling = true</code>): {html.escape(origin)}; "
                    "model and sources in docs/cooling.md. PUE and coolant temperatures of such runs carry the "
                    "same label as the power model.</p>")
-            rows = [(k, v) for k, v in cool.items() if k != "from_system_file" and not isinstance(v, (dict, list))]
-            pg.table(pd.DataFrame(rows, columns=["cooling parameter", "value"]))
+            rows = [(_param_label(k), v) for k, v in cool.items()
+                    if k != "from_system_file" and not isinstance(v, (dict, list))]
+            pg.table(pd.DataFrame(rows, columns=["cooling parameter", "value"], dtype=object), cls="t wrap")
 
 
 def _section_failures(pg: _Page, failed: list[dict]) -> None:
@@ -643,6 +720,15 @@ def _note_incomplete(pg: _Page, incomplete: pd.DataFrame, included: bool) -> Non
              f"not run yet, or set aside as unreadable); a missing variant would rank last: {html.escape(what)}{more}. "
              "Run the sweep again to complete them, or rank them anyway with twinsweep report --include-incomplete.",
              raw=True)
+
+
+def _backfill_of(runs: pd.DataFrame) -> dict[str, str] | None:
+    """variant -> its backfill variant (the line style of :func:`plotting.variant_styles`), or None
+    when the runs have no backfill column or a variant mixes several."""
+    if "backfill" not in runs.columns or not len(runs):
+        return None
+    pairs = runs[["variant", "backfill"]].astype(str).drop_duplicates()
+    return None if pairs["variant"].duplicated().any() else dict(zip(pairs["variant"], pairs["backfill"]))
 
 
 # ---------------------------------------------------------------------------------------- entry
@@ -696,7 +782,7 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
     ranked = runs if include_incomplete else drop_blocks(runs, incomplete)
     ranked, ranked_variants, reference = split_reference(ranked, variants)
 
-    pg = _Page(out_dir)
+    pg = _Page(out_dir, styles=variant_styles(variants, _backfill_of(runs)))
     pg.h(1, f"twinsweep report — {study.get('name', '')}")
     if study.get("description"):
         pg.p(study["description"])

@@ -9,24 +9,20 @@ it takes the page object, the results folder and the run table with its ``varian
 from __future__ import annotations
 
 import hashlib
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from twinsweep.core.metrics import format_number
+from twinsweep.core.metrics import format_number, pooled_metrics
+
+from .svgchart import LinePanel, Series, line_panels
 
 #: HTML id of the section.
 SECTION_ID = "pooled"
 #: Display of the pooled metrics: name -> (label, divisor, unit, is_power_or_energy).
 POOLED_DISPLAY: dict[str, tuple[str, float, str, bool]] = {
-    "wait_s": ("job wait", 3600.0, "h", False),
-    "bsld": ("job bounded slowdown (τ=10 s)", 1.0, "", False),
-    "job_edp_js": ("job EDP (energy × run time)", 3.6e6 * 3600.0, "kWh·h", True),
-    "power_swing_1min_w": ("1-min power swing", 1e3, "kW", True),
-    "power_swing_15min_w": ("15-min power swing", 1e3, "kW", True),
-}
+    m.name: (m.label, m.scale, m.display_unit, m.power) for m in pooled_metrics().values()}
 
 
 def _label(metric: str, assumed: bool) -> str:
@@ -45,7 +41,8 @@ def _variant_map(runs: pd.DataFrame, gcols: list[str]) -> pd.DataFrame:
 def section_pooled(pg, root: Path, runs: pd.DataFrame, variants: list[str], assumed: bool) -> None:
     """Write the section: a table of the pooled statistics and one quantile-function figure per
     dataset and window (one panel per metric, one line per variant). ``pg``: the report's page
-    (``h``, ``p``, ``table``, ``figure``); ``runs``: runs.parquet with a ``variant`` column."""
+    (``h``, ``p``, ``table``, ``svg`` and its variant ``styles``); ``runs``: runs.parquet with a
+    ``variant`` column."""
     pg.h(2, "Pooled distributions (every job and every power sample)", SECTION_ID)
     root = Path(root)
     summ_p, qt_p = root / "distributions.parquet", root / "distribution_quantiles.parquet"
@@ -73,15 +70,17 @@ def section_pooled(pg, root: Path, runs: pd.DataFrame, variants: list[str], assu
     order = {v: i for i, v in enumerate(variants)}
     metrics = [m for m in POOLED_DISPLAY if m in set(summ["metric"])]
     rows = []
-    for (ds, win, v), g in summ.groupby(["dataset", "window", "variant"], sort=False):
-        r = {"dataset": ds, "window": win, "variant": v, "seeds": int(g["runs"].max())}
+    groups: dict[tuple, dict[str, dict]] = {}  # (dataset, window, variant) -> metric -> its summary row
+    for x in summ.to_dict("records"):
+        groups.setdefault((x["dataset"], x["window"], x["variant"]), {}).setdefault(x["metric"], x)
+    for (ds, win, v), by_metric in groups.items():
+        r = {"dataset": ds, "window": win, "variant": v, "seeds": int(max(x["runs"] for x in by_metric.values()))}
         for m in metrics:
-            x = g[g["metric"] == m]
-            if not len(x) or x["n"].iloc[0] == 0:
+            x = by_metric.get(m)
+            if x is None or x["n"] == 0:
                 r[_label(m, assumed)] = "—"
                 continue
             s = POOLED_DISPLAY[m][1]
-            x = x.iloc[0]
             f = [format_number(x[k] / s, 3) for k in ("median", "q25", "q75", "q95", "max")]
             r[_label(m, assumed)] = f"{f[0]} [{f[1]}–{f[2]}], p95 {f[3]}, max {f[4]}"
         rows.append(r)
@@ -96,34 +95,30 @@ def section_pooled(pg, root: Path, runs: pd.DataFrame, variants: list[str], assu
 
 
 def _figures(pg, qt: pd.DataFrame, metrics: list[str], variants: list[str], assumed: bool) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    colors = plt.get_cmap("tab20")
+    """One SVG per dataset and window (:func:`twinsweep.sweep.svgchart.line_panels`): a panel per
+    metric with the quantile function of every variant, in the page's variant styles. A value axis
+    starts at zero; one whose positive values span more than two decades is symmetric-log (linear
+    below the 5th percentile of the positive values), so that the bulk and the tail both show."""
     for (ds, win), g in qt.groupby(["dataset", "window"], sort=False):
-        fig, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 3.0), squeeze=False)
-        fig.subplots_adjust(wspace=0.55)
-        for ax, m in zip(axes[0], metrics):
-            gm = g[g["metric"] == m]
+        panels = []
+        by_metric = dict(tuple(g.groupby("metric", sort=False)))
+        for m in metrics:
+            gm = by_metric.get(m, g.iloc[:0])
             s = POOLED_DISPLAY[m][1]
-            pos = gm["value"].to_numpy(dtype="float64") / s
-            pos = pos[pos > 0]
-            for i, v in enumerate(variants):
-                x = gm[gm["variant"] == v]
-                if len(x):
-                    ax.plot(x["q"].to_numpy() * 100, x["value"].to_numpy(dtype="float64") / s, lw=1,
-                            color=colors(i % 20), label=v)
-            if len(pos) and pos.max() / pos.min() > 100:  # wide range: log scale around the zeros
-                ax.set_yscale("symlog", linthresh=float(np.quantile(pos, 0.05)))
-            ax.set_xlabel("percentile", fontsize=8)
-            ax.set_ylabel(textwrap.fill(_label(m, assumed), 26), fontsize=8)
-            ax.tick_params(labelsize=7)
-            ax.grid(alpha=0.3)
-        axes[0, -1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
-        fig.suptitle(f"{ds} / {win}: pooled quantile functions per variant", fontsize=9)
+            vals = gm["value"].to_numpy(dtype="float64") / s
+            fin = vals[np.isfinite(vals)]
+            pos = fin[fin > 0]
+            symlog = float(np.quantile(pos, 0.05)) if len(pos) and pos.max() / pos.min() > 100 else None
+            hi = float(fin.max()) if len(fin) else 1.0
+            lo = min(0.0, float(fin.min())) if len(fin) else 0.0
+            by_variant = dict(tuple(gm.groupby("variant", sort=False)))
+            series = [Series(v, by_variant[v]["q"].to_numpy(dtype="float64") * 100,
+                             by_variant[v]["value"].to_numpy(dtype="float64") / s) for v in variants if v in by_variant]
+            panels.append(LinePanel(series, (lo, hi * 1.04 if hi > 0 else 1.0), (0.0, 100.0),
+                                    title=_label(m, assumed), xlabel="percentile", symlog=symlog))
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in f"{ds}_{win}")
         safe += "_" + hashlib.sha1(f"{ds}\0{win}".encode()).hexdigest()[:6]  # distinct for any names
-        pg.figure(fig, f"pooled_{safe}.png", f"{ds} / {win}: quantile function (exact percentiles 0–100) of each "
-                  "pooled distribution, one line per variant", bbox="tight")
+        label = f"{ds} / {win}: pooled quantile functions per variant"
+        pg.svg(line_panels(panels, variants, pg.styles, label, cols=min(len(panels), 3), panel_height=150),
+               f"pooled_{safe}.svg", f"{ds} / {win}: quantile function (exact percentiles 0–100) of each pooled "
+               "distribution, one line per variant")

@@ -15,10 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from twinsweep.core.atomic import atomic_write_text
+from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 from twinsweep.core.config import RunConfig
 
-from .store import SWEEP_JSON, commit_run_dir, dump_json
+from .store import SWEEP_JSON, commit_run_dir, dump_json, run_is_committed
+from twinsweep.core.atomic import atomic_write_bytes
 
 
 def make_payload(item, runs_dir: str | Path, ship: bool = False) -> dict[str, Any]:
@@ -51,7 +52,7 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
     runs_dir = Path(payload["runs_dir"])
     key = payload["key"]
     ship = bool(payload.get("ship"))
-    if not ship and (runs_dir / key).exists():
+    if not ship and run_is_committed(runs_dir, key):
         return {"key": key, "status": "exists", "sim_s": 0.0}
     cfg: RunConfig = payload["config"]
     workload, system = shared if shared is not None else (None, None)
@@ -75,8 +76,6 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
 def commit_shipped(runs_dir: str | Path, result: dict[str, Any]) -> str:
     """Commit the files a worker shipped back (:func:`execute_run` with ``ship``) as
     ``runs/<key>/``, atomically; returns ``"written"`` or ``"exists"``."""
-    from twinsweep.core.atomic import atomic_write_bytes
-
     def write(tmp: Path) -> None:
         for name, data in result["files"].items():
             if "/" in name or name.startswith("."):

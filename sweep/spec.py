@@ -13,9 +13,15 @@ annotated example; the tables and keys are:
                    unperturbed trace (:class:`core.config.Perturbation`).
 ``[[datasets]]``   ``name``, ``trace`` (path relative to the data dir, or absolute), ``system``
                    (name or TOML path; default: the named system listing this trace, else the SWF
-                   header), ``format`` (a loader name, checked here), ``lenient``, ``windows`` (list of ``{name, start, duration}``;
+                   header), ``format`` (a loader name, checked here), ``lenient``, ``tz`` (IANA zone
+                   of the trace's local wall-clock times, for formats that have them: wins over the
+                   file's ``# tz:`` line, the system file's ``timezone`` and ``$TWINSWEEP_TZ``),
+                   ``windows`` (list of ``{name, start, duration}``;
                    ``start``: offset from the trace epoch as a duration, or a TOML date-time;
-                   omitted = the whole trace).
+                   omitted = the whole trace). A window that starts after the trace's last job
+                   has ended is an error when the datasets are loaded (before any run); one that
+                   extends past the trace's last submission is a warning, and its runs are
+                   flagged ``window_past_last_submit`` (:mod:`core.tracespan`).
 ``[grid]``         axes -> lists: ``policy``, ``backfill``, ``kill``, ``sample_period``, ``cooling``,
                    ``wetbulb`` and ``"options.<name>"`` (policy options); every run gets the product
                    of all axes. Every grid point is checked when the spec is loaded
@@ -57,7 +63,8 @@ from typing import Any
 from twinsweep.backends.base import BACKENDS, address_takers
 from twinsweep.backends.slurm import parse_options as parse_slurm_options
 from twinsweep.core.backfill import BACKFILLS
-from twinsweep.core.config import Perturbation, parse_duration
+from twinsweep.core.config import Perturbation, check_timezone
+from twinsweep.core.durations import parse_human_duration
 from twinsweep.core.errors import ConfigError, UnknownNameError
 from twinsweep.core.loaders import LOADERS
 from twinsweep.core.metrics import default_direction
@@ -73,7 +80,7 @@ DEFAULT_RANK = {"bsld_mean": "min", "wait_mean_s": "min", "utilization": "max", 
 _TOP_KEYS = ("study", "perturbation", "datasets", "grid", "rank", "backend", "report")
 _STUDY_KEYS = ("name", "description", "output", "seeds", "retries")
 _PERTURB_KEYS = ("runtime_sigma", "submit_jitter", "submit_jitter_s")
-_DATASET_KEYS = ("name", "trace", "system", "format", "lenient", "windows")
+_DATASET_KEYS = ("name", "trace", "system", "format", "lenient", "tz", "windows")
 _WINDOW_KEYS = ("name", "start", "duration")
 _BACKEND_KEYS = ("name", "workers", "address", "slurm")
 _REPORT_KEYS = ("timeline", "bootstrap", "seed", "tradeoff", "pareto", "baseline", "validation")
@@ -110,6 +117,7 @@ class Dataset:
     format: str | None = None
     lenient: bool = False
     windows: tuple[Window, ...] = (Window("all"),)
+    tz: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -280,7 +288,7 @@ def _check_policy(where: str, name: Any) -> str:
 
 def _duration(where: str, v: Any) -> int:
     try:
-        return parse_duration(v, where)
+        return parse_human_duration(v, where)
     except ConfigError:
         raise
     except (TypeError, ValueError) as exc:
@@ -323,6 +331,12 @@ def _parse_dataset(d: Any, i: int) -> Dataset:
     lenient = d.get("lenient", False)
     if not isinstance(lenient, bool):
         raise ConfigError(f"{where}.lenient: expected true or false, got {lenient!r}")
+    tz = d.get("tz")
+    if tz is not None:
+        try:
+            check_timezone(tz)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}.{exc}") from None
     wins = d.get("windows")
     if wins is None:
         windows = (Window("all"),)
@@ -334,7 +348,7 @@ def _parse_dataset(d: Any, i: int) -> Dataset:
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ConfigError(f"{where}.windows: duplicate window name(s) {dup}")
-    return Dataset(name, trace, system, fmt, lenient, windows)
+    return Dataset(name, trace, system, fmt, lenient, windows, tz)
 
 
 def _parse_grid(g: Any) -> tuple[tuple[str, tuple], ...]:

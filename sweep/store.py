@@ -45,8 +45,9 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from twinsweep.core.atomic import TMP_MARK, atomic_write, atomic_write_text, commit_folder, disk_full_error, is_disk_full
-from twinsweep.core.errors import TwinError
+from twinsweep.core.atomic import (TMP_MARK, atomic_write, atomic_write_text, commit_folder, disk_full_error,
+                                     fsync_path, is_disk_full)
+from twinsweep.core.errors import ConfigError, TwinError
 
 RUNS_DIR = "runs"
 FAILED_DIR = "failed"
@@ -71,13 +72,15 @@ class StoreBusyError(TwinError):
     """Another live process holds the output folder's lock."""
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_text(path, text)
-
-
 def dump_json(obj: Any) -> str:
     """Deterministic JSON (sorted keys, 1-space indent, trailing newline)."""
     return json.dumps(obj, sort_keys=True, indent=1, default=str) + "\n"
+
+
+def run_is_committed(runs_dir: str | os.PathLike, key: str) -> bool:
+    """True when ``runs_dir/<key>/`` exists (:func:`commit_run_dir` made it complete): a worker's
+    check, which knows the store's ``runs/`` folder (a payload's ``runs_dir``) but not the store."""
+    return (Path(runs_dir) / key).is_dir()
 
 
 def commit_run_dir(runs_dir: str | os.PathLike, key: str, write: Callable[[Path], None]) -> str:
@@ -189,10 +192,18 @@ def _flat(v: Any) -> Any:
     return v
 
 
+#: Columns of runs.parquet taken from the top level of stats.json, with their Arrow type (the
+#: window's place in its trace, :mod:`core.tracespan`): ``window_past_last_submit`` (bool: the
+#: window extends past the trace's last submission; the report marks such blocks) and
+#: ``trace_last_submit_s`` (int s from the trace epoch). None for runs written before they existed.
+WINDOW_COLUMNS = {"window_past_last_submit": "bool", "trace_last_submit_s": "int64"}
+
+
 def run_row(run_dir: str | os.PathLike) -> dict[str, Any]:
     """The runs.parquet row of one run directory: coordinates (``sweep.json``), run options,
-    ``stats["system"]`` metrics (as named there), ``stats["counts"]`` as ``count_<name>`` and
-    ``power_label``. Never includes wall times (so the table is identical however it was produced).
+    ``stats["system"]`` metrics (as named there), ``stats["counts"]`` as ``count_<name>``,
+    ``power_label`` and :data:`WINDOW_COLUMNS`. Never includes wall times (so the table is
+    identical however it was produced).
     """
     d = Path(run_dir)
     sw = json.loads((d / SWEEP_JSON).read_text())
@@ -209,6 +220,8 @@ def run_row(run_dir: str | os.PathLike) -> dict[str, Any]:
         "submit_jitter_s": pert.get("submit_jitter_s"), "workload_checksum": sw.get("workload_checksum"),
         "power_label": stats.get("power_label"),
     })
+    for k in WINDOW_COLUMNS:
+        row[k] = stats.get(k)
     for k, v in (stats.get("system") or {}).items():
         row[k] = v
     for k, v in (stats.get("counts") or {}).items():
@@ -240,9 +253,12 @@ def table_schema(df: pd.DataFrame):
     import pyarrow as pa
 
     fields = []
+    fixed = {"bool": pa.bool_(), "int64": pa.int64()}
     for c in df.columns:
         dt = df[c].dtype
-        if pd.api.types.is_bool_dtype(dt):
+        if c in WINDOW_COLUMNS:
+            t = fixed[WINDOW_COLUMNS[c]]
+        elif pd.api.types.is_bool_dtype(dt):
             t = pa.bool_()
         elif pd.api.types.is_integer_dtype(dt):
             t = pa.int64()
@@ -282,8 +298,6 @@ class ResultStore:
     def create(self) -> "ResultStore":
         """Create ``root``, ``runs/`` and ``failed/``. Returns self. Raises ConfigError naming the
         folder when ``root`` is a file or cannot be created."""
-        from twinsweep.core.errors import ConfigError
-
         if self.root.exists() and not self.root.is_dir():
             raise ConfigError(f"output folder {self.root} is a file, not a folder; choose another --out")
         try:
@@ -368,11 +382,36 @@ class ResultStore:
 
     def is_done(self, key: str) -> bool:
         """True when ``runs/<key>/`` exists (complete: folders appear only by atomic rename)."""
-        return (self.runs_dir / key).is_dir()
+        return run_is_committed(self.runs_dir, key)
 
     def run_dir(self, key: str) -> Path:
         """Path of ``runs/<key>/`` (whether or not it exists)."""
         return self.runs_dir / key
+
+    def run_file(self, key: str, name: str) -> Path:
+        """Path of the file ``name`` (e.g. ``timeline.parquet``) of run ``key``: ``runs/<key>/<name>``,
+        whether or not it exists. Raises ValueError when ``key`` or ``name`` is not a plain file name
+        (empty, ``.``/``..`` or holding a path separator), so that no path outside the run's folder is
+        ever formed."""
+        for what, part in (("run key", key), ("file name", name)):
+            if not part or part in (".", "..") or "/" in part or os.sep in part:
+                raise ValueError(f"{what} must be a plain name, got {part!r}")
+        return self.runs_dir / key / name
+
+
+    def read_run_json(self, key: str, name: str) -> Any:
+        """Parse a JSON file of run ``key`` (``stats.json``, ``manifest.json``, ``sweep.json``).
+        Raises FileNotFoundError / ValueError naming the file."""
+        path = self.run_file(key, name)
+        try:
+            return json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+
+    def read_run_table(self, key: str, name: str, columns: list[str] | None = None) -> pd.DataFrame:
+        """A parquet table of run ``key`` (``jobs.parquet``, ``timeline.parquet``), only
+        ``columns`` when given. Raises FileNotFoundError / the reader's error."""
+        return pd.read_parquet(self.run_file(key, name), columns=columns)
 
     def check_runs(self, keys: Iterable[str] | None = None) -> tuple[set[str], dict[str, str]]:
         """``(readable, damaged)`` among the run folders (``keys``: only these): ``damaged`` maps a
@@ -445,7 +484,7 @@ class ResultStore:
             "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         })
         doc.update({"key": key, "error": error, "traceback": traceback, "info": info or doc.get("info")})
-        _atomic_write_text(path, dump_json(doc))
+        atomic_write_text(path, dump_json(doc))
         return path
 
     def clear_failure(self, key: str) -> None:
@@ -462,6 +501,23 @@ class ResultStore:
     def failure(self, key: str) -> dict[str, Any]:
         """The parsed ``failed/<key>/error.json``. Raises FileNotFoundError when there is none."""
         return json.loads((self.failed_dir / key / "error.json").read_text())
+
+    def failure_dir(self, key: str) -> Path:
+        """The folder of run ``key``'s failure record (``failed/<key>/``, whether or not it exists)."""
+        return self.failed_dir / key
+
+    def failures(self, keys: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        """``{key: error.json content}`` of the runs that failed and are not (yet) complete (only
+        ``keys`` when given), sorted by key; an unreadable record is left out (the run is retried
+        anyway)."""
+        want = self.failed_keys() if keys is None else self.failed_keys() & set(keys)
+        out = {}
+        for k in sorted(want):
+            try:
+                out[k] = self.failure(k)
+            except (OSError, ValueError):
+                continue
+        return out
 
     # ------------------------------------------------------------------ table
     def build_table(self, keys: Iterable[str] | None = None, quarantine: bool = False) -> pd.DataFrame:
@@ -494,7 +550,7 @@ class ResultStore:
                 df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
             elif df[c].dtype == object:
                 df[c] = _uniform_column(df[c])
-        for c in ("start", "duration", "submit_jitter_s", "seed"):
+        for c in ("start", "duration", "submit_jitter_s", "seed", "trace_last_submit_s"):
             if c in df.columns:
                 df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
         return df.sort_values("key", kind="mergesort").reset_index(drop=True)
@@ -532,15 +588,27 @@ class ResultStore:
         except Exception:  # noqa: BLE001 - absent, unreadable or without the metadata: unknown
             return None
 
-    def read_table(self) -> pd.DataFrame:
-        """``runs.parquet`` as a DataFrame. Raises FileNotFoundError when it was never built."""
-        return pd.read_parquet(self.root / TABLE)
+    @property
+    def table_path(self) -> Path:
+        """Path of ``runs.parquet`` (whether or not it exists)."""
+        return self.root / TABLE
+
+    def read_table(self, columns: list[str] | None = None) -> pd.DataFrame:
+        """``runs.parquet`` as a DataFrame (only ``columns`` when given). Raises FileNotFoundError
+        naming the folder when it was never built."""
+        if not self.table_path.exists():
+            raise FileNotFoundError(f"{self.root}: no sweep results here (missing {TABLE}); run `twinsweep sweep` first")
+        return pd.read_parquet(self.table_path, columns=columns)
+
+    def has(self, name: str) -> bool:
+        """True when the results folder holds ``name`` (``study.json``, ``plan.csv``, ...)."""
+        return (self.root / name).exists()
 
     # ------------------------------------------------------------------ metadata
     def write_json(self, name: str, obj: Any) -> Path:
         """Write ``root/name`` atomically as deterministic JSON."""
         path = self.root / name
-        _atomic_write_text(path, dump_json(obj))
+        atomic_write_text(path, dump_json(obj))
         return path
 
     def write_text(self, name: str, text: str) -> Path:

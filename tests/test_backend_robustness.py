@@ -137,10 +137,8 @@ def test_workers_without_the_results_folder_fail_fast_without_shipping(tmp_path,
     assert len(list((tmp_path / "w" / "runs").iterdir())) == 1  # stopped at the first run
 
 
-def test_slurm_backend_checks_run_folders_from_the_driver():
-    from twinsweep.backends.slurm import SlurmBackend
-
-    assert SlurmBackend.ships_files is False  # a missing run folder stops a Slurm sweep with SweepError
+# A Slurm task that reports ok without its run folder: tests/test_sweep_identity.py::
+# test_a_slurm_task_ok_without_its_run_folder_stops_the_sweep (a real SweepError, not a class attribute).
 
 
 # ------------------------------------------------------------------------------ a real Ray cluster

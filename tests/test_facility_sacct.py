@@ -11,7 +11,8 @@ import pytest
 from twinsweep.core.errors import TraceFormatError
 from twinsweep.core.loaders import detect_format, load_workload, read_trace
 from twinsweep.core.loaders.nodelist import HostlistError, NodeIndex, compress_hostlist, expand_hostlist
-from twinsweep.core.loaders.sacct import expand_array_spec, parse_duration
+from twinsweep.core.durations import parse_slurm_duration
+from twinsweep.core.loaders.sacct import expand_array_spec
 
 HEADER = ("JobID|JobIDRaw|JobName|User|Account|Partition|QOS|Priority|Submit|Eligible|Start|End|Elapsed|"
           "ElapsedRaw|Timelimit|TimelimitRaw|NNodes|NCPUS|AllocTRES|NodeList|State|ExitCode|ConsumedEnergyRaw")
@@ -112,7 +113,10 @@ def test_cancelled_before_start_and_still_running(tmp_path):
     assert c.status == "cancelled" and pd.isna(c.recorded_start_time) and pd.isna(c.run_time) and c.time_limit == 1800
     assert c.node_ids is None and c.sacct_state == "CANCELLED by 1234"
     r = job(wl, "1006")
-    assert r.status == "unknown" and r.recorded_start_time == 3660 and pd.isna(r.recorded_end_time) and pd.isna(r.run_time)
+    # changed (issue 11, item 10a): a job still running when sacct printed was "unknown" with no run
+    # time, so the twin never let it hold its nodes; now it is "running" and has run its Elapsed so far
+    assert r.status == "running" and r.recorded_start_time == 3660 and pd.isna(r.recorded_end_time)
+    assert r.run_time == 93784 and wl.header["running_when_recorded"] == 1
     assert r.elapsed == 93784 and pd.isna(r.time_limit)  # 1-02:03:04; Partition_Limit -> missing
     assert r.hosts == ["node007", "node009"]
 
@@ -172,12 +176,12 @@ def test_malformed_rows(tmp_path):
     ("Unknown", None), ("", None), ("10:00.5", 600),
 ])
 def test_durations(text, seconds):
-    assert parse_duration(text) == seconds
+    assert parse_slurm_duration(text, "Elapsed", missing_ok=True) == seconds
 
 
 def test_bad_duration():
-    with pytest.raises(ValueError):
-        parse_duration("ten minutes")
+    with pytest.raises(ValueError, match="Elapsed: 'ten minutes' is not a Slurm duration"):
+        parse_slurm_duration("ten minutes", "Elapsed", missing_ok=True)
 
 
 @pytest.mark.parametrize("spec,tasks", [

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from twinsweep.sweep.aggregate import STAT_COLUMNS, aggregate, exact_stats
 from twinsweep.sweep.api import run_sweep
 from twinsweep.sweep.cli import main
-from twinsweep.sweep.ranking import block_ranks, bootstrap_mean_rank, kendall_w, win_matrix
+from twinsweep.sweep.ranking import average_ranks, block_ranks, bootstrap_mean_rank, chi2_sf, kendall_w, win_matrix
 from twinsweep.sweep.report import report_sections
 from test_sweep_support import write_spec
 
@@ -117,9 +117,10 @@ def test_report_has_every_section(small_sweep):
     html = res.report.read_text()
     for sid in report_sections():
         assert f'id="{sid}"' in html, sid
-    # self-contained: every image embedded, no external resource
+    # self-contained: charts inline (SVG), any image embedded, no external resource
     imgs = re.findall(r'<img [^>]*src="([^"]+)"', html)
-    assert imgs and all(s.startswith("data:image/png;base64,") for s in imgs)
+    assert all(s.startswith("data:image/png;base64,") for s in imgs)
+    assert html.count("<svg ") >= 16 and not re.search(r'(href|src)="(https?:)?//', html)
     assert "http://" not in html.split("<body>")[0] and "<script" not in html
     assert "Kendall and B. Babington Smith" in html and "1939" in html
     assert "(assumed)" in html  # generic header system: power assumed
@@ -138,8 +139,8 @@ def test_report_has_every_section(small_sweep):
     cells = re.findall(r"<td[^>]*>(.*?)</td>", html)
     assert not [c for c in cells if re.search(r"(?<![\w.])\d+(\.\d+)?[eE][+-]?\d+(?!\w)|^None$|^nan$|(?<![\w.])\d+\.\d{7,}(?!\w)", c)]
     rep = res.out / "report"
-    for f in ("ranks.csv", "wins.csv", "kendall_w.csv", "runs.csv", "box_bsld_mean.png",
-              "box_peak_power_w.png", "timeline_tiny_all_seed1.png"):
+    for f in ("ranks.csv", "wins.csv", "kendall_w.csv", "runs.csv", "box_bsld_mean.svg",
+              "box_peak_power_w.svg", "timeline_tiny_all_seed1.svg"):
         assert (rep / f).exists(), f
     ranks = pd.read_csv(rep / "ranks.csv")
     assert set(ranks["variant"]) == {f"{p}+{b}" for p in ("fcfs", "sjf", "ljf") for b in ("none", "easy")}
@@ -178,3 +179,77 @@ def test_figure_file_names_differ_for_names_that_differ_only_in_unsafe_character
     assert len(names) == 4
     assert _fname("box", "wait_mean_s") == "box_wait_mean_s"  # safe parts are kept as they are
     assert all(re.fullmatch(r"[A-Za-z0-9._-]+", n) for n in names)
+
+
+# ------------------------------------------------------------------------------ numpy rank statistics
+def test_average_ranks_by_hand_and_against_scipy():
+    v = np.array([[3.0, 1.0, 1.0, np.inf, np.inf], [5.0, 4.0, 3.0, 2.0, 1.0]])
+    assert average_ranks(v).tolist() == [[3.0, 1.5, 1.5, 4.5, 4.5], [5.0, 4.0, 3.0, 2.0, 1.0]]
+    ss = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 4, size=(50, 9)).astype(float)
+    assert np.array_equal(average_ranks(x), np.vstack([ss.rankdata(r, method="average") for r in x]))
+
+
+def test_chi2_sf_closed_form():
+    # k = 2: exp(-x/2); k = 1: erfc(sqrt(x/2)) (by hand)
+    import math
+
+    assert chi2_sf(3.0, 2) == pytest.approx(math.exp(-1.5), rel=1e-15)
+    assert chi2_sf(2.0, 1) == pytest.approx(math.erfc(1.0), rel=1e-15)
+    assert chi2_sf(0.0, 5) == 1.0 and chi2_sf(1e6, 30) == 0.0
+    ss = pytest.importorskip("scipy.stats")
+    for k in (1, 2, 3, 7, 11, 40):
+        for x in (0.1, 1.0, 5.0, 30.0, 120.0):
+            assert chi2_sf(x, k) == pytest.approx(ss.chi2.sf(x, k), rel=1e-9, abs=1e-300)
+    with pytest.raises(ValueError):
+        chi2_sf(1.0, 0)
+
+
+# ------------------------------------------------------------------------------ plotting helpers
+def test_variant_styles_are_unique_stable_and_readable():
+    from twinsweep.sweep.plotting import PALETTE, axis_range, contrast_ratio, variant_styles
+
+    vs = [f"{p}+{b}" for p in ("fcfs", "sjf", "ljf") for b in ("none", "firstfit", "easy", "conservative")]
+    group = {v: v.split("+")[1] for v in vs}
+    st = variant_styles(vs, group)
+    assert st == variant_styles(vs, group)  # the same map for every figure
+    assert len({(s.color, s.linestyle) for s in st.values()}) == len(vs)
+    assert len({s.color for s in st.values()}) == 12  # 12 variants: 12 colours
+    assert st["fcfs+easy"].linestyle == st["ljf+easy"].linestyle  # line style by backfill
+    many = variant_styles([f"v{i}" for i in range(48)])
+    assert len({(s.color, s.linestyle) for s in many.values()}) == 48
+    assert all(contrast_ratio(c) >= 3.0 for c in PALETTE)  # WCAG 2.1 non-text contrast on white
+    assert contrast_ratio("#000000") == pytest.approx(21.0)
+    # axes start at the floor (0; 1 for PUE) or span min_span: a 0.0012 PUE spread is not magnified
+    from twinsweep.core.metrics import metric
+
+    lo, hi = axis_range(metric("pue_avg"), 1.0988, 1.1000)
+    assert lo == 1.0 and hi > 1.1
+    lo, hi = axis_range(metric("peak_power_w"), 27.6, 28.2)
+    assert lo == 0.0
+    lo, hi = axis_range(metric("tower_return_temp_mean_c"), 34.85, 35.0)
+    assert hi - lo >= 5.0 and lo < 34.85 and hi > 35.0
+
+
+def test_pyplot_has_no_offset_labels():
+    from twinsweep.sweep.plotting import pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1.0988, 1.1000])
+    fig.canvas.draw()
+    assert ax.yaxis.get_major_formatter().get_offset() == ""
+    plt.close(fig)
+
+
+def test_power_parameter_labels_have_units():
+    from twinsweep.sweep.report import _cell, _param_label
+
+    assert _param_label("cpu_idle_w") == "CPU idle [W]"
+    assert _param_label("node_converter.eta") == "node converter: efficiency η"
+    assert _param_label("primary_flow_kg_s") == "primary flow [kg/s]"
+    assert _param_label("tower_approach_c") == "tower approach [K]"
+    assert _param_label("cp_j_per_kg_k") == "specific heat c_p [J/(kg·K)]"
+    assert [_cell(100.0), _cell(1.0), _cell(769.9275362318841), _cell(None), _cell([]), _cell(False), _cell(0.4)] == \
+        ["100", "1", "769.9", "—", "—", "no", "0.4"]

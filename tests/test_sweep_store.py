@@ -224,3 +224,37 @@ def test_atomic_write_files_flushes_all_before_renaming_and_cleans_up(tmp_path, 
     with pytest.raises(RuntimeError):
         atomic.atomic_write(tmp_path / "staged.txt", boom, staged=True)
     assert not (tmp_path / "staged.txt").exists()  # a failed staged write leaves no partial file
+
+
+def test_the_store_is_the_only_code_that_knows_run_folder_paths(tmp_path):
+    """ResultStore's accessors (run_file, read_run_json, read_run_table, failures, read_table) give a
+    run's files by key; no module outside sweep/store.py (and the report, which its own helper
+    moves onto run_file) builds ``runs/<key>`` or ``failed/<key>`` paths itself."""
+    import re
+
+    from twinsweep.sweep.store import ResultStore
+
+    store = ResultStore(tmp_path / "out").create()
+    d = store.run_dir("k1")
+    d.mkdir()
+    (d / "stats.json").write_text('{"system": {"wait_mean_s": 3.0}}')
+    pd.DataFrame({"time": [0, 60], "facility_power_w": [1.0, 2.0]}).to_parquet(d / "timeline.parquet")
+    assert store.run_file("k1", "stats.json") == tmp_path / "out" / "runs" / "k1" / "stats.json"
+    assert store.read_run_json("k1", "stats.json") == {"system": {"wait_mean_s": 3.0}}
+    assert store.read_run_table("k1", "timeline.parquet", columns=["time"])["time"].tolist() == [0, 60]
+    store.record_failure("k2", "boom", None, 1)
+    store.record_failure("k3", "bang", None, 2)
+    assert {k: v["error"] for k, v in store.failures().items()} == {"k2": "boom", "k3": "bang"}
+    assert list(store.failures(["k3", "zz"])) == ["k3"]
+    assert store.failure_dir("k2") == tmp_path / "out" / "failed" / "k2"
+    with pytest.raises(FileNotFoundError, match="no sweep results here"):
+        store.read_table()
+
+    root = Path(__file__).resolve().parent.parent
+    pat = re.compile(r"""/ ["'](runs|failed)["'] /|["'](runs|failed)/["']\s*\+""")
+    allowed = {"sweep/store.py", "sweep/report.py"}  # report.py: the report helper's stream
+    found = [f"{f.relative_to(root)}:{n}: {line.strip()}"
+             for folder in ("core", "sweep", "backends") for f in sorted((root / folder).rglob("*.py"))
+             if f.relative_to(root).as_posix() not in allowed
+             for n, line in enumerate(f.read_text().splitlines(), 1) if pat.search(line)]
+    assert not found, "run-folder paths built outside the result store:\n  " + "\n  ".join(found)

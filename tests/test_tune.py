@@ -189,10 +189,32 @@ def test_spec_errors(tmp_path, extra_grid, params, tune_extra, match):
 
 
 def test_cli_tune(tmp_path, capsys):
+    import re
+
     from twinsweep.sweep.cli import main
 
-    spec = _spec(tmp_path, trials=2)
+    spec = _spec(tmp_path, objectives='{ bsld_mean = "min", utilization = "max" }', trials=2)
     assert main(["tune", str(spec), "--trials", "2", "--out", str(tmp_path / "cli")]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "best trial" in out and "optuna-dashboard" in out
     assert (tmp_path / "cli" / "best.json").exists()
+    # every objective named (catalogue label, unit), rounded, and "minimise"/"maximise" in words
+    for text in (out, err):
+        assert "values [" not in text
+        assert "mean bounded slowdown" in text and "(minimise)" in text and "(maximise)" in text
+    trial_lines = [ln for ln in err.splitlines() if ln.startswith("trial ")]
+    assert len(trial_lines) == 2
+    for ln in trial_lines:
+        bsld = re.search(r"mean bounded slowdown ([0-9,.]+) \(minimise\)", ln).group(1)
+        assert len(bsld.replace(",", "").replace(".", "").lstrip("0")) <= 3  # 3 significant digits
+        assert re.search(r"utilisation [0-9.]+ % \(maximise\)", ln)
+    # optuna-dashboard reads the metric names from the study
+    assert _study(tmp_path / "cli").metric_names == ["bsld_mean", "utilization"]
+
+
+def test_objective_labels_read_as_metrics_not_minutes(tmp_path):
+    spec = load_tune_spec(_spec(tmp_path, objectives='{ wait_mean_s = "min", bsld_mean = "min" }'))
+    assert spec.objective_label(0) == "mean wait [h] (minimise)"
+    assert spec.objective_label(1) == "mean bounded slowdown (minimise)"
+    assert spec.objective_value(0, 7200.0) == 2.0  # axes in the display unit
+    assert spec.format_values([5400.0, 6.75692]) == "mean wait 1.50 h (minimise); mean bounded slowdown 6.76 (minimise)"

@@ -10,14 +10,15 @@ Where: ``$TWINSWEEP_CACHE`` when set (``off`` disables the cache), else
 every results folder and data folder, never inside the user's data or results.
 
 Key: sha256 of the trace file's bytes as stored (compressed or not), its path, the requested
-format (or "detected"), the lenient flag, and a fingerprint of the code that parses it (the bytes of the loader's module, of
+format (or "detected"), the lenient flag, the requested and the system's time zones, and a fingerprint of the code that parses it (the bytes of the loader's module, of
 every module of ``core/loaders`` and of ``core/workload.py``): a changed trace or a changed parser
 is a miss, never a stale table. Only formats that read nothing but the trace file are cached
 (:data:`CACHED_FORMATS`: the SWF family); small files (< :data:`MIN_BYTES`) parse faster than the
 cache would help and are not cached.
 
 File: ``<key>.arrow``, the jobs table (Arrow IPC, uncompressed for speed) with the Workload's other
-fields (epoch, checksum, format, header, procs unit, skipped lines, provenance) and each column's
+fields (epoch, checksum, format, header, procs unit, skipped lines, provenance, dump time,
+finished-only flag, time zone, warnings) and each column's
 pandas dtype in the schema metadata; reading restores the frame exactly (``tests/test_loaders.py``
 checks cached and parsed Workloads equal column by column, dtypes and missing values included).
 ``source`` is always the path being loaded. A cache file that cannot be read is ignored and
@@ -34,13 +35,14 @@ import sys
 from pathlib import Path
 
 from ..workload import Workload
+from ..atomic import atomic_write
 
 #: formats whose Workload depends on the trace file alone (no side files, no per-job traces)
 CACHED_FORMATS = frozenset({"swf", "swf-theta", "swf-metacentrum", "swf-frontier"})
 #: files smaller than this (bytes as stored) are parsed every time
 MIN_BYTES = 256 * 1024
-#: bump when the cache file's layout changes
-LAYOUT = 1
+#: bump when the cache file's layout changes (2: dump_time, finished_only, timezone, warnings)
+LAYOUT = 2
 _META = b"twinsweep.workload"
 
 
@@ -71,16 +73,18 @@ def _code_fingerprint(loader_load) -> bytes:
     return h.digest()
 
 
-def cache_path(source: str, raw: bytes, format: str | None, lenient: bool, loader_load=None) -> Path | None:
+def cache_path(source: str, raw: bytes, format: str | None, lenient: bool, loader_load=None,
+               zones: tuple = (None, None)) -> Path | None:
     """Where the Workload of trace file ``source`` (stored bytes ``raw``) is cached, or None when it
     is not (cache off, a requested format not in :data:`CACHED_FORMATS`, a file below
     :data:`MIN_BYTES`). ``format`` None: detected (then only a detected format of
-    :data:`CACHED_FORMATS` is written). The path is in the key too (loaders cite the file name)."""
+    :data:`CACHED_FORMATS` is written). The path is in the key too (loaders cite the file name),
+    and ``zones`` (the requested and the system's time zone, see :func:`core.loaders.load_workload`)."""
     folder = cache_dir()
     if folder is None or (format is not None and format not in CACHED_FORMATS) or len(raw) < MIN_BYTES:
         return None
     h = hashlib.sha256()
-    h.update(f"{LAYOUT}|{format or '(detected)'}|{bool(lenient)}|{source}|".encode())
+    h.update(f"{LAYOUT}|{format or '(detected)'}|{bool(lenient)}|{source}|{zones[0]}|{zones[1]}|".encode())
     h.update(_code_fingerprint(loader_load))
     h.update(hashlib.sha256(raw).digest())
     return folder / f"{h.hexdigest()}.arrow"
@@ -101,7 +105,9 @@ def read_cached(path: Path, source: str) -> Workload | None:
         return None
     return Workload(jobs=jobs, epoch=meta["epoch"], checksum=meta["checksum"], source=source, format=meta["format"],
                     header=meta["header"], procs_unit=meta["procs_unit"],
-                    skipped_lines=[tuple(x) for x in meta["skipped_lines"]], provenance=meta["provenance"])
+                    skipped_lines=[tuple(x) for x in meta["skipped_lines"]], provenance=meta["provenance"],
+                    dump_time=meta["dump_time"], finished_only=meta["finished_only"], timezone=meta["timezone"],
+                    warnings=list(meta["warnings"]))
 
 
 def write_cached(path: Path, wl: Workload) -> bool:
@@ -113,14 +119,14 @@ def write_cached(path: Path, wl: Workload) -> bool:
         import pyarrow as pa
         import pyarrow.ipc as ipc
 
-        from ..atomic import atomic_write
-
         df = wl.jobs
         if not df.index.equals(_range_index(len(df))):
             return False
         meta = {"epoch": wl.epoch, "checksum": wl.checksum, "format": wl.format, "header": wl.header,
                 "procs_unit": wl.procs_unit, "skipped_lines": [list(x) for x in wl.skipped_lines],
-                "provenance": wl.provenance, "dtypes": {c: str(df[c].dtype) for c in df.columns}}
+                "provenance": wl.provenance, "dump_time": wl.dump_time, "finished_only": wl.finished_only,
+                "timezone": wl.timezone, "warnings": list(wl.warnings),
+                "dtypes": {c: str(df[c].dtype) for c in df.columns}}
         table = pa.Table.from_pandas(df, preserve_index=False)
         table = table.replace_schema_metadata({_META: json.dumps(meta).encode()})
         if _to_frame(table, meta["dtypes"]).equals(df) is False:  # a column that does not round-trip

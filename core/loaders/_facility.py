@@ -8,6 +8,12 @@
   otherwise; non-existent times of a spring-forward gap: shifted forward by the gap).
 * :func:`jobs_frame`: a Workload jobs table from column arrays, extra columns kept.
 * :func:`env_timezone`: the ``TWINSWEEP_TZ`` override of a loader's default zone.
+* :func:`resolve_timezone`: the zone of a trace's local times, by precedence: the command line
+  (``twinsweep run --tz``) or a study's dataset ``tz`` key, a zone the file states (sacct's
+  ``# tz:`` line), the system file's ``timezone``, ``$TWINSWEEP_TZ``, the loader's documented
+  default for its dataset, UTC.
+* :func:`check_elapsed`: count (and describe in one warning) the jobs whose ``End − Start``
+  differs from their recorded elapsed time, the sign of a wrong time zone or a DST change.
 """
 
 from __future__ import annotations
@@ -37,6 +43,52 @@ def env_timezone(default: str | None) -> str | None:
     """``$TWINSWEEP_TZ`` when set, else ``default``."""
     v = os.environ.get(TZ_ENV, "").strip()
     return v or default
+
+
+def resolve_timezone(trace: TraceText, file_zone: str | None = None, default: str | None = None) -> tuple[str, str]:
+    """``(zone name, where it came from)`` of a trace's local wall-clock times.
+
+    Precedence: ``trace.tz`` (command line / spec: ``"requested"``), ``file_zone`` (the file's own
+    statement: ``"file"``), ``trace.system_tz`` (``"system file"``), ``$TWINSWEEP_TZ``
+    (``"$TWINSWEEP_TZ"``), ``default`` (the loader's documented zone of its dataset: ``"loader
+    default"``), else ``"UTC"`` (``"default"``). Raises ConfigError for an unknown zone name.
+    """
+    for name, where in ((getattr(trace, "tz", None), "requested"), (file_zone, "file"),
+                        (getattr(trace, "system_tz", None), "system file"), (env_timezone(None), f"${TZ_ENV}"),
+                        (default, "loader default")):
+        if name:
+            zone(name)
+            return str(name), where
+    return "UTC", "default"
+
+
+#: Largest |End − Start − elapsed| (s) not reported by :func:`check_elapsed` (rounding of the sources).
+ELAPSED_TOLERANCE_S = 1
+
+
+def check_elapsed(path: str, job_ids, start, end, elapsed, tz_name: str, tz_where: str) -> tuple[int, str | None]:
+    """Jobs whose recorded ``End − Start`` differs from their recorded elapsed time by more than
+    :data:`ELAPSED_TOLERANCE_S`: ``(count, one warning line or None)``.
+
+    ``start``, ``end`` (Unix s or s since the epoch) and ``elapsed`` (s): float arrays, NaN where
+    unknown; only jobs with all three are compared. A difference of whole hours is what a wrong time
+    zone gives across a DST change (or a job suspended for that long: Slurm's ``Elapsed`` leaves
+    suspended time out), so the warning names the zone used and where it came from.
+    """
+    s, e, el = (np.asarray(x, dtype="float64") for x in (start, end, elapsed))
+    d = e - s - el
+    bad = np.isfinite(d) & (np.abs(d) > ELAPSED_TOLERANCE_S)
+    n = int(bad.sum())
+    if not n:
+        return 0, None
+    i = int(np.flatnonzero(bad)[0])
+    hours = bool(np.all(np.isclose(np.mod(np.abs(d[bad]), 3600.0), 0.0)))
+    hint = (" (whole hours: the sign of local times read in the wrong zone across a DST change)" if hours else "")
+    msg = (f"{path}: {n:,} job(s) have End − Start different from their recorded elapsed time, e.g. job "
+           f"{list(job_ids)[i]}: {int(e[i] - s[i]):,} s against {int(el[i]):,} s{hint}; the times were read as "
+           f"{tz_name} ({tz_where}); give the site's zone with --tz, a dataset's tz key or the system file's "
+           "timezone if that is wrong")
+    return n, msg
 
 
 def zone(name: str | None):
@@ -204,7 +256,8 @@ def status_from_slurm(state) -> str:
     """Workload status from a Slurm job state (``COMPLETED``, ``CANCELLED by 123``, ``TIMEOUT`` …).
 
     completed ← COMPLETED; cancelled ← CANCELLED*; failed ← FAILED, TIMEOUT, NODE_FAIL,
-    OUT_OF_MEMORY, BOOT_FAIL, DEADLINE, PREEMPTED; unknown otherwise (PENDING, RUNNING, …).
+    OUT_OF_MEMORY, BOOT_FAIL, DEADLINE, PREEMPTED; running ← RUNNING, COMPLETING (still holding
+    its nodes when the data was recorded); unknown otherwise (PENDING, REQUEUED, SUSPENDED, …).
     """
     if state is None:
         return "unknown"
@@ -219,6 +272,8 @@ def status_from_slurm(state) -> str:
     if word in ("FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "OOM", "BOOT_FAIL", "DEADLINE", "PREEMPTED",
                 "F", "TO", "NF", "BF", "DL", "PR"):
         return "failed"
+    if word in ("RUNNING", "COMPLETING", "R", "CG"):
+        return "running"
     return "unknown"
 
 

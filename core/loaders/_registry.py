@@ -30,7 +30,7 @@ from typing import Callable
 from ..data import data_dir, resolve_data_path
 from ..errors import ConfigError, TraceFormatError
 from ..registry import Registry
-from ..workload import WORKLOAD_COLUMNS, Workload, coerce_jobs_frame
+from ..workload import WORKLOAD_COLUMNS, Workload, coerce_jobs_frame, mark_running_at_dump
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -49,12 +49,19 @@ class TraceText:
         data: the uncompressed bytes.
         checksum: ``"sha256:<hex>"`` of :attr:`data`.
         compressed: True when the file was gzip-compressed (detected by its magic bytes).
+        tz: the IANA zone the caller asks for (``twinsweep run --tz``, a dataset's ``tz`` key):
+            wins over the zone the file itself states. None = not given.
+        system_tz: the zone of the run's system file (``System.timezone``): used when neither
+            ``tz`` nor the file states one, before ``$TWINSWEEP_TZ``
+            (:func:`core.loaders._facility.resolve_timezone`). None = none.
     """
 
     path: str
     data: bytes
     checksum: str
     compressed: bool = False
+    tz: str | None = None
+    system_tz: str | None = None
     _sample: tuple[list[str], list[str]] | None = dataclasses.field(default=None, repr=False)
 
     def _make_sample(self) -> tuple[list[str], list[str]]:
@@ -198,7 +205,8 @@ def detect_format(trace: TraceText) -> str:
     return best
 
 
-def load_workload(path: str | os.PathLike, format: str | None = None, lenient: bool = False) -> Workload:
+def load_workload(path: str | os.PathLike, format: str | None = None, lenient: bool = False,
+                  tz: str | None = None, system_tz: str | None = None) -> Workload:
     """Load a trace file into a :class:`~core.workload.Workload`.
 
     Args:
@@ -208,10 +216,15 @@ def load_workload(path: str | os.PathLike, format: str | None = None, lenient: b
             file's first lines (see each loader's ``detect``).
         lenient: skip malformed job lines instead of failing; they are listed in
             ``Workload.skipped_lines`` as ``(line_no, reason)``.
+        tz: IANA zone of the trace's local wall-clock times, from the command line or a spec
+            (wins over a zone the file states); system_tz: the system file's zone (used when
+            neither ``tz`` nor the file gives one, before ``$TWINSWEEP_TZ``). Only formats
+            with local times read them (:attr:`Workload.timezone` says which zone was used).
 
     Returns:
         The Workload (jobs in file order, ``trace_index`` = 0-based row position), with
-        ``checksum`` = sha256 of the uncompressed bytes. The Workload of an SWF-family trace is
+        ``checksum`` = sha256 of the uncompressed bytes, and the jobs still running when the
+        trace was recorded marked (:func:`core.workload.mark_running_at_dump`). The Workload of an SWF-family trace is
         kept in a user cache folder and read from there the next time the same file is loaded by
         the same code (:mod:`core.loaders._cache`; ``TWINSWEEP_CACHE=off`` disables it).
 
@@ -230,14 +243,16 @@ def load_workload(path: str | os.PathLike, format: str | None = None, lenient: b
     from . import _cache
 
     raw = _read_stored(str(resolved))
-    cached = _cache.cache_path(str(resolved), raw, format, lenient, loader.load if loader else None)
+    cached = _cache.cache_path(str(resolved), raw, format, lenient, loader.load if loader else None, (tz, system_tz))
     if cached is not None and (wl := _cache.read_cached(cached, str(resolved))) is not None:
         return wl
     trace = _trace_text(str(resolved), raw)
+    trace.tz, trace.system_tz = tz or None, system_tz or None
     if loader is None:
         loader = get_loader(detect_format(trace))
     wl = loader.load(trace, lenient)
     wl.jobs = coerce_jobs_frame(wl.jobs) if _needs_coerce(wl.jobs) else wl.jobs
+    wl = mark_running_at_dump(wl)
     if cached is not None and wl.format in _cache.CACHED_FORMATS:
         _cache.write_cached(cached, wl)
     return wl

@@ -10,7 +10,8 @@ Line format (``;``-separated; the node block between ``__`` markers)::
     job_id;exe;user;queue;SUBMIT__NODE;CORES;GPUS;MICS;MEM#NODE;…#__START;END;req_nodes;req_cores;req_mem;HH:MM;NA;NA;STATE;apptype
 
 * SUBMIT/START/END: ``YYYY-MM-DD HH:MM:SS`` local time of Bologna (Europe/Rome; converted with
-  zoneinfo, so DST is honoured; ``$TWINSWEEP_TZ`` overrides).
+  zoneinfo, so DST is honoured; a requested zone, the system file's ``timezone`` or
+  ``$TWINSWEEP_TZ`` overrides: :func:`core.loaders._facility.resolve_timezone`).
 * The node block lists every node used: node number (1..64), cores, GPUs, MICs and memory (KB);
   a node can appear more than once in a block (its cores then add up).
 * HH:MM is the requested walltime (→ ``time_limit``); STATE is always COMPLETED in this data (its
@@ -47,7 +48,7 @@ import pandas as pd
 
 from ..errors import TraceFormatError
 from ..workload import Workload
-from ._facility import env_timezone, int_or_na, jobs_frame, to_epoch_seconds
+from ._facility import int_or_na, jobs_frame, resolve_timezone, to_epoch_seconds
 from ._registry import TraceText, register_loader
 from ._swfcore import obj_array
 from .nodelist import assign_core_slots
@@ -119,7 +120,7 @@ def load_predictions(path: Path) -> dict[str, float]:
 
 def load_eurora(trace: TraceText, lenient: bool = False) -> Workload:
     """Load a Eurora historical job file (see the module docstring)."""
-    tz = env_timezone(DEFAULT_TZ)
+    tz, tz_where = resolve_timezone(trace, None, DEFAULT_TZ)
     rows = []
     skipped: list[tuple[int, str]] = []
     for no, line in enumerate(trace.data.decode("utf-8", "replace").splitlines(), 1):
@@ -188,11 +189,11 @@ def load_eurora(trace: TraceText, lenient: bool = False) -> Workload:
         "req_nodes": int_or_na(np.array([float(r[2][2]) if r[2][2].isdigit() else np.nan for r in rows])),
         "req_cores": int_or_na(np.array([float(r[2][3]) if r[2][3].isdigit() else np.nan for r in rows])),
     }
-    header = {"timezone": tz, "loader_slot_collisions": collisions, "power_predictions": str(pred_path)
+    header = {"timezone": tz, "timezone_source": tz_where, "loader_slot_collisions": collisions, "power_predictions": str(pred_path)
               if preds else None, "slots": EURORA_NODES * EURORA_CORES}
     return Workload(jobs=jobs_frame(cols), epoch=epoch, checksum=trace.checksum, source=trace.path,
                     format="eurora", header=header, procs_unit="nodes", skipped_lines=skipped,
-                    provenance=PROVENANCE)
+                    provenance=PROVENANCE, timezone=tz)
 
 
 register_loader("eurora", detect_eurora, load_eurora)

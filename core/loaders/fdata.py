@@ -14,8 +14,10 @@ Mapping
     job_id          jid;  user ← usr; account ← usr (F-DATA has no account/group column)
     submit_time     adt (accept date); start ← sdt, end ← edt (date-time strings in the release;
                     their zone is not documented: naive values are read as Asia/Tokyo — Japan
-                    has no DST, so durations are unaffected; ``$TWINSWEEP_TZ`` overrides)
-    run_time        edt − sdt when both are known, else ``duration`` (s)
+                    has no DST, so durations are unaffected; a requested zone, the system
+                    file's ``timezone`` or ``$TWINSWEEP_TZ`` overrides)
+    run_time        edt − sdt when both are known, else ``duration`` (s); jobs whose edt − sdt
+                    differs from ``duration`` are counted (``header["elapsed_mismatch"]``, a warning)
     time_limit      elpl (s; "elapse limit", RAPS fugaku.py reads it as seconds)
     nodes           nnuma (allocated) when > 0, else nnumr (requested); ``procs`` = nodes
     cpus            cnumr (requested cores, extra column)
@@ -41,7 +43,7 @@ import pandas as pd
 
 from ..errors import TraceFormatError
 from ..workload import Workload
-from ._facility import env_timezone, int_or_na, jobs_frame, parquet_columns, read_parquet_bytes, str_or_none, \
+from ._facility import check_elapsed, int_or_na, resolve_timezone, jobs_frame, parquet_columns, read_parquet_bytes, str_or_none, \
     to_epoch_seconds
 from ._registry import TraceText, register_loader
 from ._swfcore import obj_array
@@ -77,7 +79,7 @@ def load_fdata(trace: TraceText, lenient: bool = False) -> Workload:
     if missing:
         raise TraceFormatError(trace.path, None, f"not an F-DATA file: missing column(s) {missing}")
     n = len(df)
-    tz = env_timezone(DEFAULT_TZ)
+    tz, tz_where = resolve_timezone(trace, None, DEFAULT_TZ)
     sub_abs = to_epoch_seconds(df["adt"], tz)
     st_abs = to_epoch_seconds(df["sdt"], tz)
     en_abs = to_epoch_seconds(df["edt"], tz)
@@ -99,6 +101,8 @@ def load_fdata(trace: TraceText, lenient: bool = False) -> Workload:
     dur = num("duration") if "duration" in df.columns else num("elp")
     run = np.where(np.isfinite(start) & np.isfinite(end), end - start, np.where(np.isfinite(start), dur, np.nan))
     run = np.where(run < 0, np.nan, run)
+    ids = str_or_none(df["jid"].tolist()) if "jid" in df.columns else obj_array([str(i) for i in range(n)])
+    n_mismatch, mismatch_msg = check_elapsed(trace.path, ids[keep], start[keep], end[keep], dur[keep], tz, tz_where)
     nnuma, nnumr = num("nnuma"), num("nnumr")
     nodes = np.where(nnuma > 0, nnuma, nnumr)
     nodes = np.where(nodes > 0, nodes, np.nan)
@@ -155,8 +159,9 @@ def load_fdata(trace: TraceText, lenient: bool = False) -> Workload:
         jobs["trace_index"] = np.arange(len(jobs), dtype=np.int64)
     return Workload(
         jobs=jobs, epoch=epoch, checksum=trace.checksum, source=trace.path, format="fdata",
-        header={"econ_unit": econ_unit, "timezone": tz}, procs_unit="nodes", skipped_lines=skipped,
-        provenance=PROVENANCE,
+        header={"econ_unit": econ_unit, "timezone": tz, "timezone_source": tz_where, "elapsed_mismatch": n_mismatch},
+        procs_unit="nodes", skipped_lines=skipped, provenance=PROVENANCE, timezone=tz,
+        warnings=[mismatch_msg] if mismatch_msg else [],
     )
 
 

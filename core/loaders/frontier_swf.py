@@ -79,7 +79,7 @@ def load_frontier_swf(trace: TraceText, lenient: bool = False) -> Workload:
     return Workload(
         jobs=build_frame(cols), epoch=header_int(header, "UnixStartTime") or 0, checksum=trace.checksum,
         source=trace.path, format="swf-frontier", header=header, procs_unit="nodes", skipped_lines=skipped,
-        provenance=PROVENANCE,
+        provenance=PROVENANCE, finished_only=True,  # an SWF log records jobs as they end
     )
 
 

@@ -27,7 +27,8 @@ missing), ``energy_j`` = Σ node energy; ``gpu_util`` from the mean GPU power pe
 ``cpu_util`` = Σ cpu_usage / 1e9 / (nodes × run time × 44 cores) clipped to [0, 1] (the CSM
 value is cgroup CPU time; 44 = 2 × 22 POWER9 cores per node; SMT makes values > 1 possible, hence
 the clip — an assumption, not a documented normalisation). Times: naive local times read as
-America/Los_Angeles (LLNL's zone; the dataset does not state it; ``$TWINSWEEP_TZ`` overrides).
+America/Los_Angeles (LLNL's zone; the dataset does not state it; a requested zone, the system
+file's ``timezone`` or ``$TWINSWEEP_TZ`` overrides: :func:`core.loaders._facility.resolve_timezone`).
 
 ``lassen-raps`` — the 2-hour Lassen window that a third party extracted with ExaDigiT/RAPS from
 LAST (``lassen-last-raps-snapshot/``: ``lassen_jobs_2019-08-22_2h_with_traces.parquet`` or the
@@ -54,7 +55,7 @@ from ..errors import TraceFormatError
 from ..system import load_system
 from ..workload import Workload
 from ._facility import (
-    env_timezone, int_or_na, jobs_frame, parquet_columns, read_parquet_bytes, str_or_none, to_epoch_seconds,
+    int_or_na, resolve_timezone, jobs_frame, parquet_columns, read_parquet_bytes, str_or_none, to_epoch_seconds,
     util_from_power,
 )
 from ._registry import TraceText, read_trace, register_loader
@@ -109,7 +110,7 @@ def load_last(trace: TraceText, lenient: bool = False) -> Workload:
     except (ValueError, pd.errors.ParserError) as exc:
         raise TraceFormatError(trace.path, None, f"cannot parse CSV: {exc}") from exc
     n = len(alloc)
-    tz = env_timezone(LAST_TZ)
+    tz, tz_where = resolve_timezone(trace, None, LAST_TZ)
     sub_abs = to_epoch_seconds(alloc["job_submit_time"], tz)
     st_abs = to_epoch_seconds(alloc["begin_time"], tz)
     en_abs = to_epoch_seconds(alloc["end_time"], tz)
@@ -196,9 +197,10 @@ def load_last(trace: TraceText, lenient: bool = False) -> Workload:
     if not keep.all():
         jobs = jobs.loc[keep].reset_index(drop=True)
         jobs["trace_index"] = np.arange(len(jobs), dtype=np.int64)
-    header = {"timezone": tz, "node_history": str(npath) if npath else None, "node_names": names}
+    header = {"timezone": tz, "timezone_source": tz_where, "node_history": str(npath) if npath else None, "node_names": names}
     return Workload(jobs=jobs, epoch=epoch, checksum=checksum, source=trace.path, format="lassen-last",
-                    header=header, procs_unit="nodes", skipped_lines=skipped, provenance=LAST_PROVENANCE)
+                    header=header, procs_unit="nodes", skipped_lines=skipped, provenance=LAST_PROVENANCE,
+                    timezone=tz)
 
 
 def _parse_nodes(v) -> list[int]:

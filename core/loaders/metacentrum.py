@@ -281,6 +281,7 @@ def load_metacentrum(trace: TraceText, lenient: bool = False) -> Workload:
         procs_unit="cores",
         skipped_lines=skipped,
         provenance=PROVENANCE,
+        finished_only=True,  # an SWF log records jobs as they end (twinsweep.core.workload)
     )
 
 

@@ -13,9 +13,13 @@ Columns used (Slurm job-table fields, PM100 ``job_features.md``)
     ==========================  ==============================================================
     job_id                      job id (anonymised) → ``job_id``
     user_id, group_id, account  → ``user``, ``account`` (account, else group_id)
-    submit_time, start_time,    timestamps (tz-aware, or naive = UTC) → seconds since the
-    end_time, eligible_time     epoch (= earliest submit)
-    run_time                    s; the run time is ``end − start`` when both are known, else this
+    submit_time, start_time,    timestamps → seconds since the epoch (= earliest submit); tz-aware
+    end_time, eligible_time     values keep their offset, naive ones are local times of the zone
+                                :func:`core.loaders._facility.resolve_timezone` gives (requested,
+                                the system file's ``timezone``, ``$TWINSWEEP_TZ``, else UTC)
+    run_time                    s; the run time is ``end − start`` when both are known, else this;
+                                jobs whose end − start differs from it are counted
+                                (``header["elapsed_mismatch"]``, one warning)
     time_limit                  PM100: **minutes** ("Maximum run time in minutes or INFINITE");
                                 Adastra: **seconds** (RAPS adastraMI250.py: "in seconds"; not
                                 verified against the dataset's own documentation). INFINITE /
@@ -62,8 +66,8 @@ from ..errors import TraceFormatError
 from ..system import load_system
 from ..workload import Workload
 from ._facility import (
-    int_or_na, jobs_frame, parquet_columns, read_parquet_bytes, status_from_slurm, str_or_none,
-    to_epoch_seconds, util_from_power,
+    check_elapsed, int_or_na, jobs_frame, parquet_columns, read_parquet_bytes, status_from_slurm, str_or_none,
+    resolve_timezone, to_epoch_seconds, util_from_power,
 )
 from ._registry import TraceText, register_loader
 from ._swfcore import obj_array
@@ -134,9 +138,10 @@ def _load(trace: TraceText, lenient: bool, fmt: str) -> Workload:
     if missing:
         raise TraceFormatError(trace.path, None, f"not a {fmt} job table: missing column(s) {missing}")
     n = len(df)
-    submit_abs = to_epoch_seconds(df["submit_time"], "UTC")
-    start_abs = to_epoch_seconds(df["start_time"], "UTC")
-    end_abs = to_epoch_seconds(df["end_time"], "UTC")
+    tz, tz_where = resolve_timezone(trace, None, None)
+    submit_abs = to_epoch_seconds(df["submit_time"], tz)
+    start_abs = to_epoch_seconds(df["start_time"], tz)
+    end_abs = to_epoch_seconds(df["end_time"], tz)
     skipped: list[tuple[int, str]] = []
     bad = np.flatnonzero(~np.isfinite(submit_abs))
     if len(bad):
@@ -152,6 +157,8 @@ def _load(trace: TraceText, lenient: bool, fmt: str) -> Workload:
         if "run_time" in df.columns else np.full(n, np.nan)
     run = np.where(np.isfinite(start) & np.isfinite(end), end - start, np.where(np.isfinite(start), rt_col, np.nan))
     run = np.where(run < 0, np.nan, run)
+    n_mismatch, mismatch_msg = check_elapsed(trace.path, np.asarray(df["job_id"].astype(str))[keep], start[keep],
+                                             end[keep], rt_col[keep], tz, tz_where)
     nodes_col = "num_nodes_alloc" if "num_nodes_alloc" in df.columns else "num_nodes_req"
     raw_nodes = [_node_list(v) for v in (df["nodes"] if "nodes" in df.columns else [None] * n)]
     if nodes_col in df.columns:
@@ -266,11 +273,12 @@ def _load(trace: TraceText, lenient: bool, fmt: str) -> Workload:
         jobs = jobs.loc[keep].reset_index(drop=True)
         jobs["trace_index"] = np.arange(len(jobs), dtype=np.int64)
     header = {"trace_period": "run_time/samples" if adastra else PM100_PERIOD_S, "power_system": sysname,
-              "node_names": names}
+              "node_names": names, "timezone": tz, "timezone_source": tz_where, "elapsed_mismatch": n_mismatch}
     return Workload(
         jobs=jobs, epoch=epoch, checksum=trace.checksum, source=trace.path, format=fmt, header=header,
         procs_unit="nodes", skipped_lines=skipped,
         provenance=ADASTRA_PROVENANCE if adastra else PM100_PROVENANCE, traces=traces,
+        timezone=tz, warnings=[mismatch_msg] if mismatch_msg else [],
     )
 
 

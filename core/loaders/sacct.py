@@ -31,23 +31,36 @@ Rows
       holds their count.
 Values
     * ``Unknown``, ``None``, empty → missing. A job that never started has ``Start = None`` /
-      ``Unknown``; a job still running has ``End = Unknown`` (start kept, run time missing).
-    * ``Timelimit``: ``UNLIMITED``, ``Partition_Limit``, ``INVALID`` → missing;
-      ``[D-]HH:MM:SS``, ``MM:SS`` or plain minutes. ``TimelimitRaw`` (minutes) wins when numeric.
+      ``Unknown``; a job still running when the dump was taken has ``End = Unknown`` (start kept).
+    * ``Timelimit``: ``UNLIMITED``, ``Partition_Limit``, ``INVALID`` → missing (then the system's
+      default limit, else the job's run time, is imputed and flagged: DESIGN.md §3.3);
+      ``[D-]HH:MM:SS``, ``MM:SS`` or plain minutes (:func:`core.durations.parse_slurm_duration`, the
+      parser the Slurm backend uses too). ``TimelimitRaw`` (minutes) wins when numeric,
+      except Slurm's INFINITE / NO_VAL (4294967295 / 4294967294) → missing.
     * ``Elapsed``: ``[D-]HH:MM:SS`` / ``MM:SS`` (``ElapsedRaw``, seconds, wins when present). The run
-      time is ``End − Start`` when both are known, else ``Elapsed``; a job whose recorded start is
-      known but end is not, is still running (no run time).
+      time is ``End − Start`` when both are known, else (a started job without an end) ``Elapsed``.
+      Jobs whose ``End − Start`` differs from ``Elapsed`` are counted in
+      ``header["elapsed_mismatch"]`` with one warning (``Workload.warnings``): whole hours are
+      the sign of the wrong time zone.
+    * Still running when the dump was taken (``End = Unknown`` with a start, or ``State`` RUNNING /
+      COMPLETING): trace status ``running``; its run time is ``Elapsed`` (the time it had run when
+      sacct printed it), else ``dump time − Start`` (:func:`core.workload.mark_running_at_dump`). The
+      dump time is a ``# dump_time: YYYY-MM-DDTHH:MM:SS`` comment line before the header (local
+      time, like the rows; ``date +%FT%T`` when sacct ran), else the latest time stamp of the dump
+      (its submits, starts, ends and starts + elapsed of running jobs).
     * ``NodeList``: Slurm host lists (``node[001-004,010]``), ``None assigned`` → no nodes;
       :mod:`core.loaders.nodelist` expands them; node indexes are the natural-order rank of each
       hostname among all hostnames of the dump (``header["sacct_node_names"]`` lists them).
     * ``State``: COMPLETED → completed; ``CANCELLED by uid`` → cancelled; FAILED, TIMEOUT,
-      NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE, PREEMPTED → failed; PENDING, RUNNING,
-      REQUEUED, SUSPENDED … → unknown. The raw state is kept in ``sacct_state``.
+      NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE, PREEMPTED → failed; RUNNING, COMPLETING →
+      running; PENDING, REQUEUED, SUSPENDED … → unknown. The raw state is kept in ``sacct_state``.
     * ``ConsumedEnergyRaw`` (J) → ``energy_j``; ``avg_power_w = energy / run time``.
 Times
     sacct prints local wall-clock times without an offset (``YYYY-MM-DDTHH:MM:SS``, in the TZ of
-    the host that ran it). The zone is taken from a leading ``# tz: Area/City`` comment line, else
-    ``$TWINSWEEP_TZ``, else UTC (:func:`load_sacct` takes it as an argument). Each time is
+    the host that ran it). The zone (:func:`core.loaders._facility.resolve_timezone`): the one
+    requested (``twinsweep run --tz``, a dataset's ``tz`` key, :func:`load_sacct`'s argument),
+    else a leading ``# tz: Area/City`` comment line, else the system file's ``timezone``, else
+    ``$TWINSWEEP_TZ``, else UTC; ``header["sacct_timezone"]`` / ``["timezone_source"]`` say which. Each time is
     converted with :mod:`zoneinfo`. In the DST fall-back hour a wall time occurs twice: for
     ``Start``/``End`` the pair of occurrences is chosen whose difference equals ``Elapsed``
     (first occurrences otherwise); ``Submit``/``Eligible`` take the occurrence not later than
@@ -67,10 +80,11 @@ from datetime import datetime
 
 import numpy as np
 
+from ..durations import SLURM_MISSING, SLURM_UNLIMITED, parse_slurm_duration
 from ..errors import TraceFormatError
 from ..workload import Workload
 from ._facility import (
-    env_timezone, int_or_na, is_ambiguous, jobs_frame, status_from_slurm, zone, _local_to_utc,
+    check_elapsed, int_or_na, is_ambiguous, jobs_frame, resolve_timezone, status_from_slurm, zone, _local_to_utc,
 )
 from ._registry import TraceText, register_loader
 from ._swfcore import obj_array
@@ -78,34 +92,13 @@ from .nodelist import HostlistError, NodeIndex, expand_hostlist, natural_key
 
 PROVENANCE = "Slurm accounting (sacct --parsable2) dump"
 
-_MISSING = {"", "unknown", "none", "n/a", "(null)", "invalid"}
-_UNLIMITED = {"unlimited", "partition_limit", "infinite", "invalid"}
-_DUR_RE = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
+_MISSING = SLURM_MISSING
 _TS_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})$")
 _ID_RE = re.compile(r"^(?P<base>\d+)(?:_(?P<task>\d+|\[(?P<pend>[^\]]*)\]))?(?:\+(?P<het>\d+))?(?P<step>\..+)?$")
 _TZ_LINE = re.compile(r"^#\s*(?:tz|timezone)\s*[:=]\s*(\S+)\s*$", re.I)
-
-
-def parse_duration(text: str | None) -> int | None:
-    """Seconds of a Slurm duration: ``[D-]HH:MM:SS``, ``HH:MM:SS``, ``MM:SS``, ``D-HH``,
-    ``D-HH:MM``, or plain minutes; None for missing/UNLIMITED. Raises ValueError otherwise."""
-    if text is None:
-        return None
-    s = str(text).strip()
-    low = s.lower()
-    if low in _MISSING or low in _UNLIMITED:
-        return None
-    if re.fullmatch(r"\d+", s):
-        return int(s) * 60  # plain number = minutes (sbatch/sacct convention)
-    m = re.fullmatch(r"(\d+)-(\d+)(?::(\d+))?(?::(\d+))?", s)
-    if m:
-        d, h, mi, se = (int(x) if x else 0 for x in m.groups())
-        return ((d * 24 + h) * 60 + mi) * 60 + se
-    m = _DUR_RE.match(s)
-    if not m:
-        raise ValueError(f"not a Slurm duration: {text!r}")
-    d, h, mi, se = m.groups()
-    return int(((int(d or 0) * 24 + int(h or 0)) * 60 + int(mi)) * 60 + round(float(se)))
+_DUMP_LINE = re.compile(r"^#\s*(?:dump_time|dump|recorded)\s*[:=]\s*(\S+)\s*$", re.I)
+#: TimelimitRaw values that mean "no limit" (Slurm's INFINITE and NO_VAL, 32-bit).
+_RAW_NO_LIMIT = {4294967295, 4294967294}
 
 
 def parse_timestamp(text: str | None) -> datetime | None:
@@ -139,17 +132,22 @@ def expand_array_spec(spec: str) -> list[int]:
     return out
 
 
-def _header_tz(trace: TraceText) -> str | None:
+def _header_value(trace: TraceText, pattern: re.Pattern) -> str | None:
+    """The value of the first leading ``#`` comment line matching ``pattern``."""
     for line in trace.data[:4096].decode("utf-8", "replace").splitlines():
         s = line.strip()
         if not s:
             continue
         if not s.startswith("#"):
             break
-        m = _TZ_LINE.match(s)
+        m = pattern.match(s)
         if m:
             return m.group(1)
     return None
+
+
+def _header_tz(trace: TraceText) -> str | None:
+    return _header_value(trace, _TZ_LINE)
 
 
 def detect_sacct(trace: TraceText) -> float:
@@ -196,12 +194,20 @@ def load_sacct(trace: TraceText, lenient: bool = False, tz: str | None = None) -
     Args:
         trace: the file (:func:`core.loaders.read_trace`).
         lenient: skip malformed rows (listed in ``Workload.skipped_lines``) instead of failing.
-        tz: IANA zone of the dump's local times; None = ``# tz:`` line, ``$TWINSWEEP_TZ``, UTC.
+        tz: IANA zone of the dump's local times (wins over everything); None = the precedence of
+            the module docstring (``trace.tz``, ``# tz:`` line, ``trace.system_tz``,
+            ``$TWINSWEEP_TZ``, UTC).
 
-    Raises TraceFormatError(path, line, detail) on a malformed row unless ``lenient``.
+    Raises TraceFormatError(path, line, detail) on a malformed row unless ``lenient``, and for a
+    ``# dump_time:`` line that is not a time stamp; ConfigError for an unknown zone.
     """
-    tz_name = tz or _header_tz(trace) or env_timezone(None) or "UTC"
+    tz_name, tz_where = (tz, "requested") if tz else resolve_timezone(trace, _header_tz(trace))
     tzinfo = zone(tz_name)
+    dump_text = _header_value(trace, _DUMP_LINE)
+    try:
+        dump_local = parse_timestamp(dump_text) if dump_text is not None else None
+    except ValueError as exc:
+        raise TraceFormatError(trace.path, None, f"# dump_time line: {exc}") from None
     lines = trace.data.decode("utf-8", "replace").splitlines()
     hdr_no = None
     for no, line in enumerate(lines, 1):
@@ -258,12 +264,13 @@ def load_sacct(trace: TraceText, lenient: bool = False, tz: str | None = None) -
             end = parse_timestamp(g(f, "end"))
             eligible = parse_timestamp(g(f, "eligible"))
             er = g(f, "elapsedraw")
-            elapsed = int(er) if er and re.fullmatch(r"\d+", er) else parse_duration(g(f, "elapsed"))
+            elapsed = int(er) if er and re.fullmatch(r"\d+", er) else parse_slurm_duration(g(f, "elapsed"), "Elapsed", missing_ok=True)
             tr = g(f, "timelimitraw")
             if tr and re.fullmatch(r"\d+", tr):
-                tl = int(tr) * 60
+                tl = None if int(tr) in _RAW_NO_LIMIT else int(tr) * 60
             else:
-                tl = parse_duration(tr) if tr and tr.lower() in _UNLIMITED else parse_duration(g(f, "timelimit"))
+                tl = None if tr and tr.lower() in SLURM_UNLIMITED else parse_slurm_duration(g(f, "timelimit"), "Timelimit",
+                                                                                      missing_ok=True)
             nn = g(f, "nnodes")
             nodelist = g(f, "nodelist")
             hosts = expand_hostlist(nodelist) if nodelist is not None else []
@@ -342,8 +349,14 @@ def load_sacct(trace: TraceText, lenient: bool = False, tz: str | None = None) -
     start = arr("start") - epoch
     end = arr("end") - epoch
     elapsed = arr("elapsed")
-    # a started job without an end is still running: run time unknown; without a start, no run
-    run = np.where(np.isfinite(start) & np.isfinite(end), end - start, np.nan)
+    # End − Start; a started job without an end was still running at the dump: the Elapsed it had
+    # reached (else core.workload.mark_running_at_dump takes dump − start); without a start, no run
+    run = np.where(np.isfinite(start) & np.isfinite(end), end - start,
+                   np.where(np.isfinite(start), elapsed, np.nan))
+    n_mismatch, mismatch_msg = check_elapsed(trace.path, keys, start, end, elapsed, tz_name, tz_where)
+    dump_t = None
+    if dump_local is not None:
+        dump_t = int(round(_local_to_utc(dump_local, tzinfo, 0)[0])) - int(epoch)
     energy = arr("energy")
     for i, k in enumerate(keys):
         if not np.isfinite(energy[i]) and k in step_energy:
@@ -382,11 +395,12 @@ def load_sacct(trace: TraceText, lenient: bool = False, tz: str | None = None) -
         "array_task_id": int_or_na(arr("array_task_id")),
         "het_components": np.array([jobs[k]["het"] for k in keys], dtype=np.int64),
     }
-    header = {"sacct_timezone": tz_name, "sacct_step_rows": step_rows, "sacct_duplicate_rows": dup_rows,
-              "sacct_node_names": names, **counts}
+    header = {"sacct_timezone": tz_name, "timezone_source": tz_where, "sacct_step_rows": step_rows,
+              "sacct_duplicate_rows": dup_rows, "sacct_node_names": names, "elapsed_mismatch": n_mismatch, **counts}
     return Workload(
         jobs=jobs_frame(cols), epoch=int(epoch), checksum=trace.checksum, source=trace.path, format="sacct",
         header=header, procs_unit="nodes", skipped_lines=skipped, provenance=PROVENANCE,
+        dump_time=dump_t, timezone=tz_name, warnings=[mismatch_msg] if mismatch_msg else [],
     )
 
 

@@ -86,6 +86,7 @@ def load_swf(trace: TraceText, lenient: bool = False) -> Workload:
         procs_unit="cores",
         skipped_lines=skipped,
         provenance=provenance_pwa(header, trace.name),
+        finished_only=True,  # an SWF log records jobs as they end (twinsweep.core.workload)
     )
 
 

@@ -70,6 +70,7 @@ def load_theta(trace: TraceText, lenient: bool = False) -> Workload:
         procs_unit="nodes",
         skipped_lines=skipped,
         provenance=PROVENANCE,
+        finished_only=True,  # an SWF log records jobs as they end (twinsweep.core.workload)
     )
 
 

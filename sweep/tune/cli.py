@@ -33,19 +33,25 @@ def add_parser(sub) -> None:
     p.set_defaults(func=_cmd_tune)
 
 
+def _params_text(params) -> str:
+    return ", ".join(f"{k.replace('options.', '')}={v:.4g}" for k, v in (params or {}).items())
+
+
 def _cmd_tune(args) -> int:
     from .run import run_tune  # lazy: Optuna, the study spec and the backends only when tune runs
+    from .spec import load_tune_spec
+
+    spec = load_tune_spec(args.spec)
 
     def on_trial(number, params, values, errors):
-        short = ", ".join(f"{k.replace('options.', '')}={v:.4g}" for k, v in (params or {}).items())
-        what = f"values {[round(v, 6) for v in values]}" if values else f"FAILED {'; '.join(errors)[:200]}"
-        print(f"trial {number}: {short} -> {what}", file=sys.stderr, flush=True)
+        what = spec.format_values(values) if values else f"FAILED {'; '.join(errors)[:200]}"
+        print(f"trial {number}: {_params_text(params)} -> {what}", file=sys.stderr, flush=True)
 
     slurm = slurm_overrides(args)
     if slurm and args.backend not in (None, "slurm"):
         raise ConfigError(f"Slurm options ({', '.join('--' + k.replace('_', '-') for k in slurm)}) need --backend slurm")
     try:
-        res = run_tune(args.spec, out=args.out, backend=args.backend, trials=args.trials, workers=args.workers,
+        res = run_tune(spec, out=args.out, backend=args.backend, trials=args.trials, workers=args.workers,
                        address=args.address, storage=args.storage, test=not args.no_test, on_trial=on_trial,
                        slurm=slurm or None, log=lambda msg: print(msg, file=sys.stderr, flush=True))
     except KeyboardInterrupt:
@@ -54,8 +60,9 @@ def _cmd_tune(args) -> int:
     print(f"{res.ran_trials} trial(s) evaluated now ({res.executed} run(s) simulated), {res.complete} finished "
           f"in the study, {res.wall_s:.1f} s")
     for b in res.best:
-        params = ", ".join(f"{k.replace('options.', '')}={v:.4g}" for k, v in b["params"].items())
-        print(f"best trial {b['number']}: {params}; train {b['values']}; test {b.get('test_values')}")
+        test = b.get("test_values")
+        print(f"best trial {b['number']}: {_params_text(b['params'])}\n  train: {spec.format_values(b['values'])}"
+              + (f"\n  test:  {spec.format_values(test)}" if test is not None else ""))
     print(f"storage: {res.storage}  (optuna-dashboard {res.storage})")
     for name, path in res.files.items():
         print(f"{name}: {path}")

@@ -1,12 +1,14 @@
 """What a tuning writes in its output folder: ``trials.csv``, ``best.json`` (best trial or Pareto
 set with train and test values, parameter importances), the figures (:mod:`.plots`) and
-``winners.toml`` (:mod:`.winners`)."""
+``winners.toml`` (:mod:`.winners`). Every file is written atomically (:mod:`core.atomic`)."""
 
 from __future__ import annotations
 
 import json
 import warnings
 from pathlib import Path
+
+from twinsweep.core.atomic import atomic_write_text
 
 from .plots import plot_history, plot_importances, plot_pareto
 from .spec import TuneSpec
@@ -52,7 +54,7 @@ def write_outputs(study, spec: TuneSpec, out: Path, best: list[dict]) -> dict[st
         if df[c].dtype == object:
             df[c] = df[c].map(lambda v: json.dumps(v) if isinstance(v, (list, dict)) else v)
     files["trials.csv"] = out / "trials.csv"
-    df.to_csv(files["trials.csv"], index=False)
+    atomic_write_text(files["trials.csv"], df.to_csv(index=False))
 
     complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
     if complete and len(names) >= 2:
@@ -80,7 +82,7 @@ def write_outputs(study, spec: TuneSpec, out: Path, best: list[dict]) -> dict[st
 
         imp_df = pd.DataFrame(imp_rows)
         files["importances.csv"] = out / "importances.csv"
-        imp_df.to_csv(files["importances.csv"], index=False)
+        atomic_write_text(files["importances.csv"], imp_df.to_csv(index=False))
         files["importances.png"] = plot_importances(imp_df, spec, method, out / "importances.png")
 
     doc = {"study_name": spec.study_name, "objectives": [{"metric": m, "direction": d} for m, d in spec.objectives],
@@ -89,7 +91,7 @@ def write_outputs(study, spec: TuneSpec, out: Path, best: list[dict]) -> dict[st
            "complete_trials": len(complete), "best": best,
            "importances": imp_rows, "importances_error": imp_error}
     files["best.json"] = out / "best.json"
-    files["best.json"].write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
+    atomic_write_text(files["best.json"], json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
     if best:
         files.update(write_winners(spec, out, best))
     return files

@@ -18,7 +18,7 @@ from .outputs import write_outputs
 from .result import TuneResult, record_interrupt
 from .slurm_workers import tune_on_slurm
 from .spec import TuneSpec, load_tune_spec
-from .study import best_trials, counted, make_sampler, open_storage, recover_interrupted
+from .study import best_trials, counted, make_sampler, name_objectives, open_storage, recover_interrupted
 
 __all__ = ["run_tune"]
 
@@ -41,8 +41,9 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
     """
     import optuna
 
-    from twinsweep.backends.base import make_backend
+    from twinsweep.backends.base import BACKENDS, make_backend
 
+    from ..api import _backend_options
     from ..expand import load_datasets
     from ..runner import execute_run
     from ..store import ResultStore
@@ -76,6 +77,7 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
             raise ConfigError(f"storage {res.storage}: study {spec.study_name!r} tunes {prev}, this spec {want}; "
                               "use another study_name or output folder")
         study.set_user_attr("objectives", want)
+        name_objectives(study, spec)  # optuna-dashboard shows the metric names, not "Objective 0"
         study.set_user_attr("spec", spec.to_dict())
         recover_interrupted(study)
         n_before = len(study.get_trials(deepcopy=False))
@@ -88,11 +90,12 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
         remaining = max(0, n_wanted - counted(study))
         ev = Evaluator(spec, study, store, datasets, run_fn or execute_run, on_trial)
         shared = {name: (ds.workload, ds.system) for name, ds in datasets.items()}
-        if remaining and study_spec.backend.name == "slurm":
+        if remaining and BACKENDS.get(study_spec.backend.name).batch_queue:  # Optuna workers as batch jobs
             tune_on_slurm(spec, store, study, datasets, remaining, n_before, ev, res, on_trial, log, t_wall)
         elif remaining:
+            # as a sweep's: the local pool's dataset file stays inside the results folder (.cache/)
             bk = make_backend(study_spec.backend.name, workers=study_spec.backend.workers,
-                              address=study_spec.backend.address)
+                              address=study_spec.backend.address, **_backend_options(study_spec, store, None, log))
             try:
                 with bk:
                     for outcome in bk.run(ev.tasks(remaining), ev.run_fn, shared):

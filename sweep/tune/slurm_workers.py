@@ -12,7 +12,7 @@ from typing import Any
 from .evaluator import Evaluator
 from .spec import TuneSpec
 from .result import record_interrupt
-from .study import interrupted_numbers, make_sampler, open_storage, requeue_cut_trial
+from .study import interrupted_numbers, make_sampler, name_objectives, open_storage, requeue_cut_trial
 
 __all__ = ["tune_worker", "tune_on_slurm"]
 
@@ -36,6 +36,7 @@ def tune_worker(payload: dict[str, Any], datasets: dict) -> dict[str, Any]:
     stor, _ = open_storage(spec, store.root, payload["storage"])
     study = optuna.load_study(study_name=spec.study_name, storage=stor,
                               sampler=make_sampler(spec, offset=payload["seed_offset"]))
+    name_objectives(study, spec)
     tag = payload["tag"]
     fin = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
     owed = payload["trials"]
@@ -52,7 +53,7 @@ def tune_worker(payload: dict[str, Any], datasets: dict) -> dict[str, Any]:
     if owed > 0:
         shared = {name: (ds.workload, ds.system) for name, ds in datasets.items()}
         cpus = max(1, int(os.environ.get("SLURM_CPUS_PER_TASK", "1") or 1))
-        with make_backend("local", workers=cpus) as bk:
+        with make_backend("local", workers=cpus, cache_dir=str(store.cache_dir)) as bk:
             for outcome in bk.run(ev.tasks(owed), ev.run_fn, shared):
                 ev.outcome(outcome)
     print(f"[twinsweep] tune worker {tag}: {ev.told} trial(s), {ev.executed} run(s)", flush=True)
@@ -94,7 +95,7 @@ def tune_on_slurm(spec: TuneSpec, store, study, datasets, remaining: int, n_befo
 
     opts = _backend_options(study_spec, store, {"runs_per_task": 1, "folder": str(store.root.absolute() / "slurm-tune"),
                                                 "poll_hook": report_trials}, log)
-    bk = make_backend("slurm", workers=n_workers, **opts)
+    bk = make_backend(study_spec.backend.name, workers=n_workers, **opts)
     errors = []
     try:
         with bk:

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from twinsweep.core.errors import ConfigError
+from twinsweep.core.metrics import metric
 
 from ..spec import StudySpec, load_toml_spec, metric_direction, parse_spec
 
@@ -66,6 +67,35 @@ class TuneSpec:
     @property
     def directions(self) -> list[str]:
         return ["minimize" if d == "min" else "maximize" for _, d in self.objectives]
+
+    @property
+    def metric_names(self) -> list[str]:
+        """The objectives' metric names, in order (the Optuna study's metric names too, so that
+        optuna-dashboard shows them instead of "Objective 0")."""
+        return [m for m, _ in self.objectives]
+
+    def objective_label(self, i: int) -> str:
+        """Axis label of objective ``i``: the catalogue's label and display unit and, in words,
+        what the search does with it, e.g. ``"mean bounded slowdown (minimise)"``,
+        ``"mean wait [h] (minimise)"`` (:mod:`twinsweep.core.metrics`)."""
+        name, d = self.objectives[i]
+        return f"{metric(name).header()} ({'minimise' if d == 'min' else 'maximise'})"
+
+    def objective_value(self, i: int, value) -> float | None:
+        """Objective ``i``'s stored value in the display unit of :meth:`objective_label`."""
+        return metric(self.objectives[i][0]).display(value)
+
+    def format_values(self, values) -> str:
+        """Objective values for people: each named and rounded in its display unit, with what the
+        search does with it, e.g. ``"mean bounded slowdown 6.76 (minimise); facility energy per
+        node-hour 0.299 kWh (minimise)"``; ``—`` for a missing value."""
+        if values is None:
+            return "—"
+        parts = []
+        for (name, d), v in zip(self.objectives, values):
+            m = metric(name)
+            parts.append(f"{m.label} {m.format(v, unit=True)} ({'minimise' if d == 'min' else 'maximise'})")
+        return "; ".join(parts)
 
     def sampler_name(self) -> str:
         if self.sampler != "auto":

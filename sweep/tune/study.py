@@ -5,6 +5,7 @@ Only Optuna's public API is used.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from .spec import TuneSpec
@@ -102,3 +103,15 @@ def best_trials(study, spec: TuneSpec) -> list[dict]:
     return [{"number": t.number, "params": dict(t.params), "values": list(t.values),
              "seeds": t.user_attrs.get("seeds"), "train_windows": t.user_attrs.get("windows"),
              "test_values": None} for t in best]
+
+
+def name_objectives(study, spec: TuneSpec) -> None:
+    """Give the Optuna study its objectives' metric names (:attr:`TuneSpec.metric_names`), so that
+    optuna-dashboard and ``study.metric_names`` show them instead of "Objective 0/1". Idempotent:
+    the names live in the storage; called by the driver and by each Slurm worker that loads the
+    study. ``set_metric_names`` is marked experimental by Optuna: its warning is silenced."""
+    if study.metric_names == spec.metric_names:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        study.set_metric_names(spec.metric_names)

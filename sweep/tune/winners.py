@@ -9,6 +9,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from twinsweep.core.atomic import atomic_write_text
+
 from .spec import TuneSpec
 
 __all__ = ["toml_dumps", "write_winners"]
@@ -89,7 +91,7 @@ def write_winners(spec: TuneSpec, out: Path, best: list[dict]) -> dict[str, Path
         d = dict(doc)
         d["grid"] = g
         path = out / "winners.toml"
-        path.write_text(header + toml_dumps(d))
+        atomic_write_text(path, header + toml_dumps(d))
         files["winners.toml"] = path
     else:
         for b in best:
@@ -100,7 +102,7 @@ def write_winners(spec: TuneSpec, out: Path, best: list[dict]) -> dict[str, Path
             d["grid"] = g
             d["study"] = dict(study, name=f"{name}-{b['number']}", output=str(out / f"winners-{b['number']}"))
             path = out / f"winners-{b['number']}.toml"
-            path.write_text(header + f"# Trial {b['number']}: train {b['values']}, test {b.get('test_values')}\n"
-                            + toml_dumps(d))
+            atomic_write_text(path, header + f"# Trial {b['number']}: train {b['values']}, test {b.get('test_values')}\n"
+                              + toml_dumps(d))
             files[path.name] = path
     return files

@@ -1,0 +1,168 @@
+"""A results folder's study identity, windows outside a trace in a sweep, durable run commits and
+the driver's check of Slurm run folders (issue 11, items 2, 3, 6, 7, 9). Tiny traces, local backend."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pandas as pd
+import pytest
+
+from twinsweep.core.errors import ConfigError
+from twinsweep.sweep.api import SweepError, dry_run, run_sweep
+
+from test_sweep_support import write_spec
+
+
+# ------------------------------------------------------------------ windows outside the trace (3)
+def test_a_sweep_refuses_a_window_after_the_trace_at_spec_load(tmp_path):
+    spec = write_spec(tmp_path, seeds=1, policies=("fcfs",), backfills=("none",),
+                      windows='[{ name = "ok", start = "0s", duration = "30m" }, { name = "late", start = "400d", duration = "1d" }]')
+    with pytest.raises(ConfigError, match=r"dataset 'tiny'.*window 'late'.*last job has ended"):
+        dry_run(spec)
+    with pytest.raises(ConfigError, match="window 'late'"):
+        run_sweep(spec, report=False)
+    assert not (tmp_path / "out" / "runs").exists() or not any((tmp_path / "out" / "runs").iterdir())
+
+
+def test_a_sweep_flags_windows_past_the_last_submission_in_runs_parquet(tmp_path):
+    # write_swf submits 40 jobs within the first hour
+    spec = write_spec(tmp_path, seeds=1, policies=("fcfs",), backfills=("none",),
+                      windows='[{ name = "in", start = "0s", duration = "10m" }, { name = "tail", start = "30m", duration = "1d" }]')
+    lines: list[str] = []
+    res = run_sweep(spec, report=False, log=lines.append)
+    assert res.ran == 2 and not res.failed
+    t = pd.read_parquet(tmp_path / "out" / "runs.parquet").set_index("window")
+    assert t.loc["tail", "window_past_last_submit"] and not t.loc["in", "window_past_last_submit"]
+    assert str(t["window_past_last_submit"].dtype) == "bool" and t["trace_last_submit_s"].notna().all()
+    assert len([ln for ln in lines if "window 'tail'" in ln and "last submission" in ln]) == 1
+
+
+# ------------------------------------------------------------------------- durable commits (6)
+def test_every_run_file_is_fsynced_before_the_commit_rename(tmp_path, monkeypatch):
+    events: list[tuple] = []
+    real_fsync, real_replace, real_rename = os.fsync, os.replace, os.rename
+
+    def fsync(fd):
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        return real_fsync(fd)
+
+    def replace(a, b, *args, **kw):
+        events.append(("replace", str(a), str(b)))
+        return real_replace(a, b, *args, **kw)
+
+    def rename(a, b, *args, **kw):
+        events.append(("rename", str(a), str(b)))
+        return real_rename(a, b, *args, **kw)
+
+    spec = write_spec(tmp_path, seeds=1, policies=("fcfs",), backfills=("none",))
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "rename", rename)
+    run_sweep(spec, report=False)
+    monkeypatch.undo()
+    commits = [i for i, e in enumerate(events) if e[0] == "rename" and "/runs/.tmp-" in e[1]]
+    assert len(commits) == 1
+    c = commits[0]
+    tmp_dir, final = events[c][1], events[c][2]
+    files = sorted(os.listdir(final))
+    assert "sweep.json" in files and "stats.json" in files
+    for name in files:
+        target = os.path.join(tmp_dir, name)
+        put = [i for i, e in enumerate(events[:c]) if e[0] == "replace" and e[2] == target]
+        assert put, f"{name} was not written by an atomic replace before the commit"
+        src = events[put[-1]][1]
+        assert any(e == ("fsync", src) for e in events[:put[-1]]), f"{name} was not fsynced before its rename"
+    assert ("fsync", tmp_dir) in events[:c]  # the folder's entries, before the folder is renamed
+
+
+# --------------------------------------------------------------------------- study identity (7)
+def test_a_cut_down_spec_with_the_same_name_is_refused(tmp_path):
+    spec = write_spec(tmp_path, seeds=2)
+    res = run_sweep(spec, report=False)
+    assert res.ran == 8
+    study = json.loads((tmp_path / "out" / "study.json").read_text())
+    assert study["plan_sha256"].startswith("sha256:") and study["plan"]["seeds"] == [0, 1]
+    assert set(study["plan"]["grid"]) == {"policy", "backfill", "sample_period"}
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    cut_spec = write_spec(cut, seeds=2, policies=("fcfs",), trace=tmp_path / "tiny.swf")
+    with pytest.raises(ConfigError, match=r"grid\.policy: \['sjf'\] removed"):
+        run_sweep(cut_spec, out=tmp_path / "out", report=False)
+    assert len(pd.read_parquet(tmp_path / "out" / "runs.parquet")) == 8  # the folder's table untouched
+    # another trace under the same dataset name: named too
+    other = tmp_path / "other"
+    other.mkdir()
+    from test_sweep_support import write_swf
+
+    other_spec = write_spec(other, seeds=2, trace=write_swf(other / "t2.swf", seed=9))
+    with pytest.raises(ConfigError, match=r"dataset tiny: trace"):
+        run_sweep(other_spec, out=tmp_path / "out", report=False)
+    # the explicit override makes the cut-down plan the folder's
+    lines: list[str] = []
+    res = run_sweep(cut_spec, out=tmp_path / "out", report=False, replace_plan=True, log=lines.append)
+    assert res.planned == 4 and any("--replace-plan" in ln for ln in lines)
+    assert json.loads((tmp_path / "out" / "study.json").read_text())["plan"]["grid"]["policy"] == ["fcfs"]
+
+
+def test_adding_seeds_extends_a_finished_study(tmp_path):
+    spec = write_spec(tmp_path, seeds=1)
+    assert run_sweep(spec, report=False).ran == 4
+    more = write_spec(tmp_path, seeds=2)
+    lines: list[str] = []
+    res = run_sweep(more, report=False, log=lines.append)
+    assert res.skipped == 4 and res.ran == 4  # only the new seed's runs
+    assert any("extends this folder's study" in ln and "seeds +[1]" in ln for ln in lines)
+
+
+# --------------------------------------------------------------- Slurm run folders (2) and tune (9)
+def test_a_slurm_task_ok_without_its_run_folder_stops_the_sweep(tmp_path, monkeypatch):
+    """A Slurm array task that reports success while its run folder is not under the driver's
+    results folder (a compute node writing elsewhere) stops the sweep: Slurm cannot ship files."""
+    import twinsweep.backends.base as base
+    from twinsweep.backends.base import Outcome
+    from twinsweep.backends.slurm import SlurmBackend
+
+    class NodeWritesElsewhere(SlurmBackend):
+        """SlurmBackend with the cluster replaced: every task "succeeds" on node01 but writes nothing
+        the driver sees (what submitit returns for a run written to the node's local disk)."""
+
+        def _submit(self, tasks, fn, shared):
+            return [t.key for t in tasks], None
+
+        def _follow(self, refs):
+            for key in refs:
+                yield Outcome(key, True, {"key": key, "status": "written", "sim_s": 0.01}, worker="node01:4242")
+
+    monkeypatch.setattr(base, "make_backend", lambda *a, **k: NodeWritesElsewhere(folder=tmp_path / "slurm"))
+    spec = write_spec(tmp_path, seeds=1, policies=("fcfs",), backfills=("none",))
+    with pytest.raises(SweepError, match=r"finished on node01:4242 but .*runs/.* does not exist here"):
+        run_sweep(spec, report=False)
+    info = json.loads(pq_info(tmp_path / "out" / "runs.parquet"))
+    assert info["interrupted"] and info["runs"] == 0
+
+
+def pq_info(path):
+    import pyarrow.parquet as pq
+
+    return pq.read_schema(path).metadata[b"twinsweep"]
+
+
+def test_tune_gives_the_local_pool_the_results_folders_cache(tmp_path, monkeypatch):
+    import twinsweep.backends.base as base
+
+    from test_tune import _spec
+
+    seen = []
+    real = base.make_backend
+
+    def spy(name, **kw):
+        seen.append((name, kw))
+        return real(name, **kw)
+
+    monkeypatch.setattr(base, "make_backend", spy)
+    from twinsweep.sweep.tune import run_tune
+
+    run_tune(_spec(tmp_path, trials=1), test=False)
+    assert seen and all(kw.get("cache_dir") == str(tmp_path / "out" / ".cache") for n, kw in seen if n == "local")
