@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -73,20 +74,56 @@ def _sched(rows):
 
 
 def test_estimators_by_hand():
-    B = 100
-    # block [0, 100): queue never empty (a job waits 0..100), peak 6 of 10 -> 4 down;
-    # block [100, 200): queue empty from 100 -> nothing inferred; block [200, 300): peak 10 -> 0
-    s = _sched([(0, 0, 100, 6), (0, 100, 150, 10), (0, 200, 300, 10), (150, 250, 300, 0), (190, 210, 300, 0)])
-    edges, down = av.block_down_nodes(s, 10, 0, 300, block_s=B)
-    assert edges.tolist() == [0, 100, 200, 300] and down.tolist() == [4, 0, 0]
-    assert av.informed_calendar(s, 10, 0, 300, block_s=B) == ((0, 100, 4),)
+    B, G = 100, 10  # blocks of 100 s, the queue looked at every 10 s
+    # block [0, 100): 6 of 10 nodes busy; only 10-node jobs wait: a queue held for a wide head
+    # (EASY's drain) says nothing about nodes down
+    wide = [(0, 0, 100, 6), (0, 100, 150, 10), (0, 200, 300, 10)]
+    edges, down = av.block_down_nodes(_sched(wide), 10, 0, 300, block_s=B, grid_s=G)
+    assert edges.tolist() == [0, 100, 200, 300] and down.tolist() == [0, 0, 0]
+    # a 2-node job waited all along block 0 while 4 nodes were never used: they were down;
+    # block [100, 200) peaks at 12 busy (a log busier than the machine) -> 0; [200, 300) full -> 0
+    s = _sched(wide + [(0, 100, 120, 2)])
+    edges, down = av.block_down_nodes(s, 10, 0, 300, block_s=B, grid_s=G)
+    assert down.tolist() == [4, 0, 0]
+    assert av.smallest_waiting(s, np.array([0, 50, 100, 150, 250]))[:3].tolist() == [2, 2, 10]
+    # with a site rule that holds every job of limit > 50 s, the 2-node job (limit 100) does not count
+    s_lim = s.assign(time_limit=[100, 100, 100, 100])
+    _e, held = av.block_down_nodes(s_lim, 10, 0, 300, block_s=B, grid_s=G, startable=lambda lim, t: lim <= 50)
+    assert held.tolist() == [0, 0, 0]
+    _e, free = av.block_down_nodes(s_lim, 10, 0, 300, block_s=B, grid_s=G, startable=lambda lim, t: True)
+    assert free.tolist() == [4, 0, 0]
     # blind: median of [4, 0, 0] = 0 on the whole window; on [0, 100) alone 4, clipped to 0 as a
     # 10-node job was submitted in it (it must still fit)
-    assert av.blind_constant(s, 10, 0, 300, block_s=B) == (0, 0)
-    assert av.blind_constant(s, 10, 0, 100, block_s=B) == (0, 4)
-    small = _sched([(0, 0, 100, 6), (0, 100, 150, 5)])
+    bc = lambda sch, a, b: av.blind_constant(sch, 10, a, b, block_s=B)  # noqa: E731
+    assert bc(s, 0, 300) == (0, 0) and bc(s, 0, 100) == (0, 4)
+    small = _sched([(0, 0, 100, 6), (0, 100, 150, 3)])  # a 3-node job waits while 4 nodes idle
     assert av.blind_constant(small, 10, 0, 100, block_s=B) == (4, 4)
     assert av.constant_calendar(0, 0, 10) == () and av.constant_calendar(2, 0, 10) == ((0, 10, 2),)
+
+
+def test_informed_calendar_is_stacked_contiguous_periods():
+    """A step function of nodes down becomes stacked periods: each node is held for its whole
+    contiguous run (its expected end is the run's end, not the block's), and the periods add up
+    to the step function at every time."""
+    e = np.array([0, 10, 20, 30, 40])
+    assert av.layered_calendar(e, np.array([3, 5, 2, 2]), 100) == ((0, 20, 1), (0, 40, 2), (10, 20, 2))
+    assert av.layered_calendar(e, np.array([0, 1, 0, 1]), 100) == ((10, 20, 1), (30, 40, 1))
+    assert av.layered_calendar(e, np.array([2, 1, 3, 0]), 100) == ((0, 10, 1), (0, 30, 1), (20, 30, 2))
+    assert av.layered_calendar(e, np.array([0, 0, 0, 0]), 100) == ()
+    assert av.layered_calendar(e, np.array([9, 12, 9, 0]), 10) == ((0, 30, 9),)  # clipped to nodes - 1
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        d = rng.integers(0, 6, 12)
+        edges = np.arange(0, 130, 10)
+        cal = av.layered_calendar(edges, d, 100)
+        total = np.zeros(12, dtype=int)
+        for a, b, k in cal:
+            total[a // 10:b // 10] += k
+        assert total.tolist() == d.tolist()
+        # levels of one run are merged: never two periods with the same span
+        assert len({(a, b) for a, b, _k in cal}) == len(cal)
+        # a period ends only where the step falls (never at a block edge where it stays or rises)
+        assert all(b == 120 or d[b // 10] < d[b // 10 - 1] for _a, b, _k in cal)
 
 
 def _run_grace(grace, jobs, backfill="easy"):
