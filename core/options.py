@@ -67,10 +67,15 @@ class RunOptions(PluginOptions):
     accounts_in: accounts.json, run directory or jobs.parquet of an earlier run, or
         ``collect:replay`` / ``collect:replay:prev`` (docs in :mod:`core.policies.incentives`).
     acct_level: ``"account"`` (default) or ``"user"``: which accounts table prioritises jobs.
+    replay_oversubscribe: replay only — follow the log exactly where it used more nodes than the
+        system's nominal size (the pool is sized to the log's peak; utilisation stays against
+        the nominal size; :func:`core.run.simulate`). Default False: such starts wait for room
+        (``replay_delayed``).
     """
 
     accounts_in: str | None = None
     acct_level: Literal["account", "user"] = "account"
+    replay_oversubscribe: bool = False
 
 
 def option_names(model: type[PluginOptions]) -> set[str]:

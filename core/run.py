@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -29,6 +30,7 @@ from .config import RunConfig, run_key
 from .engine import Engine, select_window
 from .accounts import Accounts, account_names, accounts_of_run, load_accounts
 from .atomic import atomic_write, atomic_write_files, bytes_writer
+from .availability import busy_and_queued
 from .errors import ConfigError
 from .perturb import perturb
 from .power import account_power, build_timeline, idle_node_power_w, job_node_power_w
@@ -174,9 +176,35 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     if options.get("accounts_in") and not replay:
         # account-incentive / weighted policies: the accounts are loaded (or collected) once here
         accounts, accounts_manifest = run_accounts_input(config, workload, system, frame)
-    eng = Engine(frame, system, config.policy, config.backfill, config.kill, npow,
+    over = replay_oversubscription(frame, system.nodes) if replay else None
+    eng_frame, eng_system, eng_npow, too_big = frame, system, npow, None
+    if over is not None and over["replay_oversubscribed_periods"]:
+        warnings.warn(
+            f"{Path(workload.source).name}: the recorded schedule uses more than the system's {system.nodes} nodes in "
+            f"{over['replay_oversubscribed_periods']} period(s) ({over['replay_oversubscribed_s']} s, peak "
+            f"{over['replay_recorded_peak_nodes']} nodes) of the window; "
+            + ("replay follows the log there (option replay_oversubscribe)" if options.get("replay_oversubscribe")
+               else "replay delays those starts (replay_delayed); option replay_oversubscribe follows the log"),
+            ReplayOversubscribedWarning, stacklevel=2)
+    if options.get("replay_oversubscribe"):
+        if not replay:
+            raise ConfigError("option replay_oversubscribe applies to policy 'replay' only")
+        if over["replay_recorded_peak_nodes"] > system.nodes:
+            # the pool holds the log's peak; jobs larger than the nominal machine stay rejected
+            big = frame["nodes"].astype("float64").to_numpy(na_value=np.nan) > system.nodes
+            too_big = frame.loc[big]
+            keep = ~big
+            eng_frame = frame.loc[keep].reset_index(drop=True)
+            eng_frame.attrs = frame.attrs
+            eng_npow = np.asarray(npow)[keep]
+            eng_system = _grown(system, over["replay_recorded_peak_nodes"])
+    eng = Engine(eng_frame, eng_system, config.policy, config.backfill, config.kill, eng_npow,
                  idle_node_power_w(system), t0, t1, options=options, progress=cb, accounts=accounts)
     res = eng.run()
+    if eng_system is not system:
+        res = _nominal_view(res, system, eng_system, too_big)
+    if over is not None and over["replay_oversubscribed_periods"]:
+        res.counts.update(over)
     if res.t_end <= res.t_start:
         raise ConfigError(
             f"{workload.source}: nothing to simulate in the window [{res.t_start}, {res.t_end}) s "
@@ -343,6 +371,60 @@ def _node_ids_array(values) -> pa.Array:
         if present else np.zeros(0, dtype=np.int32)
     mask = np.fromiter((v is None for v in vals), dtype=bool, count=len(vals))
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=pa.int32()), mask=pa.array(mask))
+
+
+class ReplayOversubscribedWarning(UserWarning):
+    """A replayed log uses more nodes than the system's nominal size in some periods."""
+
+
+def replay_oversubscription(frame: pd.DataFrame, nodes: int) -> dict:
+    """Periods of a replay window where the recorded schedule holds more than ``nodes`` nodes.
+
+    Reads the window's ``replay_start`` (recorded start, DESIGN.md §3.9), ``run_time`` and
+    ``nodes``; a job occupies ``[replay_start, replay_start + run_time)`` (jobs larger than the
+    machine are rejected at submit and not counted). Returns
+    ``replay_oversubscribed_periods`` (maximal intervals above ``nodes``),
+    ``replay_oversubscribed_s`` (their total length, s) and ``replay_recorded_peak_nodes``.
+    """
+    run = frame["run_time"].astype("Int64")
+    n = frame["nodes"].astype("float64")
+    ok = run.notna() & frame["nodes"].notna() & (n > 0) & (n <= nodes)  # larger jobs are rejected: never run
+    start = frame["replay_start"].astype("Int64").where(ok)
+    sched = pd.DataFrame({"start_time": start, "end_time": start + run.where(ok),
+                          "nodes": frame["nodes"].astype("Int64"), "submit_time": frame["submit_time"].astype("int64")})
+    t, busy, _, _ = busy_and_queued(sched)
+    above = busy > nodes
+    periods = int(np.sum(above[1:] & ~above[:-1]) + (1 if len(above) and above[0] else 0))
+    secs = int(np.sum(np.diff(t)[above[:-1]])) if len(t) > 1 else 0
+    return {"replay_oversubscribed_periods": periods, "replay_oversubscribed_s": secs,
+            "replay_recorded_peak_nodes": int(busy.max()) if len(busy) else 0}
+
+
+def _grown(system: System, nodes: int) -> System:
+    """``system`` with a node pool of ``nodes`` (the replay's over-subscription; no layout)."""
+    return dataclasses.replace(system, nodes=int(nodes), installed_nodes=None, unavailable_nodes=())
+
+
+def _nominal_view(res, system: System, grown: System, too_big: pd.DataFrame):
+    """An engine result on a grown pool, seen against the nominal ``system``: the phantom nodes'
+    idle power removed from the steps, jobs larger than the nominal machine put back as
+    rejected (DESIGN.md §3.5), in trace order."""
+    extra = grown.nodes - system.nodes
+    res.steps = res.steps.assign(it_power_w=res.steps["it_power_w"] - extra * idle_node_power_w(system))
+    if too_big is not None and len(too_big):
+        rej = too_big.drop(columns=[c for c in ("replay_start",) if c in too_big.columns]).copy()
+        rej["trace_status"] = rej["status"]
+        rej["status"] = "rejected"
+        rej["reason"] = [f"asks for {int(n)} nodes; the system has {system.nodes}" for n in rej["nodes"]]
+        rej["prepopulated"] = False
+        rej["time_limit_imputed"] = False
+        jobs = pd.concat([res.jobs, rej], ignore_index=True)
+        jobs = jobs.sort_values("trace_index", kind="stable").reset_index(drop=True)
+        for c in res.jobs.columns:
+            if str(res.jobs[c].dtype) != str(jobs[c].dtype):
+                jobs[c] = jobs[c].astype(res.jobs[c].dtype)
+        res.jobs = jobs
+    return res
 
 
 def _jobs_table(jobs: pd.DataFrame) -> pa.Table:
