@@ -1,71 +1,139 @@
 """Validate the twin on every PWA trace of the data folder that records a schedule (issue 15 item 5).
 
-    python bench/validate_all.py [--traces KTH-SP2-1996-2.1-cln.swf.gz ...] [--restart 7d] [--out out/validate-all]
+    python bench/validate_all.py [--traces KTH-SP2-1996-2.1-cln.swf.gz ...] [--restart 7d]
+                                 [--max-jobs 60000] [--windows 4] [--parallel 3] [--out out/validate-all]
 
-Runs :func:`twinsweep.sweep.validate.validate` (site policy ``fcfs`` + ``easy``, reported window
-the second half of each log, noise floor 3 seeds) per trace, writes each trace's validation.json
-and validation.html under ``--out``, and prints one markdown table (the one in docs/validation.md
-and the README) with the wall time of each trace. A trace records a schedule when most of its jobs
-have a recorded wait (SWF field 3 != -1); the others (LCG, LLNL-Atlas, NASA-iPSC) are listed as
-skipped with that reason. Goals (issue 15): informed and restart |mean wait err| <= 20 %,
-|p95| <= 25 %, hourly occupancy corr >= 0.5; whole KTH with --restart 7d and the noise floor
-under a minute.
+Runs :func:`twinsweep.sweep.validate.validate` per trace with the site's scheduler as its system
+file's ``[site]`` table declares it (else ``fcfs`` + ``easy``), one estimator and one set of
+constants for every trace (core/availability.py), the reported window the second half of each
+(possibly cut) log, the noise floor (3 seeds) and the ranking-stability study (``--windows``
+busiest weeks). Traces with more than ``--max-jobs`` jobs are cut to their first that many jobs
+in trace order (the cut is printed; the fitting and reported windows are then the halves of
+the cut span). Writes each trace's validation.json / validation.html under ``--out`` and
+``table.md`` there: the markdown tables of docs/validation.md and the README, each figure beside
+its goal (informed and restart |mean wait err| <= 20 %, |p95| <= 25 %, hourly occupancy corr
+>= 0.5; blind ranking tau >= 0.7 on every window), with the CPU time of each trace and the load
+average. A trace records a schedule when most of its jobs have a recorded wait (SWF field 3 !=
+-1); the others (LCG, LLNL-Atlas, NASA-iPSC) are listed as skipped with that reason.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import time
 from pathlib import Path
 
+from twinsweep.core.atomic import atomic_write_text
 from twinsweep.core.data import data_dir
 from twinsweep.core.loaders import load_workload
 from twinsweep.sweep.validate import validate
 
 #: Share of jobs with a recorded start a log needs to count as recording its schedule.
 MIN_RECORDED = 0.5
+#: Goals of issue 15 (informed and restart modes; ranking stability of blind mode).
+GOAL_MEAN, GOAL_P95, GOAL_CORR, GOAL_TAU = 0.20, 0.25, 0.5, 0.7
+#: Traces in the order they are run: smallest first, largest last (the brief's order).
+ORDER = ("KTH-SP2-1996-2.1-cln", "SDSC-SP2-1998-4.2-cln", "SDSC-Par-1996-3.1-cln", "OSC-Clust-2000-3.1-cln",
+         "LANL-CM5-1994-4.1-cln", "HPC2N-2002-2.2-cln", "SDSC-BLUE-2000-4.2-cln", "CEA-Curie-2011-2.1-cln",
+         "RICC-2010-2")
 
 
 def _pct(v):
     return "–" if v is None else f"{v * 100:+.0f} %"
 
 
+def _ok(v, goal, absolute=True):
+    if v is None:
+        return "–"
+    return "met" if (abs(v) <= goal if absolute else v >= goal) else "NOT met"
+
+
+def _one(name: str, args) -> dict:
+    """Validate one trace; returns its table rows, notes and CPU time (run in a worker process)."""
+    folder = data_dir() / "pwa-swf"
+    wl = load_workload(folder / name)
+    rec = float(wl.jobs["recorded_start_time"].notna().mean())
+    if rec < MIN_RECORDED:
+        return {"skipped": f"{name}: only {rec:.0%} of jobs have a recorded start (no schedule to compare with)"}
+    label, note = name.removesuffix(".swf.gz"), None
+    if len(wl) > args.max_jobs:
+        note = f"{name}: cut to its first {args.max_jobs:,} jobs of {len(wl):,} (trace order)"
+        wl = dataclasses.replace(wl, jobs=wl.jobs.iloc[:args.max_jobs].reset_index(drop=True))
+        label += f" (first {args.max_jobs // 1000}k jobs)"
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    v = validate(f"pwa-swf/{name}", restart=args.restart, sensitivity=args.sensitivity, workload=wl,
+                 noise_seeds=args.noise_seeds, windows=args.windows,
+                 out=Path(args.out) / name.removesuffix(".swf.gz"))
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
+    site = f"{v['policy']} + {v['backfill']}"
+    rows = []
+    for mode, f in v["modes"].items():
+        nf = (f.get("noise_floor") or {}).get("wait_mean_rel_error")
+        corr = f.get("occupancy_corr_hourly")
+        med = f.get("start_error_median_s")
+        goals = "" if mode == "blind" else (
+            f"{_ok(f.get('wait_mean_rel_error'), GOAL_MEAN)} / {_ok(f.get('wait_p95_rel_error'), GOAL_P95)} / "
+            f"{_ok(corr, GOAL_CORR, absolute=False)}")
+        rows.append(f"| {label} | {site} | {mode} | {_pct(f.get('wait_mean_rel_error'))} | "
+                    f"{_pct(f.get('wait_p95_rel_error'))} | {_pct(f.get('bsld_mean_rel_error'))} | "
+                    f"{(f.get('start_within_1h_frac') or 0):.0%} | "
+                    f"{'–' if med is None else f'{med / 3600:.1f} h'} | "
+                    f"{'–' if corr is None else f'{corr:.2f}'} | {_pct(nf)} | {goals} |")
+    rs = v.get("ranking_stability") or {}
+    tau = rs.get("kendall_tau_min_blind_vs_informed")
+    tau_s, top3 = rs.get("kendall_tau_min_seeds"), rs.get("top3_same_frac")
+    cal = v["calibration"]
+    rank_row = (f"| {label} | {rs.get('windows', 0)} | {'–' if tau is None else f'{tau:.2f}'} | "
+                f"{_ok(tau, GOAL_TAU, absolute=False)} | "
+                f"{'–' if tau_s is None else f'{tau_s:.2f}'} | {'–' if top3 is None else f'{top3:.0%}'} | "
+                f"{cal['kill_grace_s']} s | {cal['blind_nodes_down']} | {cal['informed_down_node_frac']:.1%} | "
+                f"{cpu:.0f} s |")
+    print(f"{name}: {cpu:.1f} s CPU, {wall:.1f} s wall ({v['timing_s']})", flush=True)
+    return {"rows": rows, "rank_row": rank_row, "note": note}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--traces", nargs="*", default=None, help="file names under pwa-swf/ (default: all)")
     ap.add_argument("--restart", default="7d")
+    ap.add_argument("--max-jobs", type=int, default=60000, help="cut larger traces to their first N jobs")
+    ap.add_argument("--windows", type=int, default=4, help="busiest weeks of the ranking-stability study")
+    ap.add_argument("--noise-seeds", type=int, default=3)
     ap.add_argument("--sensitivity", action="store_true", help="also the policy x backfill table (slow)")
+    ap.add_argument("--parallel", type=int, default=1, help="traces validated at once (worker processes)")
     ap.add_argument("--out", default="out/validate-all")
     args = ap.parse_args(argv)
     folder = data_dir() / "pwa-swf"
-    names = args.traces or sorted(p.name for p in folder.glob("*.swf.gz"))
-    rows, skipped = [], []
-    for name in names:
-        wl = load_workload(folder / name)
-        rec = float(wl.jobs["recorded_start_time"].notna().mean())
-        if rec < MIN_RECORDED:
-            skipped.append(f"{name}: only {rec:.0%} of jobs have a recorded start (no schedule to compare with)")
-            continue
-        t = time.perf_counter()
-        v = validate(f"pwa-swf/{name}", restart=args.restart, sensitivity=args.sensitivity, workload=wl,
-                     out=Path(args.out) / name.removesuffix(".swf.gz"))
-        wall = time.perf_counter() - t
-        for mode, f in v["modes"].items():
-            nf = (f.get("noise_floor") or {}).get("wait_mean_rel_error")
-            corr = f.get("occupancy_corr_hourly")
-            med = f.get("start_error_median_s")
-            rows.append(f"| {name.removesuffix('.swf.gz')} | {mode} | {_pct(f.get('wait_mean_rel_error'))} | "
-                        f"{_pct(f.get('wait_p95_rel_error'))} | {_pct(f.get('bsld_mean_rel_error'))} | "
-                        f"{(f.get('start_within_1h_frac') or 0):.0%} | "
-                        f"{'–' if med is None else f'{med / 3600:.1f} h'} | "
-                        f"{'–' if corr is None else f'{corr:.2f}'} | {_pct(nf)} |")
-        print(f"{name}: {wall:.1f} s wall ({v['timing_s']})", flush=True)
-    print("\n| trace | mode | mean wait err | p95 wait err | bsld err | starts within 1 h | median \\|start err\\| "
-          "| hourly occupancy corr | noise floor of the mean wait err |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    print("\n".join(rows))
-    for s in skipped:
-        print(f"skipped: {s}")
+    names = args.traces or sorted((p.name for p in folder.glob("*.swf.gz")),
+                                  key=lambda n: (ORDER.index(n.removesuffix(".swf.gz"))
+                                                 if n.removesuffix(".swf.gz") in ORDER else len(ORDER), n))
+    if args.parallel > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.parallel) as ex:
+            results = list(ex.map(_one, names, [args] * len(names)))
+    else:
+        results = [_one(n, args) for n in names]
+    rows = [r for res in results for r in res.get("rows", [])]
+    rank_rows = [res["rank_row"] for res in results if "rank_row" in res]
+    notes = [res["note"] for res in results if res.get("note")]
+    skipped = [res["skipped"] for res in results if "skipped" in res]
+    load = os.getloadavg()
+    out = ["| trace | site scheduler | mode | mean wait err | p95 wait err | bsld err | starts within 1 h | "
+           "median \\|start err\\| | hourly occupancy corr | noise floor of the mean wait err | goals (mean / p95 / corr) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|", *rows, "",
+           "| trace | weeks | τ blind vs informed (min) | goal τ ≥ 0.7 | τ seeds (min) | top-3 same | kill grace "
+           "fitted | blind nodes down | node-hours inferred down | CPU (all modes, noise floor, rankings) |",
+           "|---|---|---|---|---|---|---|---|---|---|", *rank_rows, "",
+           f"Load average at the end: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min); "
+           f"{args.parallel} trace(s) at once.",
+           *[f"- {n}" for n in notes], *[f"- skipped: {s}" for s in skipped]]
+    text = "\n".join(out) + "\n"
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(Path(args.out) / "table.md", text)
+    print("\n" + text)
     return 0
 
 

@@ -383,13 +383,21 @@ def _add_validate_parser(sub):
     p = sub.add_parser("validate", help="backtest: reschedule a log under its site's policy and compare with its recorded schedule",
                        description=("Reschedule a trace under the site's policy and compare the twin's schedule with the "
                                     "recorded one (sweep/validate.py): wait, bounded slowdown and per-job start errors, "
-                                    "wait-distribution distances, hourly occupancy, by mode (blind; restart with "
-                                    "--restart), with the twin's noise floor and every policy x backfill beside them. "
-                                    "Writes validation.json and validation.html."))
+                                    "wait-distribution distances, hourly occupancy, by mode, with the twin's noise floor "
+                                    "and every policy x backfill beside them. Modes: blind (no recorded start, end or "
+                                    "placement reaches the twin; one constant fitted on the fitting window), informed "
+                                    "(a node availability calendar inferred from the recorded busy-node counts and "
+                                    "queue, never from which job started when), restart (with --restart: re-seeded from "
+                                    "the recorded state every PERIOD, on the informed machine). The site's scheduler "
+                                    "comes from the system file's [site] table (policy, backfill and their options, "
+                                    "e.g. KTH's clock rules, SDSC's queue classes) unless --policy/--backfill is "
+                                    "given; docs/validation.md. Writes validation.json and validation.html."))
     p.add_argument("--data", required=True, help="trace file (relative paths resolve against $TWINSWEEP_DATA)")
     p.add_argument("--system", default=None, help="system name or TOML path (default: as `twinsweep run`)")
-    p.add_argument("--policy", default="fcfs", help="the site's ordering policy (default fcfs)")
-    p.add_argument("--backfill", default="easy", help="the site's backfill variant (default easy)")
+    p.add_argument("--policy", default=None,
+                   help="the site's ordering policy (default: the system file's [site] table, else fcfs)")
+    p.add_argument("--backfill", default=None,
+                   help="the site's backfill variant (default: the system file's [site] table, else easy)")
     p.add_argument("--restart", type=_duration, default=None, metavar="PERIOD",
                    help="add the restart mode: re-seed from the recorded state every PERIOD (e.g. 7d)")
     p.add_argument("--calibrate", default=None, metavar="START:END",

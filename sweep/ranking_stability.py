@@ -10,7 +10,12 @@ trace, by mean wait (censored: jobs still queued at the window end count with th
 
 and compares the rankings with Kendall's τ (``scipy.stats.kendalltau``, τ-b) per window and
 metric. Each window starts from the recorded state at its start (DESIGN.md §3.9), as a sweep's
-windows do. Keys (``validation.json["ranking_stability"]``): ``kendall_tau_min_blind_vs_informed``,
+windows do — under *both* machines. So "blind" here means the blind *machine model*, not blind
+mode in :mod:`sweep.validate`'s sense: the jobs running and queued at each week's start are read
+from the log (``initial_state`` in the result says so). What is compared is how the ranking of
+variants moves with the machine model from one shared starting state; a study's own windows
+start the same way. The variants are the built-in policies × backfill variants, without the
+site's options (a ``[site]`` table's clock rules or classes are not applied here). Keys (``validation.json["ranking_stability"]``): ``kendall_tau_min_blind_vs_informed``,
 ``kendall_tau_min_seeds`` (minimum over windows, metrics and seeds of τ between the informed
 ranking and a perturbed one), ``top3_same_frac`` (share of window × metric whose top-3 set is the
 same blind and informed), ``top1_gap_exceeds_seed_spread_frac`` (share whose informed winner leads
@@ -82,7 +87,7 @@ def ranking_stability(config: RunConfig, workload: Workload, sys_blind, sys_info
     def values(system, start, seed):
         out = {m: {} for m in RANK_METRICS}
         for p, b in combos:
-            cfg = dataclasses.replace(config, policy=p, backfill=b, start=start, duration=window_s, seed=seed,
+            cfg = dataclasses.replace(config, policy=p, backfill=b, options=(), start=start, duration=window_s, seed=seed,
                                       perturbation=pert if seed else Perturbation())
             st = simulate(cfg, workload=workload, system=system).stats["system"]
             for m in RANK_METRICS:
@@ -116,6 +121,8 @@ def ranking_stability(config: RunConfig, workload: Workload, sys_blind, sys_info
         per_window.append(row)
     return {
         "windows": len(starts), "window_s": window_s, "seeds": seeds, "runtime_sigma": noise_sigma,
+        "initial_state": ("recorded: every window, under both machines, starts from the log's running and queued "
+                          "jobs at its start (DESIGN.md §3.9); 'blind' names the machine model, not blind mode"),
         "metrics": list(RANK_METRICS), "variants": [f"{p}+{b}" for p, b in combos],
         "kendall_tau_min_blind_vs_informed": min(taus_bi) if taus_bi else None,
         "kendall_tau_min_seeds": min(taus_seed) if taus_seed else None,

@@ -40,6 +40,7 @@ import dataclasses
 import html
 import math
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +50,13 @@ import pandas as pd
 from twinsweep.core import availability as _avail
 from twinsweep.core.atomic import atomic_write
 from twinsweep.core.backfill import BUILTIN_BACKFILLS
+from twinsweep.core.backfill.windows import ClockRules, WindowsOptions
 from twinsweep.core.config import Perturbation, RunConfig, parse_human_duration
 from twinsweep.core.errors import ConfigError
 from twinsweep.core.fidelity import FIGURES, compare, recorded_schedule, twin_schedule
+from twinsweep.core.options import parse_options
 from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json
+from twinsweep.core.scheduler import validate_scheduler
 from twinsweep.core.workload import Workload
 
 #: validation.json layout version.
@@ -194,6 +198,72 @@ def fit_kill_grace(jobs: pd.DataFrame, fit0: int, fit1: int) -> int:
     return int(math.ceil(float(np.quantile(over, KILL_GRACE_QUANTILE)) / 60.0) * 60)
 
 
+#: Keys of a system file's ``[site]`` table (the scheduler the site ran; docs/validation.md).
+SITE_KEYS = ("policy", "backfill", "options", "class_field", "clock_utc_offset_s", "source")
+
+
+def site_scheduler(system, workload: Workload | None = None) -> dict:
+    """The site's scheduler as its system file declares it in a ``[site]`` table (read by
+    ``validate`` only; ``twinsweep run`` keeps its own defaults): ``policy``, ``backfill``,
+    ``options`` (the plug-ins' options, checked by :func:`core.scheduler.validate_scheduler`),
+    ``class_field`` (``"queue"``: the job's class is the SWF queue, field 15, given to the twin
+    as the job's partition — the queue it was submitted to in Slurm's sense; ``"partition"`` or
+    absent: as loaded), ``clock_utc_offset_s`` (the site clock's offset from UTC of the log's
+    timestamps; with a ``windows`` backfill, its ``clock_offset_s`` becomes the trace's Unix
+    start time plus this) and ``source`` (citation). Returns ``{}`` when the system has no file
+    or no ``[site]`` table. Raises ConfigError naming the file and key for an unknown key or a
+    bad value."""
+    path = getattr(system, "path", None)
+    if not path:
+        return {}
+    with open(path, "rb") as fh:
+        doc = tomllib.load(fh)
+    site = doc.get("site")
+    if site is None:
+        return {}
+    where = f"{path} [site]"
+    if not isinstance(site, dict):
+        raise ConfigError(f"{where}: must be a table")
+    unknown = sorted(set(site) - set(SITE_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {list(SITE_KEYS)}")
+    out = {"policy": site.get("policy", "fcfs"), "backfill": site.get("backfill", "easy"),
+           "options": dict(site.get("options", {})), "class_field": site.get("class_field", "partition"),
+           "clock_utc_offset_s": site.get("clock_utc_offset_s", 0), "source": site.get("source", "")}
+    if out["class_field"] not in ("queue", "partition"):
+        raise ConfigError(f"{where}: class_field must be 'queue' or 'partition', got {out['class_field']!r}")
+    off = out["clock_utc_offset_s"]
+    if isinstance(off, bool) or not isinstance(off, int):
+        raise ConfigError(f"{where}: clock_utc_offset_s must be an integer (s), got {off!r}")
+    if out["backfill"] == "windows" and workload is not None and "clock_offset_s" not in out["options"]:
+        out["options"]["clock_offset_s"] = int(workload.epoch) + off
+    try:
+        validate_scheduler(out["policy"], out["backfill"], out["options"])
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    return out
+
+
+def class_workload(workload: Workload, class_field: str) -> Workload:
+    """``workload`` with each job's class in ``partition`` (``class_field = "queue"``: the SWF
+    queue code, field 15; ``"partition"``: unchanged)."""
+    if class_field != "queue" or "queue" not in workload.jobs.columns:
+        return workload
+    jobs = workload.jobs.copy()
+    jobs["partition"] = jobs["queue"]
+    return dataclasses.replace(workload, jobs=jobs)
+
+
+def _clock_rules(config: RunConfig):
+    """``allowed(limit, t)`` of the site's clock rules when the run's backfill is ``windows``
+    with rules, else None (the availability estimators then count every queued job)."""
+    if config.backfill != "windows":
+        return None
+    opts = {k: v for k, v in config.option_dict.items() if k in {f.name for f in dataclasses.fields(WindowsOptions)}}
+    rules = ClockRules(parse_options("backfill", "windows", WindowsOptions, opts))
+    return rules.allowed if rules.active else None
+
+
 def _sensitivity_policies(workload: Workload) -> list[str]:
     pols = list(SENSITIVITY_POLICIES)
     if workload.jobs["priority"].notna().any():
@@ -201,7 +271,7 @@ def _sensitivity_policies(workload: Workload) -> list[str]:
     return pols
 
 
-def validate(data: str, system: str | None = None, policy: str = "fcfs", backfill: str = "easy",
+def validate(data: str, system: str | None = None, policy: str | None = None, backfill: str | None = None,
              restart: int | str | None = None, calibrate: str | tuple | None = None,
              report_window: str | tuple | None = None, noise_seeds: int = DEFAULT_NOISE_SEEDS,
              sensitivity: bool = True, kill: bool = True, out: str | Path | None = None,
@@ -212,7 +282,9 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
     Args:
         data: trace path (relative paths resolve against the data folder).
         system: system name or TOML path (default: as ``twinsweep run``).
-        policy, backfill: the site's scheduler (default ``fcfs`` + ``easy``).
+        policy, backfill: the site's scheduler; both None (default): the system file's ``[site]``
+            table (:func:`site_scheduler`: policy, backfill, their options, the class field),
+            else ``fcfs`` + ``easy``. Either given: that pair, without options.
         restart: restart period (s or a duration such as ``"7d"``) to add the ``restart`` mode.
         calibrate: fitting window ``"A:B"`` (durations from the trace epoch); default the first
             half of the trace's submit span. The reported window defaults to what follows it.
@@ -229,13 +301,21 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
     Raises: ConfigError (bad window, policy, trace), UnknownNameError.
     """
     t_wall = time.perf_counter()
-    base_cfg = RunConfig(data=data, system=system, policy=policy, backfill=backfill, kill=kill,
-                         sample_period=_SAMPLE_PERIOD, lenient=lenient)
+    policy_given = policy is not None or backfill is not None
     if policy == "replay":
         raise ConfigError("validate: policy 'replay' copies the recorded starts; give the site's policy (e.g. fcfs)")
+    base_cfg = RunConfig(data=data, system=system, policy=policy or "fcfs", backfill=backfill or "easy", kill=kill,
+                         sample_period=_SAMPLE_PERIOD, lenient=lenient)
     if workload is None:
         workload = load_run_workload(base_cfg)
     sysobj = resolve_system(base_cfg.system, workload)
+    site = site_scheduler(sysobj, workload) if policy is None and backfill is None else {}
+    if site:
+        policy, backfill = site["policy"], site["backfill"]
+        workload = class_workload(workload, site["class_field"])
+        base_cfg = dataclasses.replace(base_cfg, policy=policy, backfill=backfill,
+                                       options=tuple(sorted(site["options"].items())))
+    policy, backfill = base_cfg.policy, base_cfg.backfill
     period = parse_human_duration(restart, "--restart") if restart is not None else None
     if period is not None and period <= 0:
         raise ConfigError(f"--restart: the period must be > 0 s, got {restart!r}")
@@ -266,10 +346,17 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
     grace = sysobj.kill_grace_s or (fit_kill_grace(workload.jobs, fit[0], fit[1]) if kill else 0)
     sysobj = dataclasses.replace(sysobj, kill_grace_s=grace)
     end_all = int(np.nanmax(reference["end_time"].astype("float64").to_numpy(na_value=np.nan), initial=span1)) + 1
-    blind_down, blind_median = _avail.blind_constant(reference, nodes, fit[0], fit[1])
+    # a site whose rules hold jobs back by the clock: idle nodes while every queued job was held
+    # are not down (core/availability.py, startable); the rules are the site's declared policy
+    startable = _clock_rules(base_cfg)
+    if startable is not None:
+        reference_est = reference.assign(time_limit=wl_nodes.jobs["time_limit"].astype("float64").to_numpy())
+    else:
+        reference_est = reference
+    blind_down, blind_median = _avail.blind_constant(reference_est, nodes, fit[0], fit[1], startable=startable)
     # the constant hold lasts beyond any job (the engine stops once only holds are left)
     sys_blind = dataclasses.replace(sysobj, availability=_avail.constant_calendar(blind_down, span0, 2 ** 40))
-    informed_cal = _avail.informed_calendar(reference, nodes, span0, end_all)
+    informed_cal = _avail.informed_calendar(reference_est, nodes, span0, end_all, startable=startable)
     if site_cal:
         blind_down = blind_median = 0
         sys_blind = sysobj
@@ -328,15 +415,19 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
     table = []
     if sensitivity:
         t = time.perf_counter()
+        plain = not base_cfg.options
         for p in _sensitivity_policies(workload):
             for b in BUILTIN_BACKFILLS:
-                if (p, b) == (policy, backfill):
+                if plain and (p, b) == (policy, backfill):
                     fig = {k: v for k, v in modes["blind"].items() if k in FIGURES}
                 else:
-                    j = _run(dataclasses.replace(base_cfg, policy=p, backfill=b), blind_wl, sys_blind)
+                    j = _run(dataclasses.replace(base_cfg, policy=p, backfill=b, options=()), blind_wl, sys_blind)
                     fig = {k: v for k, v in compare(reference, twin_schedule(j), t0, t1, nodes).items()
                            if k in FIGURES}
-                table.append({"policy": p, "backfill": b, "site": (p, b) == (policy, backfill), **fig})
+                table.append({"policy": p, "backfill": b, "site": plain and (p, b) == (policy, backfill), **fig})
+        if not plain or (policy, backfill) not in {(r["policy"], r["backfill"]) for r in table}:
+            table.append({"policy": policy, "backfill": backfill, "site": True,
+                          **{k: v for k, v in modes["blind"].items() if k in FIGURES}})
         timing["sensitivity_s"] = time.perf_counter() - t
     stability = None
     if windows:
@@ -359,7 +450,10 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
         "trace": Path(workload.source).name,
         "checksum": workload.checksum,
         "system": {"name": sysobj.name, "nodes": nodes, "cores_per_node": sysobj.cores_per_node},
-        "policy": policy, "backfill": backfill, "kill": kill,
+        "policy": policy, "backfill": backfill, "options": base_cfg.option_dict, "kill": kill,
+        "site": ({"from": f"{Path(sysobj.path).name} [site]", "class_field": site["class_field"],
+                  "source": site["source"]} if site else
+                 {"from": "given" if policy_given else "default (no [site] table)"}),
         "windows": {"trace_submit_span": [span0, span1], "fitting": list(fit), "reported": [t0, t1]},
         "calibration": {
             "calendar_source": "system file" if site_cal else "estimated (core/availability.py)",
