@@ -67,6 +67,12 @@ def _one(name: str, args) -> dict:
                  noise_seeds=args.noise_seeds, windows=args.windows,
                  out=Path(args.out) / name.removesuffix(".swf.gz"))
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
+    print(f"{name}: {cpu:.1f} s CPU, {wall:.1f} s wall ({v['timing_s']})", flush=True)
+    return {**_render(v, label, f"{cpu:.0f} s CPU"), "note": note}
+
+
+def _render(v: dict, label: str, cost: str) -> dict:
+    """The table rows of one validation.json."""
     site = f"{v['policy']} + {v['backfill']}"
     rows = []
     for mode, f in v["modes"].items():
@@ -89,9 +95,8 @@ def _one(name: str, args) -> dict:
                 f"{_ok(tau, GOAL_TAU, absolute=False)} | "
                 f"{'–' if tau_s is None else f'{tau_s:.2f}'} | {'–' if top3 is None else f'{top3:.0%}'} | "
                 f"{cal['kill_grace_s']} s | {cal['blind_nodes_down']} | {cal['informed_down_node_frac']:.1%} | "
-                f"{cpu:.0f} s |")
-    print(f"{name}: {cpu:.1f} s CPU, {wall:.1f} s wall ({v['timing_s']})", flush=True)
-    return {"rows": rows, "rank_row": rank_row, "note": note}
+                f"{cost} |")
+    return {"rows": rows, "rank_row": rank_row}
 
 
 def main(argv=None) -> int:
@@ -104,12 +109,25 @@ def main(argv=None) -> int:
     ap.add_argument("--sensitivity", action="store_true", help="also the policy x backfill table (slow)")
     ap.add_argument("--parallel", type=int, default=1, help="traces validated at once (worker processes)")
     ap.add_argument("--out", default="out/validate-all")
+    ap.add_argument("--render-only", action="store_true",
+                    help="validate nothing: render table.md from the validation.json files already under --out")
     args = ap.parse_args(argv)
     folder = data_dir() / "pwa-swf"
     names = args.traces or sorted((p.name for p in folder.glob("*.swf.gz")),
                                   key=lambda n: (ORDER.index(n.removesuffix(".swf.gz"))
                                                  if n.removesuffix(".swf.gz") in ORDER else len(ORDER), n))
-    if args.parallel > 1:
+    if args.render_only:
+        import json
+
+        results = []
+        for n in names:
+            f = Path(args.out) / n.removesuffix(".swf.gz") / "validation.json"
+            if f.exists():
+                v = json.loads(f.read_text())
+                span = v["windows"]["trace_submit_span"]
+                results.append(_render(v, n.removesuffix(".swf.gz") + f" ({(span[1] - span[0]) / 86400:.0f} days)",
+                                       f"{v['timing_s']['total_s']:.0f} s wall"))
+    elif args.parallel > 1:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(args.parallel) as ex:
@@ -125,7 +143,7 @@ def main(argv=None) -> int:
            "median \\|start err\\| | hourly occupancy corr | noise floor of the mean wait err | goals (mean / p95 / corr) |",
            "|---|---|---|---|---|---|---|---|---|---|---|", *rows, "",
            "| trace | weeks | τ blind vs informed (min) | goal τ ≥ 0.7 | τ seeds (min) | top-3 same | kill grace "
-           "fitted | blind nodes down | node-hours inferred down | CPU (all modes, noise floor, rankings) |",
+           "fitted | blind nodes down | node-hours inferred down | cost (all modes, noise floor, rankings) |",
            "|---|---|---|---|---|---|---|---|---|---|", *rank_rows, "",
            f"Load average at the end: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min); "
            f"{args.parallel} trace(s) at once.",
