@@ -16,7 +16,7 @@ import json
 import os
 import platform
 import time
-import warnings
+import warnings as _pywarnings  # simulate() has a local list named warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -179,7 +179,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     over = replay_oversubscription(frame, system.nodes) if replay else None
     eng_frame, eng_system, eng_npow, too_big = frame, system, npow, None
     if over is not None and over["replay_oversubscribed_periods"]:
-        warnings.warn(
+        _pywarnings.warn(
             f"{Path(workload.source).name}: the recorded schedule uses more than the system's {system.nodes} nodes in "
             f"{over['replay_oversubscribed_periods']} period(s) ({over['replay_oversubscribed_s']} s, peak "
             f"{over['replay_recorded_peak_nodes']} nodes) of the window; "
