@@ -67,10 +67,16 @@ class RunOptions(PluginOptions):
     accounts_in: accounts.json, run directory or jobs.parquet of an earlier run, or
         ``collect:replay`` / ``collect:replay:prev`` (docs in :mod:`core.policies.incentives`).
     acct_level: ``"account"`` (default) or ``"user"``: which accounts table prioritises jobs.
+
+    queue_cancelled: true to keep jobs cancelled while queued in the log queued until their cancel
+        time (then they leave with status ``cancelled``; :func:`core.jobprep.cancel_times`), false to
+        leave them out (``not_run``); None (default) follows the system file's ``queue_cancelled``
+        (default false). Reschedule modes only; replay ignores it.
     """
 
     accounts_in: str | None = None
     acct_level: Literal["account", "user"] = "account"
+    queue_cancelled: bool | None = None
 
 
 def option_names(model: type[PluginOptions]) -> set[str]:

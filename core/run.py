@@ -156,6 +156,10 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     """
     t_wall = time.perf_counter()
     validate_scheduler(config.policy, config.backfill, config.option_dict)  # before any work
+    if config.scheduler is not None:
+        from .external import check_scheduler  # the protocol loads only for external runs
+
+        check_scheduler(config.scheduler)
     if workload is None:
         workload, system = load_run_inputs(config, system)
     if system is None:
@@ -172,8 +176,11 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
             f"duration {config.duration} s at sample_period {config.sample_period} s gives "
             f"{config.duration // config.sample_period:,} timeline bins (limit {MAX_TIMELINE_BINS:,}); "
             "choose a shorter duration or a longer --sample-period")
+    queue_cancelled = config.option_dict.get("queue_cancelled")
+    if queue_cancelled is None:
+        queue_cancelled = system.queue_cancelled
     frame, t0, t1 = select_window(wl.jobs, config.start, config.duration, replay, config.kill,
-                                  system.default_time_limit, system.kill_grace_s)
+                                  system.default_time_limit, system.kill_grace_s, queue_cancelled=queue_cancelled)
     frame.attrs["source"] = workload.source
     if t1 is None:  # an open window lasts at least until its last submission / recorded end
         _check_timeline_size(frame, t0, config.sample_period, workload.source, replay or not config.kill)
@@ -188,7 +195,8 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         # account-incentive / weighted policies: the accounts are loaded (or collected) once here
         accounts, accounts_manifest = run_accounts_input(config, workload, system, frame)
     eng = Engine(frame, system, config.policy, config.backfill, config.kill, npow,
-                 idle_node_power_w(system), t0, t1, options=options, progress=cb, accounts=accounts)
+                 idle_node_power_w(system), t0, t1, options=options, progress=cb, accounts=accounts,
+                 scheduler=config.scheduler, queue_cancelled=queue_cancelled)
     res = eng.run()
     if res.t_end <= res.t_start:
         raise ConfigError(
