@@ -98,7 +98,8 @@ def _check_axis_values(grid: dict[str, tuple]) -> None:
             # each RunConfig check reads one field (the wet bulb's: only with cooling on), so the
             # value is checked alone and is the cause of any error
             fields = {axis: v, **({"cooling": True} if axis == "wetbulb" and with_cooling else {}),
-                      **({"policy": "external"} if axis == "scheduler" else {})}
+                      **({"policy": "external"} if axis == "scheduler" else {}),
+                      **({"scheduler": first.get("scheduler")} if axis == "policy" and v == "external" else {})}
             try:
                 cfg = RunConfig(data="<grid check>", **fields)
             except ConfigError as exc:
