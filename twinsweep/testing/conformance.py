@@ -6,7 +6,8 @@ Each suite is a class of pytest tests that needs one fixture naming the plug-in 
 * :class:`PolicyConformance` — fixture ``policy_name`` (and optionally ``policy_options``, a
   dict of run options such as ``accounts_in``);
 * :class:`BackfillConformance` — fixture ``backfill_name``;
-* :class:`BackendConformance` — fixture ``backend_factory``: a callable returning a new backend.
+* :class:`BackendConformance` — fixture ``backend_factory``: a callable returning a new backend;
+* :class:`LoaderConformance` — fixtures ``loader_name`` and ``loader_sample`` (a file).
 
 What every plug-in must do (DESIGN.md §3, §6), on a seeded random trace of :data:`N_JOBS` jobs on
 an :data:`NODES`-node machine (about a second of CPU per plug-in):
@@ -27,6 +28,7 @@ Run functions handed to backends live here (importable by pool, Ray and Slurm wo
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import math
 from pathlib import Path
@@ -38,15 +40,16 @@ import pytest
 from twinsweep.backends.base import Task, make_backend
 from twinsweep.core.backfill import BACKFILLS
 from twinsweep.core.config import RunConfig
-from twinsweep.core.errors import ClairvoyanceError, ConfigError
+from twinsweep.core.errors import ClairvoyanceError, ConfigError, TraceFormatError
+from twinsweep.core.loaders import get_loader, load_workload, read_trace
 from twinsweep.core.policies import POLICIES
 from twinsweep.core.run import simulate, write_run
 from twinsweep.core.scheduler import validate_scheduler
 from twinsweep.core.system import System
-from twinsweep.core.workload import Workload, coerce_jobs_frame
+from twinsweep.core.workload import WORKLOAD_COLUMNS, Workload, coerce_jobs_frame
 
 __all__ = ["NODES", "N_JOBS", "random_workload", "tiny_system", "max_busy_nodes", "run_digest",
-           "PolicyConformance", "BackfillConformance", "BackendConformance"]
+           "PolicyConformance", "BackfillConformance", "BackendConformance", "LoaderConformance"]
 
 #: machine size and trace length of the suites' runs
 NODES, N_JOBS = 16, 120
@@ -245,3 +248,41 @@ class BackendConformance:
         with backend_factory() as b:
             got = {o.key: (o.result if o.ok else o.error) for o in b.run(_twin_tasks(), twin_run, {"wl": (7, 8)})}
         assert got == want
+
+
+# -- loaders -------------------------------------------------------------------------------------
+
+class LoaderConformance:
+    """What every trace loader must do. Fixtures: ``loader_name`` and ``loader_sample`` (path of a
+    small file in that format, plain text or gzip).
+
+    The file loads into a Workload with the standard columns and dtypes, ``trace_index`` 0..n-1
+    and ``checksum`` = sha256 of the uncompressed bytes; its detector scores it > 0; loading twice
+    gives equal tables; a gzip copy loads the same jobs; a missing file is a TraceFormatError
+    naming the file."""
+
+    @pytest.fixture
+    def loader_name(self) -> str:
+        raise NotImplementedError("a LoaderConformance subclass provides the loader_name fixture")
+
+    @pytest.fixture
+    def loader_sample(self) -> Path:
+        raise NotImplementedError("a LoaderConformance subclass provides the loader_sample fixture")
+
+    def test_loads_standard_columns_and_round_trips(self, loader_name, loader_sample, tmp_path):
+        wl = load_workload(loader_sample, format=loader_name)
+        for col, dtype in WORKLOAD_COLUMNS.items():
+            assert str(wl.jobs[col].dtype) == dtype, col
+        assert list(wl.jobs["trace_index"]) == list(range(len(wl.jobs)))
+        text = read_trace(loader_sample)
+        assert wl.checksum == text.checksum == "sha256:" + hashlib.sha256(text.data).hexdigest()
+        assert float(get_loader(loader_name).detect(text) or 0) > 0
+        assert load_workload(loader_sample, format=loader_name).jobs.equals(wl.jobs)
+        gz = tmp_path / (Path(loader_sample).name + ".copy.gz")
+        gz.write_bytes(gzip.compress(text.data))
+        assert load_workload(gz, format=loader_name).jobs.drop(columns=["job_id"]).equals(wl.jobs.drop(columns=["job_id"]))
+
+    def test_missing_file_error_names_it(self, loader_name, tmp_path):
+        missing = tmp_path / "no-such-trace.log"
+        with pytest.raises(TraceFormatError, match="no-such-trace.log"):
+            load_workload(missing, format=loader_name)
