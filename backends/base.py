@@ -13,7 +13,8 @@ Backends are plug-ins of :data:`BACKENDS` (a :class:`~twinsweep.core.registry.Re
 plug-in mechanism): the built-ins (``local``, ``ray``, ``slurm``) register themselves when
 ``twinsweep.backends`` imports them; an installed package adds one through the
 ``twinsweep.backends`` entry-point group (its object: a :class:`Backend` subclass). Every
-registered backend runs the shared conformance suite (``tests/test_backend_conformance.py``);
+registered backend runs the shared conformance suite (``twinsweep.testing.conformance``, parametrised
+from the registry by ``tests/test_backend_conformance.py``);
 docs/plugins.md, "Add a backend", walks through one.
 """
 
@@ -135,6 +136,25 @@ class Backend(abc.ABC):
     #: carry the run's files back to the driver (``ray`` joined with an address); a caller then
     #: asks for that when a run's outputs do not appear where the driver looks.
     ships_files = False
+    #: True when tasks run as jobs of a batch queue that outlive the driver (``slurm``): such a
+    #: backend also has ``submit(tasks, fn, shared)``, which queues them and returns at once (a
+    #: sweep's ``--detach``), and a tuning runs its Optuna workers as such jobs
+    #: (``sweep.tune.slurm_workers``) instead of evaluating trials from the driver.
+    batch_queue = False
+    #: The scheduler of ``sweep.distributions`` that computes a study's pooled distributions on the
+    #: cluster this backend joined at an ``address`` (``ray``: Dask on Ray); None: the local one.
+    distributions_scheduler: str | None = None
+
+    @classmethod
+    def study_options(cls, table: Mapping[str, Any], results_dir: str | os.PathLike, cache_dir: str | os.PathLike,
+                      log: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """Keyword arguments of this backend (beyond ``workers``/``address``) for a sweep or tuning
+        writing into the results folder ``results_dir`` (absolute): ``table`` holds the study
+        spec's options of this backend (already validated), ``cache_dir`` a folder inside the
+        results folder the backend may keep files in across runs, ``log`` the caller's one-line
+        progress messages. The base class takes none of them (``{}``); a backend overrides this to
+        take what it needs, so that a caller never asks which backend it has."""
+        return {}
 
     def __init__(self, workers: int | None = None):
         if workers is not None and int(workers) < 1:

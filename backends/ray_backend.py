@@ -27,6 +27,7 @@ import warnings
 from typing import Any, Iterable, Iterator, Mapping
 
 from .base import Backend, Outcome, RunFn, Task, call_safely, register_backend
+from twinsweep.core.errors import ConfigError
 
 
 class _TwinActor:
@@ -86,14 +87,13 @@ class RayBackend(Backend):
     name = "ray"
     takes_address = True
     ships_files = True  # workers on other machines may not see the driver's folders
+    distributions_scheduler = "ray"  # a study's pooled distributions run on its Ray cluster (Dask on Ray)
 
     def __init__(self, workers: int | None = None, address: str | None = None,
                  init_kwargs: Mapping[str, Any] | None = None, log_to_driver: bool = False,
                  runs_per_call: int | None = None):
         super().__init__(workers)
         if runs_per_call is not None and int(runs_per_call) < 1:
-            from twinsweep.core.errors import ConfigError
-
             raise ConfigError(f"ray backend: runs_per_call must be >= 1, got {runs_per_call}")
         self.runs_per_call = None if runs_per_call is None else int(runs_per_call)
         self.address = address or None

@@ -76,7 +76,7 @@ def _instrumented():
     patches = [
         (run, "perturb", "perturb"), (run, "select_window", "window"), (run, "job_node_power_w", "node power"),
         (engine.Engine, "run", "engine"), (run, "build_timeline", "timeline"), (cooling, "apply_cooling", "cooling"),
-        (run, "compute_stats", "stats"), (run, "simulate", "simulate (rest)"), (run, "_jobs_table", "Arrow tables"),
+        (run, "compute_stats", "stats"), (run, "simulate", "simulate (rest)"), (run, "_jobs_table", "Arrow tables"), (run, "_timeline_table", "Arrow tables"),
         (pq, "write_table", "parquet writes"), (run, "to_json", "JSON"), (run, "write_run", "write (rest)"),
         (runner, "commit_run_dir", "store commit"),
     ]

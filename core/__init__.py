@@ -7,7 +7,7 @@ Public API (re-exported here): :func:`simulate`, :func:`write_run`, :class:`RunC
 
 from twinsweep import __version__  # noqa: E402,F401 - one version, set in twinsweep/__init__.py
 
-from .config import Perturbation, RunConfig, parse_duration  # noqa: E402
+from .config import Perturbation, RunConfig, parse_human_duration  # noqa: E402
 from .errors import ConfigError, TraceFormatError, TwinError, UnknownNameError  # noqa: E402
 from .system import System, list_systems, load_system, system_from_swf_header  # noqa: E402
 from .workload import Workload  # noqa: E402
@@ -38,7 +38,7 @@ def __getattr__(name):  # lazy: keep `import core` light for workers
 
 
 __all__ = [
-    "BACKFILLS", "POLICIES", "Perturbation", "RunConfig", "parse_duration", "ConfigError",
+    "BACKFILLS", "POLICIES", "Perturbation", "RunConfig", "parse_human_duration", "ConfigError",
     "TraceFormatError", "TwinError", "UnknownNameError", "System", "list_systems", "load_system",
     "system_from_swf_header", "Workload", "simulate", "write_run", "RunResult", "load_workload",
     "Policy", "Backfill", "available_policies", "available_backfills", "validate_scheduler",

@@ -5,37 +5,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import re
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from .durations import parse_human_duration
 from .errors import ConfigError
 
 #: Fields added after the first run identities were issued: left out of the canonical JSON (and so
 #: of the run key) while they hold these defaults.
 _IDENTITY_OMIT_DEFAULT = {"cooling": False, "wetbulb": None, "scheduler": None}
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
-_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_duration(text: str | int | float | None, what: str = "duration") -> int | None:
-    """Seconds from ``3600``, ``"90m"``, ``"6h"``, ``"7d"``, ``"2w"`` (None passes through).
-
-    Raises ConfigError naming ``what`` for anything else or a negative value.
-    """
-    if text is None:
-        return None
-    if isinstance(text, bool):
-        raise ConfigError(f"{what}: expected seconds or a number with s/m/h/d/w, got {text!r}")
-    if isinstance(text, (int, float)):
-        if text < 0:
-            raise ConfigError(f"{what}: must be >= 0, got {text}")
-        return int(round(text))
-    m = _DURATION.match(str(text))
-    if not m:
-        raise ConfigError(f"{what}: expected seconds or a number with s/m/h/d/w (e.g. 3600, 90m, 6h, 7d), got {text!r}")
-    return int(round(float(m.group(1)) * _UNIT[m.group(2)]))
 
 
 def check_timezone(name) -> None:
@@ -77,7 +55,7 @@ class RunConfig:
     start / duration: window in s from the trace epoch (None = whole trace); sample_period: timeline
     bin width (s); seed; kill: end jobs at their time limit (reschedule mode only); lenient: skip
     malformed trace lines; perturbation; options: policy options (e.g. weights), JSON-serialisable.
-    cooling: run the cooling model (core/cooling.py, docs/cooling.md): the timeline gains PUE,
+    cooling: run the cooling model (core/cooling/, docs/cooling.md): the timeline gains PUE,
     coolant temperatures and cooling power, facility energy includes cooling; wetbulb: outdoor
     wet bulb for it, a constant °C or a CSV path (None = the plant's design wet bulb; ignored and
     set to None when cooling is off). Both are left out of the run identity at their defaults, so
@@ -180,9 +158,9 @@ class RunConfig:
             d["options"] = tuple(sorted(d["options"].items()))
         for k in ("start", "duration"):
             if k in d:
-                d[k] = parse_duration(d[k], k)
+                d[k] = parse_human_duration(d[k], k)
         if "sample_period" in d:
-            d["sample_period"] = parse_duration(d["sample_period"], "sample_period")
+            d["sample_period"] = parse_human_duration(d["sample_period"], "sample_period")
         return cls(**d)
 
     def canonical_json(self) -> str:
@@ -200,7 +178,24 @@ class RunConfig:
         return h.hexdigest()[:16]
 
 
-def run_key(config: RunConfig, workload_checksum: str, system_checksum: str = "") -> str:
-    """A run's identity: :meth:`RunConfig.key` over the workload checksum and the system's
-    parameters (so that a changed trace or system file never reuses an old result)."""
-    return config.key(workload_checksum + ("|" + system_checksum if system_checksum else ""))
+def system_ref(ref: str | None, system) -> str | None:
+    """What ``RunConfig.system`` holds in a run's identity: the reference given (``ref``: a name or
+    TOML path, as written), else the resolved named system's name, else None (a generic system
+    from the trace header, whose parameters the system checksum carries)."""
+    if ref:
+        return ref
+    return None if getattr(system, "generic", False) else system.name
+
+
+def run_key(config: RunConfig, workload, system) -> str:
+    """A run's identity, the one place it is computed (DESIGN.md §6): :meth:`RunConfig.key` of the
+    config with its system as :func:`system_ref` resolves it, over the workload's identity
+    (``workload.identity``: sha256 of the uncompressed trace, and the zone its local times were
+    read in) and the system's parameters
+    (``system.checksum``), so that a changed trace or system file never reuses an old result and
+    ``twinsweep run`` and a sweep key the same run alike. Returns 16 hex characters."""
+    ref = system_ref(config.system, system)
+    if ref != config.system:
+        config = dataclasses.replace(config, system=ref)
+    sc = system.checksum
+    return config.key(workload.identity + ("|" + sc if sc else ""))

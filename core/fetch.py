@@ -35,6 +35,7 @@ import urllib.request
 from pathlib import Path
 from typing import Callable
 
+from .atomic import atomic_move, atomic_write
 from .errors import ConfigError, TwinError, UnknownNameError
 
 #: The catalogue file (package data beside this module).
@@ -199,16 +200,19 @@ def _verify(path: Path, rf: RemoteFile, url: str) -> None:
 
 
 def _store(part: Path, final: Path, rf: RemoteFile) -> None:
-    """Move a verified download to its final name (compressing it first for ``gzip`` files)."""
+    """Move a verified download to its final name (compressing it first for ``gzip`` files), through
+    :mod:`core.atomic`: the final name holds the whole verified file or nothing, also after a crash."""
     if not rf.gzip:
-        os.replace(part, final)
+        atomic_move(part, final)
         return
-    tmp = final.with_name(final.name + ".gz-part")
-    with open(part, "rb") as src, open(tmp, "wb") as raw, gzip.GzipFile(
-            filename=_file_stem(rf.name) + ".swf" if rf.name.endswith(".swf.gz") else "", mode="wb",
-            fileobj=raw, mtime=0) as gz:
-        shutil.copyfileobj(src, gz)
-    os.replace(tmp, final)
+
+    def write(tmp: str) -> None:
+        with open(part, "rb") as src, open(tmp, "wb") as raw, gzip.GzipFile(
+                filename=_file_stem(rf.name) + ".swf" if rf.name.endswith(".swf.gz") else "", mode="wb",
+                fileobj=raw, mtime=0) as gz:
+            shutil.copyfileobj(src, gz)
+
+    atomic_write(final, write)
     part.unlink()
 
 

@@ -31,10 +31,11 @@ import dataclasses
 import math
 from typing import Any, Callable
 
-from .errors import ConfigError
+from .errors import ConfigError, UnknownNameError
 from .registry import Registry
 
 __all__ = ["Metric", "MetricInputs", "METRICS", "register_metric", "metric", "metric_names", "builtin_names",
+           "pooled_metrics", "account_metric",
            "default_direction", "summary_metrics", "plugin_metrics", "format_number", "column_decimals", "ENERGY_PER_WORK"]
 
 _DIRECTIONS = ("min", "max")
@@ -92,6 +93,11 @@ class Metric:
             (plug-ins: yes unless they say otherwise).
         compute: plug-ins only: ``compute(MetricInputs) -> float | None`` (None = undefined for
             the run). Built-in metrics are computed by :func:`twinsweep.core.stats.compute_stats`.
+        kind: ``"run"`` (one value per run: a key of ``stats.json["system"]``, rankable, tunable;
+            the registry :data:`METRICS`), ``"pooled"`` (one value per job or per power window,
+            pooled over a sweep's runs by ``sweep.distributions``; :func:`pooled_metrics`) or
+            ``"account"`` (one value per account or user of an accounts table, ``core.accounts``;
+            :func:`account_metric`). Only ``"run"`` metrics are valid in ``[rank]`` and tuning.
     """
 
     name: str
@@ -112,6 +118,7 @@ class Metric:
     summary: bool = True
     compute: Callable[[MetricInputs], float | None] | None = dataclasses.field(default=None, compare=False,
                                                                                repr=False)
+    kind: str = "run"
 
     def display(self, value) -> float | None:
         """``value`` in display units, or None when it is None / NaN."""
@@ -159,6 +166,8 @@ def _check(name: str, obj) -> None:
         raise ConfigError(f"metric {name!r}: scale must be > 0, got {obj.scale!r}")
     if not (isinstance(obj.digits, int) and 1 <= obj.digits <= 12):
         raise ConfigError(f"metric {name!r}: digits must be an integer in 1..12, got {obj.digits!r}")
+    if obj.kind != "run":
+        raise ConfigError(f"metric {name!r}: only run metrics (kind 'run') are registered, got kind {obj.kind!r}")
     if name in _BUILTIN and obj.compute is not None:
         raise ConfigError(f"metric {name!r} is computed by core.stats; a plug-in needs a new name")
     if name not in _BUILTIN and obj.compute is None:
@@ -263,6 +272,49 @@ for _loop, _what in (("supply_temp", "secondary supply temperature"), ("return_t
     _b(f"{_loop}_swing_c", "K", "min", f"{_what} swing", "K", power=True, cooling=True,
        summary=_loop == "tower_return_temp", compare="difference",
        description=f"Max − min of the instantaneous {_what} over the window.", source=_COOL)
+
+#: Pooled-distribution metrics (``sweep.distributions``: every finished job's value, every power
+#: window's change, pooled over the runs of a variant), in report order.
+_POOLED: dict[str, Metric] = {}
+#: Per-entry quantities of an accounts table (``core.accounts``), what account-incentive policies rank by.
+_ACCOUNT: dict[str, Metric] = {}
+
+
+def _other(table: dict, kind: str, name, unit, direction, label, display_unit="", scale=1.0, **kw) -> None:
+    table[name] = Metric(name, unit, direction, label, display_unit, scale, summary=False, kind=kind, **kw)
+
+
+_other(_POOLED, "pooled", "wait_s", "s", "min", "job wait", "h", _H,
+       description="Wait (start − submit) of every finished job of the runs. " + _WAIT)
+_other(_POOLED, "pooled", "bsld", "1", "min", "job bounded slowdown (τ=10 s)",
+       description="max(1, (wait + run) / max(run, 10 s)) of every finished job.", source=_FEITELSON)
+_other(_POOLED, "pooled", "job_edp_js", "J·s", "min", "job EDP (energy × run time)", "kWh·h", 3.6e6 * _H, power=True,
+       description="Each finished job's energy × its run time; stats.json's job_edp_sum_js is their sum.", source=_EDP)
+_other(_POOLED, "pooled", "power_swing_1min_w", "W", "min", "1-min power swing", "kW", _KW, power=True,
+       description="|change| of facility power between consecutive 1-minute means (stats.json's ramp_1min_*).")
+_other(_POOLED, "pooled", "power_swing_15min_w", "W", "min", "15-min power swing", "kW", _KW, power=True,
+       description="|change| of facility power between consecutive 15-minute means (stats.json's ramp_15min_*).")
+_other(_ACCOUNT, "account", "avg_power_w", "W", "min", "average power per node", "W", power=True,
+       description="An entry's DC job energy / its node-seconds (core.accounts).")
+_other(_ACCOUNT, "account", "edp_js", "J·s", "min", "EDP sum", "J·s", power=True,
+       description="Σ energy × run time over an entry's finished jobs.", source=_EDP)
+_other(_ACCOUNT, "account", "ed2p_js2", "J·s²", "min", "ED²P sum", "J·s²", power=True,
+       description="Σ energy × run time² over an entry's finished jobs.", source=_EDP)
+_other(_ACCOUNT, "account", "fugaku_points", "node·s", "max", "Fugaku points", "node·s",
+       description="(mean energy − the entry's energy) / mean power, RAPS's formula (core.accounts).")
+
+
+def pooled_metrics() -> dict[str, Metric]:
+    """The pooled-distribution metrics (kind ``"pooled"``) by name, in report order."""
+    return dict(_POOLED)
+
+
+def account_metric(name: str) -> Metric:
+    """The accounts-table quantity (kind ``"account"``) called ``name``. Raises UnknownNameError."""
+    if name not in _ACCOUNT:
+        raise UnknownNameError("account quantity", name, list(_ACCOUNT))
+    return _ACCOUNT[name]
+
 
 #: Built-in names in catalogue order (the order of ``stats.json["system"]``'s definitions).
 _BUILTIN_ORDER: tuple[str, ...] = tuple(_BUILTIN)

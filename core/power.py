@@ -281,6 +281,27 @@ def traces_node_power(system: System, traces: dict) -> dict:
     return out
 
 
+def account_power(result, system: System, traces: dict | None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """The run's final jobs and step tables, power accounted once, after the engine.
+
+    The engine schedules with one constant DC power per job and node (``node_power_w``: the
+    recorded average when there is one, else the node model) and reports ``jobs`` / ``steps`` on
+    that basis. Where the workload carries per-job power or utilisation samples (``traces``,
+    ``Workload.traces``), this step turns them into node power (:func:`traces_node_power`) and
+    rebuilds the traced jobs' energy and the IT power step function (:func:`apply_power_traces`);
+    without traces the engine's tables are final as they are. ``result`` (an
+    ``EngineResult``: ``jobs``, ``steps``, ``t_end``) is not modified: the timeline, the cooling
+    and the statistics read the tables returned here, and nothing writes back into the engine's.
+
+    Returns ``(jobs, steps, counts)``; ``counts``: ``{}`` without traces, else the
+    ``power_trace*`` counts of :func:`apply_power_traces`.
+    """
+    if not traces:
+        return result.jobs, result.steps, {}
+    return apply_power_traces(result.jobs, result.steps, traces_node_power(system, traces),
+                              idle_node_power_w(system), result.t_end)
+
+
 def apply_power_traces(jobs: pd.DataFrame, steps: pd.DataFrame, traces: dict, idle_power_w: float,
                        t_end: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Replace the constant per-job power of traced jobs by their recorded power samples.
@@ -503,7 +524,7 @@ class _Bins:
 
     def __init__(self, starts: np.ndarray, t0: int, t1: int, period: int):
         self.nbins = nbins = -(-(t1 - t0) // period)
-        self.bin_start = bin_start = t0 + period * np.arange(nbins, dtype="int64")
+        self.bin_start = bin_start = np.arange(t0, t0 + period * nbins, period, dtype="int64")
         if nbins == 0:
             return
         # breakpoints: bin starts ∪ change points inside the window, then t1. The change points
@@ -614,11 +635,11 @@ def build_timeline(steps: pd.DataFrame, system: System, t0: int, t1: int, period
         # so the columns are computed per piece and repeated into the bins (the same numbers)
         busy, it, queued, running = (c[i0:i0 + len(starts)] for c in cols)
         fac, loss = convert(system, it)
-        block = np.column_stack([it, loss, fac, busy, busy / float(system.nodes), queued, running])
-        df = pd.DataFrame(np.repeat(block, binner.per_piece, axis=0), columns=list(TIMELINE_COLUMNS[1:]),
-                          copy=False)
-        df.insert(0, "time", binner.bin_start)
-        return df
+        block = np.vstack([it, loss, fac, busy, busy / float(system.nodes), queued, running])
+        # repeated along the rows of a (columns, bins) array: each column is contiguous in memory
+        # (as pandas keeps a block), so it reaches Arrow / parquet without a strided copy
+        rep = np.repeat(block, binner.per_piece, axis=1)
+        return pd.DataFrame({"time": binner.bin_start, **dict(zip(TIMELINE_COLUMNS[1:], rep))}, copy=False)
     if binner.nbins:
         busy, it, queued, running = (binner.means(c[i0:i0 + len(starts)]) for c in cols)
     else:

@@ -46,7 +46,7 @@ jobs that end in the window are included). For each:
   windows only; 0.0 when the window holds fewer than two).
 
 Cooling (only with a ``cooling`` timeline, i.e. a run with cooling on; otherwise these keys are
-None). The cooling power is constant over each timeline sample (core/cooling.py), so the facility
+None). The cooling power is constant over each timeline sample (core/cooling/), so the facility
 power ``it + loss + cooling`` is again a step function (change points: the engine's and the sample
 starts); ``facility_energy_j``, ``mean_power_w``, ``peak_power_w``, the ramps and the EDPs then use
 it, exactly:
@@ -129,21 +129,43 @@ def _mean(a: np.ndarray) -> float | None:
 
 
 def _num(df: pd.DataFrame, col: str) -> np.ndarray:
+    """float64 values of ``df[col]`` (NaN for missing / non-numeric; all NaN without the column)."""
     if col not in df.columns:
         return np.full(len(df), np.nan)
-    return pd.to_numeric(df[col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    s = df[col]
+    if pd.api.types.is_numeric_dtype(s.dtype):  # numpy or masked numbers: no parsing needed (same values)
+        return s.to_numpy(dtype="float64", na_value=np.nan)
+    return pd.to_numeric(s, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
 
 
 def _bool_count(df: pd.DataFrame, col: str) -> int:
     if col not in df.columns:
         return 0
-    return int(df[col].fillna(False).astype(bool).sum())
+    s = df[col]
+    if s.dtype == bool:
+        return int(np.count_nonzero(s.to_numpy()))
+    return int(s.fillna(False).astype(bool).sum())
 
 
-def _keys(df: pd.DataFrame, col: str) -> list[str]:
+def _keys(df: pd.DataFrame, col: str, rows: np.ndarray | None = None) -> list[str]:
+    """Group keys of ``df[col]`` (``rows``: a bool mask of the rows wanted, default all): ``str(v)``,
+    ``"unknown"`` for a missing value or a missing column."""
     if col not in df.columns:
-        return ["unknown"] * len(df)
-    return ["unknown" if (v is None or (not isinstance(v, str) and pd.isna(v))) else str(v) for v in df[col]]
+        return ["unknown"] * (len(df) if rows is None else int(np.count_nonzero(rows)))
+    vals = df[col].to_numpy(dtype=object)
+    if rows is not None:
+        vals = vals[rows]
+    return ["unknown" if (v is None or (not isinstance(v, str) and pd.isna(v))) else str(v) for v in vals]
+
+
+def _status(jobs: pd.DataFrame) -> np.ndarray:
+    """``status`` as an object array of str (``""`` where missing or not a string)."""
+    if "status" not in jobs.columns:
+        return np.full(len(jobs), "", dtype=object)
+    s = jobs["status"]
+    if isinstance(s.dtype, pd.StringDtype):  # every value is a str or missing
+        return s.to_numpy(dtype=object, na_value="")
+    return np.array([v if isinstance(v, str) else "" for v in s], dtype=object)
 
 
 def _bsld(wait: np.ndarray, run: np.ndarray) -> np.ndarray:
@@ -211,10 +233,7 @@ def compute_stats(
     if t1 <= t0:
         raise ValueError(f"compute_stats: window must have t1 > t0, got [{t0}, {t1})")
     span = float(t1 - t0)
-    status = np.array(
-        [v if isinstance(v, str) else "" for v in (jobs["status"] if "status" in jobs.columns else [None] * len(jobs))],
-        dtype=object,
-    )
+    status = _status(jobs)
 
     # ---------------------------------------------------------------- counts
     c: dict[str, Any] = {k: 0 for k in COUNT_KEYS}
@@ -245,9 +264,9 @@ def compute_stats(
 
     # ---------------------------------------------------------------- finished-job metrics
     fin = np.isin(status, FINISHED) & np.isfinite(start) & np.isfinite(end)
-    fj = jobs.loc[fin]
     run = (end - start)[fin]
-    wait = (start - _num(jobs, "submit_time"))[fin]
+    submit_all = _num(jobs, "submit_time")
+    wait = (start - submit_all)[fin]
     nodes = _num(jobs, "nodes")[fin]
     nodes = np.where(np.isfinite(nodes), nodes, 0.0)
     energy = _num(jobs, "energy_j")[fin]
@@ -277,7 +296,6 @@ def compute_stats(
     # right-censored wait: every job that was queued in the run (prepopulated ones excluded), a job
     # still queued at the end counting its wait so far (t1 - submit): a lower bound that does not
     # reward a policy for leaving jobs in the queue, as finished-job means do on a window.
-    submit_all = _num(jobs, "submit_time")
     pre = jobs["prepopulated"].to_numpy(dtype=bool) if "prepopulated" in jobs.columns else np.zeros(len(jobs), bool)
     started = np.isfinite(start) & ~pre
     queued = (status == "queued")
@@ -330,7 +348,7 @@ def compute_stats(
 
     # ---------------------------------------------------------------- per user / account
     def groups(col: str) -> dict[str, dict[str, Any]]:
-        keys = np.asarray(_keys(fj, col), dtype=object)
+        keys = np.asarray(_keys(jobs, col, fin), dtype=object)
         if len(keys) == 0:
             return {}
         names, inv = np.unique(keys.astype(str), return_inverse=True)  # sorted names

@@ -40,7 +40,7 @@ File layout (units: W, s; every number may carry a source in ``[[sources]]``)::
     # cdus = 25                       # coolant distribution units (optional)
     # cdu_w = 8473.47                 # W per CDU, constant, added after the rectifiers
 
-    [cooling]                         # optional: cooling plant (docs/cooling.md, core/cooling.py);
+    [cooling]                         # optional: cooling plant (docs/cooling.md, core/cooling/);
     status = "assumed"                # any key not given comes from the generic warm-water plant
     design_heat_w = 2.0e5             # sized for the system's peak IT input power
     # [cooling.fmu_variables] heat_w = "Q_IT" ...   (with fmu = "plant.fmu": an FMU replaces the model)
@@ -66,6 +66,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from .durations import parse_human_duration
 from .errors import ConfigError, UnknownNameError
 
 SYSTEMS_DIR = Path(__file__).with_name("systems")
@@ -253,8 +254,6 @@ def availability_periods(v, nodes: int, where: str) -> tuple[tuple[int, int, int
     (``[[system.availability]]``; times in s from the trace epoch or durations such as ``"30d"``;
     ``[start, end)``), sorted by start. Raises ConfigError naming the entry when a key is missing
     or unknown, ``end <= start``, or ``nodes_down`` is not in ``1..nodes - 1``."""
-    from .config import parse_duration
-
     if not isinstance(v, (list, tuple)):
         raise ConfigError(f"{where}: availability must be a list of {{start, end, nodes_down}} tables")
     out = []
@@ -264,7 +263,7 @@ def availability_periods(v, nodes: int, where: str) -> tuple[tuple[int, int, int
             x = {"start": x[0], "end": x[1], "nodes_down": x[2]}
         if not isinstance(x, dict) or set(x) != {"start", "end", "nodes_down"}:
             raise ConfigError(f"{w}: expected a table with exactly start, end, nodes_down; got {x!r}")
-        a, b = parse_duration(x["start"], f"{w}.start"), parse_duration(x["end"], f"{w}.end")
+        a, b = parse_human_duration(x["start"], f"{w}.start"), parse_human_duration(x["end"], f"{w}.end")
         k = x["nodes_down"]
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < nodes:
             raise ConfigError(f"{w}: nodes_down must be an integer in 1..{nodes - 1}, got {k!r}")
@@ -301,7 +300,7 @@ def system_from_dict(doc: dict, path: str | None = None) -> System:
     p["rectifier"] = _converter(p.get("rectifier"), f"{where} [power.rectifier]")
     power = PowerModel(**p)
     cooling = None
-    if "cooling" in doc:  # a [cooling] table: parameters of the cooling plant (core/cooling.py)
+    if "cooling" in doc:  # a [cooling] table: parameters of the cooling plant (core/cooling/)
         from .cooling import cooling_from_table  # the cooling model and its FMU path load only when used
         from .power import peak_input_power_w
 
@@ -401,3 +400,24 @@ def system_from_swf_header(header: dict, source: str = "", procs_unit: str = "co
         default_time_limit=num("MaxRuntime"), power=GENERIC_POWER, generic=True,
         sources=({"what": "power", "cite": "generic assumed node power (SPEC power_ssj2008-era 1-socket servers)"},),
     )
+
+
+def resolve_system(ref: str | None, workload, base_dir: str | Path | None = None) -> System:
+    """The system of a run on ``workload``, the one rule `twinsweep run`, a sweep and a validation
+    share: ``ref`` (a name, or a TOML path; a relative path is looked up in ``base_dir`` first, e.g.
+    the study spec's folder, then in the working directory) when given; else the named system whose
+    ``traces`` list holds the trace's file name; else a generic system built from the trace header
+    (``workload.header``, ``workload.source``, ``workload.procs_unit``).
+
+    Raises UnknownNameError (listing the systems), ConfigError (a missing or bad file, or a header
+    without MaxNodes/MaxProcs).
+    """
+    if ref:
+        p = Path(ref)
+        if base_dir is not None and p.suffix == ".toml" and not p.is_absolute() and (Path(base_dir) / p).exists():
+            ref = str(Path(base_dir) / p)
+        return load_system(ref)
+    named = system_for_trace(workload.source)
+    if named is not None:
+        return named
+    return system_from_swf_header(workload.header, workload.source, workload.procs_unit)

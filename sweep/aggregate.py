@@ -27,6 +27,9 @@ import pandas as pd
 
 from twinsweep.core.metrics import summary_metrics
 
+from .store import ResultStore
+from twinsweep.core.atomic import atomic_write, atomic_write_text
+
 #: Summary columns, in order.
 STAT_COLUMNS = ("n", "min", "mean", "median", "std", "max", "q05", "q25", "q75", "q95")
 QUANTILES = {"q05": 0.05, "q25": 0.25, "q75": 0.75, "q95": 0.95}
@@ -217,7 +220,7 @@ def aggregate_results(root: str | os.PathLike, metrics: Sequence[str] | None = N
     import pyarrow.parquet as pq
 
     root = Path(root)
-    table = root / "runs.parquet"
+    table = ResultStore(root).table_path
     if not table.exists():
         raise FileNotFoundError(f"{table} not found")
     pf = pq.ParquetFile(str(table))
@@ -241,7 +244,6 @@ def aggregate_results(root: str | os.PathLike, metrics: Sequence[str] | None = N
         plan = root / "plan.csv"
         order = pd.read_csv(plan, dtype=str, keep_default_na=False) if plan.exists() else None
         agg = summarise(df, gcols, metrics, order=order)
-    from twinsweep.core.atomic import atomic_write, atomic_write_text
 
     atomic_write(out, lambda p: agg.to_parquet(p, index=False))
     atomic_write_text(root / "aggregate.csv", agg.to_csv(index=False))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import os
 import shutil
 import time
@@ -21,8 +20,9 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from twinsweep.core.atomic import atomic_write_bytes
-from twinsweep.core.errors import TwinError
+from twinsweep.core.atomic import DISK_FULL_ERRNOS, atomic_write_bytes, disk_full_error, is_disk_full
+from twinsweep.backends.base import BACKENDS
+from twinsweep.core.errors import ConfigError, DiskFullError, TwinError
 
 from .expand import (RunItem, check_distinct_windows, expand, grid_size, iter_items, load_datasets, plan_frame,
                      planned_item)
@@ -91,9 +91,10 @@ def dry_run(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None =
     check_distinct_windows(spec, datasets)
     root = Path(out if out is not None else spec.output)
     n_done = 0
-    for key in sorted(ResultStore(root).done_keys()):
+    store = ResultStore(root)
+    for key in sorted(store.done_keys()):
         try:
-            coords = json.loads((root / "runs" / key / SWEEP_JSON).read_text())
+            coords = store.read_run_json(key, SWEEP_JSON)
         except (OSError, ValueError):
             continue  # unreadable: the sweep sets it aside and runs it again
         item = planned_item(spec, datasets, coords) if isinstance(coords, dict) else None
@@ -139,15 +140,15 @@ def run_sweep(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None
     created, holds another study or files of the user's; StoreBusyError when another sweep holds
     the folder.
     """
-    from twinsweep.core.errors import ConfigError
-
     from .runner import execute_run
 
     t0 = time.perf_counter()
     spec = _as_spec(spec).with_overrides(output=str(out) if out is not None else None, backend=backend,
                                            workers=workers, address=address, slurm=slurm)
-    if detach and spec.backend.name != "slurm":
-        raise ConfigError(f"--detach needs the slurm backend (this sweep uses {spec.backend.name!r})")
+    if detach and not BACKENDS.get(spec.backend.name).batch_queue:
+        queues = [n for n in BACKENDS.names() if _is_batch_queue(n)]
+        raise ConfigError(f"--detach needs a batch-queue backend ({', '.join(queues)}); this sweep uses "
+                          f"{spec.backend.name!r}")
     root = Path(spec.output).expanduser().absolute()
     spec = spec.with_overrides(output=str(root))
     retries = spec.retries if retries is None else int(retries)
@@ -159,7 +160,6 @@ def run_sweep(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None
             return _run_locked(spec, store, retries, run_fn, progress, report, backend_options, detach, log, t0,
                                replace_plan)
     except OSError as exc:  # a full disk anywhere in the driver: one clear line, never a traceback
-        from twinsweep.core.atomic import disk_full_error, is_disk_full
 
         if is_disk_full(exc):
             raise disk_full_error(root, exc) from exc
@@ -174,8 +174,6 @@ def check_output_folder(root: Path) -> None:
     """Refuse, before anything runs, an output folder that is a file, or a folder that is not a
     twinsweep results folder (no ``study.json``) but already holds files a sweep would write
     (``plan.csv``, ``runs.parquet``, ``report/`` ...): they are someone else's. Raises ConfigError."""
-    from twinsweep.core.errors import ConfigError
-
     if root.exists() and not root.is_dir():
         raise ConfigError(f"--out {root}: is a file, not a folder; give a folder for the results")
     if root.is_dir() and not (root / "study.json").exists():
@@ -244,8 +242,6 @@ def _check_plan(store: ResultStore, plan: dict, replace_plan: bool) -> tuple[lis
 
 
 def _disk_full_outcome(outcome) -> bool:
-    from twinsweep.core.atomic import DISK_FULL_ERRNOS
-
     return outcome.errno in DISK_FULL_ERRNOS or (outcome.error or "").startswith("DiskFullError")
 
 
@@ -253,8 +249,6 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
                 replace_plan=False) -> "SweepResult":
     """The body of :func:`run_sweep`, with the folder's lock held."""
     from twinsweep.backends.base import Task, make_backend
-    from twinsweep.core.errors import DiskFullError
-
     from .progress import SweepProgress
     from .runner import commit_shipped, make_payload
 
@@ -377,18 +371,20 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
     return res
 
 
+def _is_batch_queue(name: str) -> bool:
+    try:
+        return bool(BACKENDS.get(name).batch_queue)
+    except ConfigError:  # an installed plug-in that cannot be loaded
+        return False
+
+
 def _backend_options(spec: StudySpec, store: ResultStore, extra: dict | None, log) -> dict:
-    """Keyword arguments of make_backend beyond name/workers/address: for ``slurm`` the spec's
-    Slurm options, ``folder=<out>/slurm`` and ``log``; for ``local`` ``cache_dir=<out>/.cache``;
-    then ``extra`` (the caller's)."""
-    opts: dict = {}
-    if spec.backend.name == "local":
-        opts["cache_dir"] = str(store.cache_dir)  # the pool's dataset file stays inside the results folder
-    if spec.backend.name == "slurm":
-        opts.update(spec.backend.slurm)
-        opts["folder"] = str(store.root.absolute() / "slurm")
-        if log is not None:
-            opts["log"] = log
+    """Keyword arguments of make_backend beyond name/workers/address: what the backend's class asks
+    for a study writing into this results folder (:meth:`backends.base.Backend.study_options`: the
+    spec's ``[backend.slurm]`` table, the results and cache folders, ``log``), then ``extra``
+    (the caller's)."""
+    cls = BACKENDS.get(spec.backend.name)
+    opts = cls.study_options(spec.backend.slurm, store.root.absolute(), store.cache_dir, log)
     opts.update(extra or {})
     return opts
 
@@ -438,13 +434,8 @@ def sweep_status(results: str | os.PathLike, rebuild: bool = True) -> dict[str, 
     store = ResultStore(root, log=lambda msg: None)
     want = set(planned)
     done, bad = store.check_runs(want)
-    failed: dict[str, dict] = {}
-    for k in sorted(store.failed_keys() & want):
-        try:
-            doc = store.failure(k)
-        except (OSError, ValueError):
-            continue
-        failed[k] = {"key": k, "error": doc.get("error"), "log": None, "record": str(store.failed_dir / k)}
+    failed = {k: {"key": k, "error": doc.get("error"), "log": None, "record": str(store.failure_dir(k))}
+              for k, doc in store.failures(want).items()}
     slurm_info = None
     if (root / "slurm").is_dir():
         from twinsweep.backends.slurm import folder_status
@@ -460,7 +451,7 @@ def sweep_status(results: str | os.PathLike, rebuild: bool = True) -> dict[str, 
         pass
     busy = _lock_holder(root)
     complete = len(done) == len(want)
-    table = root / "runs.parquet"
+    table = store.table_path
     if complete and rebuild and busy is None:
         newest = max((store.run_dir(k).stat().st_mtime for k in done), default=0.0)
         if not table.exists() or table.stat().st_mtime < newest or not (store.table_info() or {}).get("complete"):
@@ -485,13 +476,16 @@ def dask_target(results: str | os.PathLike, scheduler: str | None = None,
     if scheduler or address:
         return scheduler, address
     try:
-        import json
-
-        backend = json.loads((Path(results) / "study.json").read_text()).get("backend") or {}
-    except (OSError, ValueError):
+        backend = ResultStore(results).read_json("study.json").get("backend") or {}
+    except (OSError, ValueError, AttributeError):
         return None, None
-    if backend.get("name") == "ray" and backend.get("address"):
-        return "ray", backend["address"]
+    if backend.get("address"):
+        try:
+            sched = BACKENDS.get(str(backend.get("name"))).distributions_scheduler
+        except ConfigError:  # a plug-in backend that is not installed here: compute locally
+            sched = None
+        if sched:
+            return sched, backend["address"]
     return None, None
 
 
@@ -531,12 +525,12 @@ def report(results: str | os.PathLike, include_incomplete: bool = False,
     StoreBusyError when damaged runs must be set aside while a sweep is writing there.
     """
     root = Path(results)
-    for need in ("runs.parquet", "study.json"):
-        if not (root / need).exists():
-            raise FileNotFoundError(f"{root}: no sweep results here (missing {need}); run `twinsweep sweep` first")
     store = ResultStore(root, log=log)
+    for need in ("runs.parquet", "study.json"):
+        if not store.has(need):
+            raise FileNotFoundError(f"{root}: no sweep results here (missing {need}); run `twinsweep sweep` first")
     try:
-        in_table = set(pd.read_parquet(root / "runs.parquet", columns=["key"])["key"].astype(str))
+        in_table = set(store.read_table(columns=["key"])["key"].astype(str))
     except Exception:  # noqa: BLE001 - an unreadable table is rebuilt from the run folders
         in_table = None
     good, bad = store.check_runs(in_table) if in_table is not None else (set(), {"": ""})

@@ -13,11 +13,11 @@ from pathlib import Path
 
 
 def _duration(text):
-    from twinsweep.core.config import parse_duration
+    from twinsweep.core.durations import parse_human_duration
     from twinsweep.core.errors import ConfigError
 
     try:
-        return parse_duration(text)
+        return parse_human_duration(text)
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -70,10 +70,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from twinsweep.core.atomic import atomic_write, atomic_write_text
+from twinsweep.core.errors import ConfigError
+from twinsweep.core.stats import BSLD_TAU_S
+
 from .aggregate import STAT_COLUMNS, QUANTILES, group_codes, group_columns, lerp, quantile_positions
+from .store import ResultStore
 
 #: Job-level metrics, in output order.
-JOB_METRICS = ("wait_s", "bsld", "job_edp_js")
+JOB_METRICS = ("wait_s", "bsld", "job_edp_js")  # labels, units, scales: core.metrics.pooled_metrics()
 #: Timeline-level metrics and their averaging window (s).
 SWING_METRICS = {"power_swing_1min_w": 60, "power_swing_15min_w": 900}
 #: Every metric of the summaries, in output order.
@@ -143,8 +148,6 @@ def run_values(run_dir: str | os.PathLike, metrics: Sequence[str] = DIST_METRICS
 
 def _job_values(d: Path) -> dict[str, tuple[np.ndarray | None, str]]:
     import pyarrow.parquet as pq
-
-    from twinsweep.core.stats import BSLD_TAU_S
 
     out: dict[str, tuple[np.ndarray | None, str]] = {}
     path = d / "jobs.parquet"
@@ -362,8 +365,6 @@ class _Dask:
             try:
                 from distributed import Client
             except ImportError as exc:
-                from twinsweep.core.errors import ConfigError
-
                 raise ConfigError("a Dask cluster address needs the 'distributed' package: "
                                   "pip install 'twinsweep[cluster]'") from exc
             self._client = Client(address, set_as_default=False)
@@ -406,8 +407,6 @@ class _Dask:
 
 
 def _executor(scheduler: str | None, address: str | None, n_parts: int):
-    from twinsweep.core.errors import ConfigError
-
     scheduler = (scheduler or "auto").lower()
     if scheduler not in SCHEDULERS:
         raise ConfigError(f"unknown Dask scheduler {scheduler!r}; choose one of {', '.join(SCHEDULERS)}")
@@ -562,7 +561,7 @@ def pooled_distributions(root: str | os.PathLike, scheduler: str | None = None, 
     import pyarrow.parquet as pq
 
     root = Path(root).absolute()
-    table_path = root / "runs.parquet"
+    table_path = ResultStore(root).table_path
     if not table_path.exists():
         raise FileNotFoundError(f"{table_path} not found")
     metrics = tuple(metrics)
@@ -583,7 +582,8 @@ def pooled_distributions(root: str | os.PathLike, scheduler: str | None = None, 
     vcodes, groups = group_codes(table, gcols, order) if len(table) else (np.zeros(0, "int64"), pd.DataFrame())
     M, G = len(metrics), len(groups)
     ranges = plan_partitions(_estimate_values(table, metrics), partition_values)
-    run_dirs = [str(root / "runs" / str(k)) for k in table["key"]] if len(table) else []
+    store = ResultStore(root)
+    run_dirs = [str(store.run_dir(str(k))) for k in table["key"]] if len(table) else []
     parts = [(i, [(run_dirs[j], int(vcodes[j])) for j in range(a, b)]) for i, (a, b) in enumerate(ranges)]
     stage = root / f".tmp-distributions-{uuid.uuid4().hex[:8]}"
     ex = _executor(scheduler, address, len(parts))
@@ -658,7 +658,6 @@ def pooled_distributions(root: str | os.PathLike, scheduler: str | None = None, 
     qtab["q"] = np.tile(qs, len(cw))
     with np.errstate(invalid="ignore"):
         qtab["value"] = quantile(np.repeat(cw, len(qs)), np.tile(qs, len(cw))) if len(cw) else np.zeros(0)
-    from twinsweep.core.atomic import atomic_write, atomic_write_text
 
     out = root / SUMMARY
     atomic_write(out, lambda p: summary.to_parquet(p, index=False))

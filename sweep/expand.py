@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from twinsweep.core.config import run_key, RunConfig
+from twinsweep.core.config import RunConfig, run_key, system_ref
 from twinsweep.core.errors import ConfigError
 
 from .spec import Dataset, StudySpec
@@ -222,7 +222,7 @@ def iter_items(spec: StudySpec, datasets: dict[str, LoadedDataset]) -> Iterator[
 
 def _item(ds: LoadedDataset, window, axes: dict, seed: int, spec: StudySpec) -> RunItem:
     cfg = _config(ds, window, axes, seed, spec)
-    return RunItem(run_key(cfg, ds.workload.identity, ds.system.checksum), ds.name, window.name, seed,
+    return RunItem(run_key(cfg, ds.workload, ds.system), ds.name, window.name, seed,
                    tuple(axes.items()), cfg, ds.checksum)
 
 

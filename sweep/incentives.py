@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 import os
 from pathlib import Path
 
@@ -32,22 +31,25 @@ import pandas as pd
 from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 
 from twinsweep.core.accounts import Accounts, load_accounts
+from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
+from twinsweep.core.metrics import account_metric
 
 from .plotting import pyplot
+from .store import ResultStore
 
 __all__ = ["incentive_report", "entry_outcomes", "POLICY_QUANTITY"]
 
 #: Which collected quantity each incentive policy ranks by (and whether higher runs first).
 POLICY_QUANTITY = {
-    "acct_avg_power": ("avg_power_w", "average power per node [W]", True, False),
-    "acct_low_avg_power": ("avg_power_w", "average power per node [W]", False, False),
-    "acct_edp": ("edp_js", "EDP sum [J·s]", False, True),
-    "acct_ed2p": ("ed2p_js2", "ED²P sum [J·s²]", False, True),
-    "acct_fugaku_pts": ("fugaku_points", "Fugaku points [node·s]", True, False),
-    "weighted": ("fugaku_points", "Fugaku points [node·s]", True, False),
-}
-
-
+    policy: (q, account_metric(q).header(), higher_first, logx)
+    for policy, (q, higher_first, logx) in {
+        "acct_avg_power": ("avg_power_w", True, False),
+        "acct_low_avg_power": ("avg_power_w", False, False),
+        "acct_edp": ("edp_js", False, True),
+        "acct_ed2p": ("ed2p_js2", False, True),
+        "acct_fugaku_pts": ("fugaku_points", True, False),
+        "weighted": ("fugaku_points", True, False),
+    }.items()}  # labels and units: core.metrics (kind "account")
 
 
 def _png(fig, path: Path) -> str:
@@ -59,13 +61,10 @@ def _png(fig, path: Path) -> str:
     return base64.b64encode(data).decode()
 
 
-def _runs(root: Path) -> pd.DataFrame:
-    p = root / "runs.parquet"
-    if not p.exists():
-        raise FileNotFoundError(f"{root}: no sweep results here (missing runs.parquet); run `twinsweep sweep` first")
-    runs = pd.read_parquet(p)
+def _runs(store: ResultStore) -> pd.DataFrame:
+    runs = store.read_table()
     if "policy" not in runs.columns:
-        raise FileNotFoundError(f"{root}: runs.parquet has no 'policy' column")
+        raise FileNotFoundError(f"{store.table_path}: no 'policy' column")
     if "backfill" not in runs.columns:
         runs["backfill"] = "none"
     runs["variant"] = runs["policy"].astype(str) + "+" + runs["backfill"].astype(str)
@@ -82,10 +81,10 @@ def _level(g: pd.DataFrame) -> str:
     return "account"
 
 
-def _collected(root: Path, g: pd.DataFrame) -> Accounts | None:
+def _collected(store: ResultStore, g: pd.DataFrame) -> Accounts | None:
     rep = g[g["policy"] == "replay"]
     if not rep.empty:
-        return load_accounts(root / "runs" / str(rep["key"].iloc[0]))
+        return load_accounts(store.run_dir(str(rep["key"].iloc[0])))
     col = "options.accounts_in"
     if col in g.columns:
         for v in g[col].dropna().unique():
@@ -99,19 +98,19 @@ def entry_outcomes(root: str | os.PathLike, baseline: str = "fcfs") -> pd.DataFr
     ``wait_mean_s``, ``bsld_mean``, ``energy_j``, ``node_seconds`` (of the run), ``wait_delta_s``
     (minus the baseline variant's value for the same entry; NaN when it did not finish there),
     and the collected ``c_*`` values (avg power, EDP, ED²P, Fugaku points, node-seconds)."""
-    root = Path(root)
-    runs = _runs(root)
+    store = ResultStore(root)
+    runs = _runs(store)
     rows = []
     for (ds, win, seed), g in runs.groupby(["dataset", "window", "seed"], sort=True):
         level = _level(g)
         tab = "users" if level == "user" else "accounts"
-        acc = _collected(root, g)
+        acc = _collected(store, g)
         cvals = acc.frame(level) if acc is not None else None
         base_bf = g.loc[g["policy"].str.startswith("acct_"), "backfill"]
         base_variant = f"{baseline}+{base_bf.iloc[0] if len(base_bf) else 'none'}"
         per_variant = {}
         for _, r in g.iterrows():
-            stats = json.loads((root / "runs" / str(r["key"]) / "stats.json").read_text())
+            stats = store.read_run_json(str(r["key"]), "stats.json")
             per_variant[r["variant"]] = stats.get(tab, {})
         base = per_variant.get(base_variant, {})
         for variant, entries in per_variant.items():
@@ -140,14 +139,13 @@ def incentive_report(results: str | os.PathLike, out: str | os.PathLike | None =
     """
     plt = pyplot()
     root = Path(results)
-    runs = _runs(root)
+    store = ResultStore(root)
+    runs = _runs(store)
     outdir = Path(out) if out is not None else root / "report"
     outdir.mkdir(parents=True, exist_ok=True)
     ent = entry_outcomes(root, baseline)
     atomic_write_text(outdir / "incentives_entries.csv", ent.to_csv(index=False))
-    datasets = {}
-    if (root / "datasets.json").exists():
-        datasets = json.loads((root / "datasets.json").read_text())
+    datasets = store.read_json("datasets.json") if store.has("datasets.json") else {}
     parts = [f"<h1>Incentive study: who gains and who pays</h1>"
              f"<p>Results: <code>{html.escape(str(root.resolve()))}</code>. Baseline: <b>{html.escape(baseline)}</b> "
              "with the incentive runs' backfill. Mean waits are over each entry's jobs that finished in the window "
@@ -168,7 +166,7 @@ def incentive_report(results: str | os.PathLike, out: str | os.PathLike | None =
         tls = {}
         for v in variants:
             key = gs.loc[gs["variant"] == v, "key"].iloc[0]
-            tls[v] = pd.read_parquet(root / "runs" / str(key) / "timeline.parquet", columns=["time", "facility_power_w"])
+            tls[v] = store.read_run_table(str(key), "timeline.parquet", columns=["time", "facility_power_w"])
         if tls:
             t0 = min(int(t["time"].iloc[0]) for t in tls.values() if len(t))
             ncol = min(4, len(variants))

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from twinsweep.core.metrics import format_number
+from twinsweep.core.metrics import format_number, pooled_metrics
 
 from .svgchart import LinePanel, Series, line_panels
 
@@ -22,12 +22,7 @@ from .svgchart import LinePanel, Series, line_panels
 SECTION_ID = "pooled"
 #: Display of the pooled metrics: name -> (label, divisor, unit, is_power_or_energy).
 POOLED_DISPLAY: dict[str, tuple[str, float, str, bool]] = {
-    "wait_s": ("job wait", 3600.0, "h", False),
-    "bsld": ("job bounded slowdown (τ=10 s)", 1.0, "", False),
-    "job_edp_js": ("job EDP (energy × run time)", 3.6e6 * 3600.0, "kWh·h", True),
-    "power_swing_1min_w": ("1-min power swing", 1e3, "kW", True),
-    "power_swing_15min_w": ("15-min power swing", 1e3, "kW", True),
-}
+    m.name: (m.label, m.scale, m.display_unit, m.power) for m in pooled_metrics().values()}
 
 
 def _label(metric: str, assumed: bool) -> str:

@@ -18,7 +18,8 @@ from typing import Any
 from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 from twinsweep.core.config import RunConfig
 
-from .store import SWEEP_JSON, commit_run_dir, dump_json
+from .store import SWEEP_JSON, commit_run_dir, dump_json, run_is_committed
+from twinsweep.core.atomic import atomic_write_bytes
 
 
 def make_payload(item, runs_dir: str | Path, ship: bool = False) -> dict[str, Any]:
@@ -51,7 +52,7 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
     runs_dir = Path(payload["runs_dir"])
     key = payload["key"]
     ship = bool(payload.get("ship"))
-    if not ship and (runs_dir / key).exists():
+    if not ship and run_is_committed(runs_dir, key):
         return {"key": key, "status": "exists", "sim_s": 0.0}
     cfg: RunConfig = payload["config"]
     workload, system = shared if shared is not None else (None, None)
@@ -59,12 +60,12 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
     result = simulate(cfg, workload=workload, system=system)
     sim_s = time.perf_counter() - t0
 
-    def write(tmp: Path) -> None:
-        write_run(result, tmp)
-        atomic_write_text(tmp / SWEEP_JSON, dump_json(payload["sweep"]))  # fsynced before the commit rename
+    def write(tmp: Path, staged: bool = True) -> None:  # staged: commit_run_dir flushes and renames the folder
+        write_run(result, tmp, staged=staged)
+        atomic_write_text(tmp / SWEEP_JSON, dump_json(payload["sweep"]), staged=staged)
 
     if ship:
-        with tempfile.TemporaryDirectory(prefix="twinsweep-ship-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="twinsweep-ship-") as tmp:  # read back at once: nothing to flush
             write(Path(tmp))
             files = {p.name: p.read_bytes() for p in sorted(Path(tmp).iterdir()) if p.is_file()}
         return {"key": key, "status": "shipped", "sim_s": sim_s, "files": files}
@@ -79,6 +80,6 @@ def commit_shipped(runs_dir: str | Path, result: dict[str, Any]) -> str:
         for name, data in result["files"].items():
             if "/" in name or name.startswith("."):
                 raise ValueError(f"shipped run {result['key']}: bad file name {name!r}")
-            atomic_write_bytes(tmp / name, data)
+            atomic_write_bytes(tmp / name, data, staged=True)  # commit_run_dir flushes and renames the folder
 
     return commit_run_dir(runs_dir, result["key"], write)

@@ -65,7 +65,8 @@ from typing import Any
 from twinsweep.backends.base import BACKENDS, address_takers
 from twinsweep.backends.slurm import parse_options as parse_slurm_options
 from twinsweep.core.backfill import BACKFILLS
-from twinsweep.core.config import Perturbation, check_timezone, parse_duration
+from twinsweep.core.config import Perturbation, check_timezone
+from twinsweep.core.durations import parse_human_duration
 from twinsweep.core.errors import ConfigError, UnknownNameError
 from twinsweep.core.loaders import LOADERS
 from twinsweep.core.metrics import default_direction
@@ -289,7 +290,7 @@ def _check_policy(where: str, name: Any) -> str:
 
 def _duration(where: str, v: Any) -> int:
     try:
-        return parse_duration(v, where)
+        return parse_human_duration(v, where)
     except ConfigError:
         raise
     except (TypeError, ValueError) as exc:

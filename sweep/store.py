@@ -45,8 +45,9 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from twinsweep.core.atomic import TMP_MARK, atomic_write, atomic_write_text, disk_full_error, fsync_path, is_disk_full
-from twinsweep.core.errors import TwinError
+from twinsweep.core.atomic import (TMP_MARK, atomic_write, atomic_write_text, commit_folder, disk_full_error,
+                                     fsync_path, is_disk_full)
+from twinsweep.core.errors import ConfigError, TwinError
 
 RUNS_DIR = "runs"
 FAILED_DIR = "failed"
@@ -71,18 +72,23 @@ class StoreBusyError(TwinError):
     """Another live process holds the output folder's lock."""
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_text(path, text)
-
-
 def dump_json(obj: Any) -> str:
     """Deterministic JSON (sorted keys, 1-space indent, trailing newline)."""
     return json.dumps(obj, sort_keys=True, indent=1, default=str) + "\n"
 
 
+def run_is_committed(runs_dir: str | os.PathLike, key: str) -> bool:
+    """True when ``runs_dir/<key>/`` exists (:func:`commit_run_dir` made it complete): a worker's
+    check, which knows the store's ``runs/`` folder (a payload's ``runs_dir``) but not the store."""
+    return (Path(runs_dir) / key).is_dir()
+
+
 def commit_run_dir(runs_dir: str | os.PathLike, key: str, write: Callable[[Path], None]) -> str:
     """Write one run atomically: ``write(tmp_dir)`` fills a fresh ``runs/.tmp-<key>-…`` folder
-    which is then flushed to the disk (the folder's entries) and renamed to ``runs/<key>``.
+    (its files written *staged*: ``core.atomic.atomic_write(..., staged=True)``, no rename or
+    fsync of their own), which is then committed by :func:`core.atomic.commit_folder`: every file
+    and the folder flushed to the disk (concurrently), the folder renamed to ``runs/<key>``, the
+    runs folder flushed.
 
     Returns ``"written"``, or ``"exists"`` when ``runs/<key>`` was already complete (the new copy is
     discarded). If ``write`` raises, the temporary folder is removed and the error propagates (a
@@ -96,15 +102,9 @@ def commit_run_dir(runs_dir: str | os.PathLike, key: str, write: Callable[[Path]
     try:
         tmp.mkdir(parents=True)
         write(tmp)
-        fsync_path(tmp)  # the files themselves were synced by their atomic writes
-        try:
-            os.rename(tmp, final)
-        except OSError:
-            if final.exists():  # someone else completed it first
-                shutil.rmtree(tmp, ignore_errors=True)
-                return "exists"
-            raise
-        fsync_path(runs)
+        if not commit_folder(tmp, final):  # someone else completed it first
+            shutil.rmtree(tmp, ignore_errors=True)
+            return "exists"
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if is_disk_full(exc):
@@ -298,8 +298,6 @@ class ResultStore:
     def create(self) -> "ResultStore":
         """Create ``root``, ``runs/`` and ``failed/``. Returns self. Raises ConfigError naming the
         folder when ``root`` is a file or cannot be created."""
-        from twinsweep.core.errors import ConfigError
-
         if self.root.exists() and not self.root.is_dir():
             raise ConfigError(f"output folder {self.root} is a file, not a folder; choose another --out")
         try:
@@ -384,7 +382,7 @@ class ResultStore:
 
     def is_done(self, key: str) -> bool:
         """True when ``runs/<key>/`` exists (complete: folders appear only by atomic rename)."""
-        return (self.runs_dir / key).is_dir()
+        return run_is_committed(self.runs_dir, key)
 
     def run_dir(self, key: str) -> Path:
         """Path of ``runs/<key>/`` (whether or not it exists)."""
@@ -399,6 +397,21 @@ class ResultStore:
             if not part or part in (".", "..") or "/" in part or os.sep in part:
                 raise ValueError(f"{what} must be a plain name, got {part!r}")
         return self.runs_dir / key / name
+
+
+    def read_run_json(self, key: str, name: str) -> Any:
+        """Parse a JSON file of run ``key`` (``stats.json``, ``manifest.json``, ``sweep.json``).
+        Raises FileNotFoundError / ValueError naming the file."""
+        path = self.run_file(key, name)
+        try:
+            return json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+
+    def read_run_table(self, key: str, name: str, columns: list[str] | None = None) -> pd.DataFrame:
+        """A parquet table of run ``key`` (``jobs.parquet``, ``timeline.parquet``), only
+        ``columns`` when given. Raises FileNotFoundError / the reader's error."""
+        return pd.read_parquet(self.run_file(key, name), columns=columns)
 
     def check_runs(self, keys: Iterable[str] | None = None) -> tuple[set[str], dict[str, str]]:
         """``(readable, damaged)`` among the run folders (``keys``: only these): ``damaged`` maps a
@@ -471,7 +484,7 @@ class ResultStore:
             "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         })
         doc.update({"key": key, "error": error, "traceback": traceback, "info": info or doc.get("info")})
-        _atomic_write_text(path, dump_json(doc))
+        atomic_write_text(path, dump_json(doc))
         return path
 
     def clear_failure(self, key: str) -> None:
@@ -488,6 +501,23 @@ class ResultStore:
     def failure(self, key: str) -> dict[str, Any]:
         """The parsed ``failed/<key>/error.json``. Raises FileNotFoundError when there is none."""
         return json.loads((self.failed_dir / key / "error.json").read_text())
+
+    def failure_dir(self, key: str) -> Path:
+        """The folder of run ``key``'s failure record (``failed/<key>/``, whether or not it exists)."""
+        return self.failed_dir / key
+
+    def failures(self, keys: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        """``{key: error.json content}`` of the runs that failed and are not (yet) complete (only
+        ``keys`` when given), sorted by key; an unreadable record is left out (the run is retried
+        anyway)."""
+        want = self.failed_keys() if keys is None else self.failed_keys() & set(keys)
+        out = {}
+        for k in sorted(want):
+            try:
+                out[k] = self.failure(k)
+            except (OSError, ValueError):
+                continue
+        return out
 
     # ------------------------------------------------------------------ table
     def build_table(self, keys: Iterable[str] | None = None, quarantine: bool = False) -> pd.DataFrame:
@@ -558,15 +588,27 @@ class ResultStore:
         except Exception:  # noqa: BLE001 - absent, unreadable or without the metadata: unknown
             return None
 
-    def read_table(self) -> pd.DataFrame:
-        """``runs.parquet`` as a DataFrame. Raises FileNotFoundError when it was never built."""
-        return pd.read_parquet(self.root / TABLE)
+    @property
+    def table_path(self) -> Path:
+        """Path of ``runs.parquet`` (whether or not it exists)."""
+        return self.root / TABLE
+
+    def read_table(self, columns: list[str] | None = None) -> pd.DataFrame:
+        """``runs.parquet`` as a DataFrame (only ``columns`` when given). Raises FileNotFoundError
+        naming the folder when it was never built."""
+        if not self.table_path.exists():
+            raise FileNotFoundError(f"{self.root}: no sweep results here (missing {TABLE}); run `twinsweep sweep` first")
+        return pd.read_parquet(self.table_path, columns=columns)
+
+    def has(self, name: str) -> bool:
+        """True when the results folder holds ``name`` (``study.json``, ``plan.csv``, ...)."""
+        return (self.root / name).exists()
 
     # ------------------------------------------------------------------ metadata
     def write_json(self, name: str, obj: Any) -> Path:
         """Write ``root/name`` atomically as deterministic JSON."""
         path = self.root / name
-        _atomic_write_text(path, dump_json(obj))
+        atomic_write_text(path, dump_json(obj))
         return path
 
     def write_text(self, name: str, text: str) -> Path:

@@ -49,7 +49,7 @@ import pandas as pd
 from twinsweep.core import availability as _avail
 from twinsweep.core.atomic import atomic_write
 from twinsweep.core.backfill import BUILTIN_BACKFILLS
-from twinsweep.core.config import Perturbation, RunConfig, parse_duration
+from twinsweep.core.config import Perturbation, RunConfig, parse_human_duration
 from twinsweep.core.errors import ConfigError
 from twinsweep.core.fidelity import FIGURES, compare, recorded_schedule, twin_schedule
 from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json
@@ -83,7 +83,7 @@ def _window_arg(text: str | None, what: str) -> tuple[int, int] | None:
             raise ConfigError(f"{what}: expected START:END (seconds or durations from the trace epoch, e.g. 0:180d), "
                               f"got {text!r}")
         a, b = str(text).split(":", 1)
-    a, b = parse_duration(a, what), parse_duration(b, what)
+    a, b = parse_human_duration(a, what), parse_human_duration(b, what)
     if b <= a:
         raise ConfigError(f"{what}: END must be after START, got {text!r}")
     return int(a), int(b)
@@ -235,8 +235,8 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
         raise ConfigError("validate: policy 'replay' copies the recorded starts; give the site's policy (e.g. fcfs)")
     if workload is None:
         workload = load_run_workload(base_cfg)
-    sysobj = resolve_system(base_cfg, workload)
-    period = parse_duration(restart, "--restart") if restart is not None else None
+    sysobj = resolve_system(base_cfg.system, workload)
+    period = parse_human_duration(restart, "--restart") if restart is not None else None
     if period is not None and period <= 0:
         raise ConfigError(f"--restart: the period must be > 0 s, got {restart!r}")
     submit = workload.jobs["submit_time"].to_numpy(dtype="int64")
@@ -345,7 +345,7 @@ def validate(data: str, system: str | None = None, policy: str = "fcfs", backfil
         t = time.perf_counter()
         stability = ranking_stability(base_cfg, workload, sys_blind, sys_informed, _sensitivity_policies(workload),
                                       windows=windows, seeds=rank_seeds, noise_sigma=NOISE_SIGMA,
-                                      window_s=parse_duration(rank_window, "rank_window"))
+                                      window_s=parse_human_duration(rank_window, "rank_window"))
         timing["ranking_stability_s"] = time.perf_counter() - t
     best = None
     if table:

@@ -197,6 +197,8 @@ def test_simulate_with_accounts(tmp_path):
                               options=(("accounts_in", "collect:replay"),)))
     assert res2.manifest["accounts"]["checksum"] == acc.checksum()
     pd.testing.assert_frame_equal(res.jobs, res2.jobs)
+    # the collection run is keyed as that replay itself is (trace, config and system checksum)
+    assert res2.manifest["accounts"]["collect_run_key"] == col.manifest["run_key"]
     # a file from another trace (no common account) is refused
     other = Accounts({"zzz": Usage(1, 1.0, 1.0, 1.0, 1.0, 1.0)}, {}, [])
     save_accounts(other, tmp_path / "other.json")

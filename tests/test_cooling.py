@@ -255,7 +255,7 @@ def test_energy_conservation_in_transients(plant):
 def test_exact_integration_matches_matrix_exponential():
     from scipy.linalg import expm
 
-    from twinsweep.core.cooling import _controls
+    from twinsweep.core.cooling.steady import _controls
 
     rng = np.random.default_rng(11)
     for _ in range(60):

@@ -130,3 +130,22 @@ def test_apply_power_traces_without_traces_is_identity():
                           "queued_jobs": [0, 0], "running_jobs": [1, 0]})
     j2, s2, c = apply_power_traces(jobs, steps, {}, 100.0, 20)
     assert s2 is steps and c["power_traced_jobs"] == 0 and not j2["power_traced"].any()
+
+
+def test_power_is_accounted_once_after_the_engine_without_writing_back():
+    """account_power (issue 12, item 6: the data path never doubles back) returns the final tables
+    and leaves the engine's result as it was; without traces the engine's tables are final."""
+    from types import SimpleNamespace
+
+    from twinsweep.core.power import account_power
+
+    jobs = pd.DataFrame({"job_id": ["a"], "nodes": [1], "start_time": pd.array([0], dtype="Int64"),
+                         "end_time": pd.array([20], dtype="Int64"), "status": ["completed"],
+                         "node_power_w": [100.0], "energy_j": [2000.0], "avg_power_w": [100.0]})
+    steps = pd.DataFrame({"time": [0, 20], "it_power_w": [100.0, 0.0]})
+    res = SimpleNamespace(jobs=jobs, steps=steps, t_end=20)
+    j, s, c = account_power(res, SYSTEM, None)
+    assert j is jobs and s is steps and c == {}
+    j, s, c = account_power(res, SYSTEM, {"a": {"period": 10, "node_power_w": [50.0, 150.0]}})
+    assert j["energy_j"].tolist() == [10 * 50.0 + 10 * 150.0] and c["power_traced_jobs"] == 1
+    assert res.jobs is jobs and jobs["energy_j"].tolist() == [2000.0] and "power_traced" not in jobs.columns

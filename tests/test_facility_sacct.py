@@ -11,7 +11,8 @@ import pytest
 from twinsweep.core.errors import TraceFormatError
 from twinsweep.core.loaders import detect_format, load_workload, read_trace
 from twinsweep.core.loaders.nodelist import HostlistError, NodeIndex, compress_hostlist, expand_hostlist
-from twinsweep.core.loaders.sacct import expand_array_spec, parse_duration
+from twinsweep.core.durations import parse_slurm_duration
+from twinsweep.core.loaders.sacct import expand_array_spec
 
 HEADER = ("JobID|JobIDRaw|JobName|User|Account|Partition|QOS|Priority|Submit|Eligible|Start|End|Elapsed|"
           "ElapsedRaw|Timelimit|TimelimitRaw|NNodes|NCPUS|AllocTRES|NodeList|State|ExitCode|ConsumedEnergyRaw")
@@ -175,12 +176,12 @@ def test_malformed_rows(tmp_path):
     ("Unknown", None), ("", None), ("10:00.5", 600),
 ])
 def test_durations(text, seconds):
-    assert parse_duration(text) == seconds
+    assert parse_slurm_duration(text, "Elapsed", missing_ok=True) == seconds
 
 
 def test_bad_duration():
-    with pytest.raises(ValueError):
-        parse_duration("ten minutes")
+    with pytest.raises(ValueError, match="Elapsed: 'ten minutes' is not a Slurm duration"):
+        parse_slurm_duration("ten minutes", "Elapsed", missing_ok=True)
 
 
 @pytest.mark.parametrize("spec,tasks", [

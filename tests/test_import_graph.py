@@ -5,8 +5,8 @@ The graph is built from the source with :mod:`ast` (nothing is imported): module
 function-level imports count, since a function-level import is still coupling (it only moves the
 failure to run time). Imports under ``if TYPE_CHECKING:`` are annotations only and do not count.
 Folders map to the namespace as in ``pyproject.toml`` (``core/`` -> ``twinsweep.core`` ...).
-An edge goes to the module imported: ``from .power import convert`` is ``core.cooling ->
-core.power``; ``from twinsweep.core import simulate`` is an edge to the package ``twinsweep.core``.
+An edge goes to the module imported: ``from ..power import convert`` is ``core.cooling.timeline
+-> core.power``; ``from twinsweep.core import simulate`` is an edge to the package ``twinsweep.core``.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ LAZY_PACKAGES = {
 LAZY_STDLIB = {
     ("twinsweep", "importlib"): "lazy re-export of the run API (`import twinsweep` stays light)",
     ("twinsweep.sweep.tune", "importlib"): "lazy re-export of the tune API (the CLI builds its parser only)",
+    ("twinsweep.core.atomic", "concurrent"): "concurrent.futures: the fsync thread pool, only when several files are flushed",
     ("twinsweep.core.errors", "errno"): "only when an OSError is turned into one line (disk full, ...)",
     ("twinsweep.core.system", "hashlib"): "only when a System's checksum is first asked for",
     ("twinsweep.core.system", "json"): "only when a System's checksum is first asked for",
@@ -50,7 +51,7 @@ LAZY_STDLIB = {
     ("twinsweep.sweep.api", "fcntl"): "POSIX only: the result-store lock",
     ("twinsweep.sweep.api", "json"): "one rarely used path (sweep record)",
     ("twinsweep.backends.base", "re"): "only when a backend name is checked",
-    ("twinsweep.backends.slurm", "traceback"): "only when a Slurm task fails",
+    ("twinsweep.backends.slurm.task", "traceback"): "only when a Slurm task fails",
 }
 
 #: Why a module imports twinsweep modules inside functions (importer -> reason). These are not
@@ -64,24 +65,23 @@ LAZY_INTERNAL = {
     "twinsweep.core.run": "the trace loaders and data paths load only when simulate has no Workload given; "
                           "power traces, the cooling model and the external-scheduler protocol only when the "
                           "run uses them",
-    "twinsweep.core.cooling": "the data folder is looked up only for a wet-bulb file",
+    "twinsweep.core.engine": "the scheduler is built only when the run is not a replay",
+    "twinsweep.core.cooling.wetbulb": "the data folder is looked up only for a wet-bulb file",
     "twinsweep.core.scheduler": "plug-in loading on first use; the external-scheduler protocol only for "
                                 "policy 'external'",
     "twinsweep.core.backfill.conservative": "the numba profile (~1 s to compile/import) loads on first use",
-    "twinsweep.core.workload": "loaders on first use",
     "twinsweep.core.fetch": "data-folder lookup only on download",
-    "twinsweep.core.loaders._cache": "the atomic writer loads only when a parsed-trace cache file is written",
     "twinsweep.core.loaders._registry": "the parsed-trace cache loads only when a trace is loaded",
     "twinsweep.sweep.tune.cli": "the tuning machinery loads only when `twinsweep tune` runs (CLI start-up)",
-    "twinsweep.backends.ray_backend": "twin errors load only on a failure path of the optional Ray backend",
     "twinsweep.sweep.cli": "every subcommand loads its implementation when run: `twinsweep --help` stays fast",
     "twinsweep.sweep.cli_sweep": "sweep/report/tune subcommands load their implementation when run",
     "twinsweep.sweep.api": "backends, aggregation and the report load when the sweep needs them",
     "twinsweep.sweep.expand": "the twin (loaders, engine) loads only when a grid point is expanded",
-    "twinsweep.sweep.runner": "the twin loads in the worker that runs, not in the driver",
-    "twinsweep.sweep.store": "tables and the twin's run writer load on use",
-    "twinsweep.sweep.aggregate": "pooled distributions and the metric catalogue load on use",
-    "twinsweep.sweep.distributions": "Dask paths load on use",
+    "twinsweep.sweep.runner": "core.run (engine, loaders, pyarrow) loads in the worker that simulates, not in the "
+                             "driver, which only builds payloads",
+    "twinsweep.sweep.store": "core.run (the engine, pyarrow writers) and the metric catalogue load only when a run "
+                            "folder is checked or runs.parquet built; `twinsweep status` does neither",
+    "twinsweep.sweep.aggregate": "sweep.spec (backends, grid checks) only to read a study.json's axes and metrics",
     "twinsweep.sweep.gridcheck": "run configs and schedulers are built only to check a spec",
     "twinsweep.sweep.report": "pooled sections load on use",
     "twinsweep.sweep.spec": "the metric catalogue's plug-ins load on use",
@@ -90,8 +90,6 @@ LAZY_INTERNAL = {
                                       "the grid expansion load only when a tuning runs",
     "twinsweep.sweep.tune.run": "as tune.evaluator: the sweep machinery loads only when a tuning runs",
     "twinsweep.sweep.tune.slurm_workers": "as tune.evaluator; the Slurm backend only for --backend slurm",
-    "twinsweep.backends.slurm": "the sweep runner loads inside the Slurm task",
-    "twinsweep.backends.local": "the sweep runner loads inside the worker process",
 }
 
 
@@ -193,8 +191,8 @@ def test_the_import_parser_resolves_relative_and_function_level_imports():
     mods = _modules()
     imps = _imports(mods)
     assert len(mods) > 50
-    # module level: core.cooling uses core.power; function level: the CLI loads tune's parser
-    assert ("twinsweep.core.cooling", "twinsweep.core.power") in {(a, b) for a, b, _, f in imps if not f}
+    # module level: core.cooling.timeline uses core.power; function level: the CLI loads tune's parser
+    assert ("twinsweep.core.cooling.timeline", "twinsweep.core.power") in {(a, b) for a, b, _, f in imps if not f}
     assert any(a == "twinsweep.sweep.cli" and b.startswith("twinsweep.sweep.tune") and f for a, b, _, f in imps)
     # typing-only imports do not count: power annotates with System but never imports it
     assert ("twinsweep.core.power", "twinsweep.core.system") not in {(a, b) for a, b, _, _ in imps}

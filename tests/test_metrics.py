@@ -3,6 +3,7 @@ and a plug-in metric that is one registration."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -158,3 +159,30 @@ def test_plot_floors_and_comparisons():
     assert metric("utilization").compare == "difference"
     assert all(metric(n).floor == 0.0 for n in ("wait_mean_s", "peak_power_w", "facility_j_per_node_h"))
     assert math.isclose(metric("utilization").display(0.5), 50.0)
+
+
+def test_pooled_and_account_quantities_live_in_the_one_catalogue():
+    """Item 5 of issue 12: the pooled-distribution metrics and the accounts quantities are Metrics of
+    core.metrics (kind "pooled" / "account"), read by sweep.distributions, the pooled report section
+    and the incentive report; they are not run metrics (not rankable, not in stats.json)."""
+    from twinsweep.core.metrics import account_metric, metric_names, pooled_metrics
+    from twinsweep.sweep.distributions import DIST_METRICS
+    from twinsweep.sweep.incentives import POLICY_QUANTITY
+    from twinsweep.sweep.report_pooled import POOLED_DISPLAY
+
+    pooled = pooled_metrics()
+    assert tuple(pooled) == DIST_METRICS
+    assert all(m.kind == "pooled" for m in pooled.values()) and not set(pooled) & set(metric_names())
+    # the display table the report used to hold by hand, now derived: same labels, scales, units
+    assert POOLED_DISPLAY == {
+        "wait_s": ("job wait", 3600.0, "h", False),
+        "bsld": ("job bounded slowdown (τ=10 s)", 1.0, "", False),
+        "job_edp_js": ("job EDP (energy × run time)", 3.6e6 * 3600.0, "kWh·h", True),
+        "power_swing_1min_w": ("1-min power swing", 1e3, "kW", True),
+        "power_swing_15min_w": ("15-min power swing", 1e3, "kW", True)}
+    assert POLICY_QUANTITY["acct_edp"] == ("edp_js", "EDP sum [J·s]", False, True)
+    assert POLICY_QUANTITY["acct_fugaku_pts"][1] == "Fugaku points [node·s]"
+    assert POLICY_QUANTITY["acct_avg_power"][1] == "average power per node [W]"
+    assert account_metric("ed2p_js2").header() == "ED²P sum [J·s²]"
+    with pytest.raises(ConfigError, match="only run metrics"):
+        register_metric(dataclasses.replace(pooled["wait_s"], name="wait2_s", compute=lambda i: 0.0))

@@ -126,3 +126,40 @@ def test_unknown_policy_option_is_an_error(trace):
     # a typo in an option must not silently make a new run (a new key) with the same schedule
     with pytest.raises(ConfigError, match="unknown option .foo.*valid options: accounts_in, acct_level"):
         simulate(RunConfig(data=str(trace), policy="fcfs", options=(("foo", 1),)))
+
+
+def test_arrow_tables_equal_pandas_conversion():
+    """run._arrow_table / _jobs_table (built column by column, schema cached per signature) give
+    exactly the table of ``pa.Table.from_pandas`` with object columns cast to "string" and the
+    node_ids list built element by element: values, types, nulls and the pandas metadata."""
+    import numpy as np
+    import pyarrow as pa
+
+    from twinsweep.core import run as run_mod
+
+    df = pd.DataFrame({
+        "job_id": pd.Series(["a", None, "c", "d"], dtype=object),
+        "user": pd.Series([7, "u", None, np.nan], dtype=object),  # non-str values: str() as astype("string")
+        "empty": pd.Series([None] * 4, dtype=object),
+        "n": pd.array([1, None, 3, 4], dtype="Int64"),
+        "f": [1.5, np.nan, 0.0, -2.0],
+        "g": [1.0, 2.0, 3.0, 4.0],
+        "i": np.arange(4, dtype="int64"),
+        "b": [True, False, True, False],
+        "s": pd.Series(["x", None, "z", "w"], dtype="str"),
+        "node_ids": [[0, 1], None, [], [5]],
+    })
+    for frame in (df, df.iloc[:0], df.iloc[[1]]):
+        ref = frame.drop(columns=["node_ids"])
+        for c in ref.columns:
+            if ref[c].dtype == object:
+                ref[c] = ref[c].astype("string")
+        expect = pa.Table.from_pandas(ref, preserve_index=False)
+        got = run_mod._arrow_table(frame.drop(columns=["node_ids"]))
+        assert got.equals(expect, check_metadata=True)
+        ids = pa.array([None if v is None else list(v) for v in frame["node_ids"]], type=pa.list_(pa.int32()))
+        jt = run_mod._jobs_table(frame)
+        assert jt.column_names == list(frame.columns)
+        assert jt.column("node_ids").combine_chunks().equals(ids)
+        assert jt.drop_columns(["node_ids"]).equals(expect, check_metadata=True)
+    assert run_mod._arrow_table(df[["f"]]).column("f").null_count == 1  # NaN is a null, as from_pandas makes it

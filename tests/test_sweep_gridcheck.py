@@ -96,7 +96,7 @@ def test_good_option_grid_loads(tmp_path):
 def test_each_check_runs_once_per_distinct_value_and_scheduler_combination(tmp_path, monkeypatch):
     """1 policy x 2 backfills x 3 option values = 6 schedulers built, however many sample periods,
     wet bulbs and seeds multiply the grid (here x 40 x 2 x 7 seeds); each wet-bulb CSV read once."""
-    import twinsweep.core.cooling as cooling
+    import twinsweep.core.cooling.wetbulb as cooling
     import twinsweep.core.scheduler as scheduler
 
     wb = _wetbulb_csv(tmp_path / "wb.csv")

@@ -187,13 +187,47 @@ def test_expansion_order_and_keys_stable_across_processes(tmp_path):
         ("a", "sjf", "none", 0)]
     assert len({r[0] for r in here}) == len(here)
     assert _keys_in_subprocess(spec_path) == json.loads(json.dumps(here))
-    # the key is RunConfig.key(workload checksum) and changes with the trace's content
+    # the key is run_key(config, workload, system) and changes with the trace's content
     ds = load_datasets(spec)["tiny"]
     from twinsweep.core.config import run_key
 
-    assert items[0].key == run_key(items[0].config, ds.workload.checksum, ds.system.checksum)
+    assert items[0].key == run_key(items[0].config, ds.workload, ds.system)
     write_swf(tmp_path / "tiny.swf", n_jobs=41)
     assert expand(spec, load_datasets(spec))[0].key != items[0].key
+
+
+def test_a_sweep_and_simulate_key_a_run_alike(tmp_path):
+    """One run identity (core.config.run_key): the key a sweep plans is the manifest's ``run_key``
+    of the same run, for a system named by the trace's file name, a generic system from the SWF
+    header and a system TOML given relative to the spec's folder."""
+    import shutil
+
+    from twinsweep.core.run import simulate
+    from twinsweep.core.system import SYSTEMS_DIR
+
+    write_swf(tmp_path / "KTH-SP2-1996-2.1-cln.swf", n_jobs=12, nodes=16)
+    write_swf(tmp_path / "tiny.swf", n_jobs=12)
+    shutil.copy(SYSTEMS_DIR / "kth-sp2.toml", tmp_path / "mine.toml")
+    win = [{"name": "w", "start": 0, "duration": "1h"}]
+    spec = parse_spec(_doc(study={"name": "s", "seeds": 1}, grid={"policy": ["fcfs"], "backfill": ["easy"]},
+                           datasets=[{"name": "named", "trace": "KTH-SP2-1996-2.1-cln.swf", "windows": win},
+                                     {"name": "generic", "trace": "tiny.swf", "windows": win},
+                                     {"name": "file", "trace": "tiny.swf", "system": "mine.toml", "windows": win}]),
+                      source=str(tmp_path / "spec.toml"))
+    datasets = load_datasets(spec)
+    assert [datasets[d].system_ref for d in ("named", "generic", "file")] == ["kth-sp2", None, "mine.toml"]
+    for item in expand(spec, datasets):
+        ds = datasets[item.dataset]
+        # simulate resolves the system itself where it can (by name, or from the header)
+        given = ds.system if item.dataset == "file" else None
+        assert simulate(item.config, workload=ds.workload, system=given).manifest["run_key"] == item.key
+    # the config as `twinsweep run` builds it (no system given) keys like the sweep's (system named)
+    from twinsweep.core.config import RunConfig, run_key
+
+    named = datasets["named"]
+    plain = RunConfig(data="KTH-SP2-1996-2.1-cln.swf", policy="fcfs", backfill="easy", start=0, duration=3600,
+                      perturbation=spec.perturbation)
+    assert run_key(plain, named.workload, named.system) == expand(spec, datasets)[0].key
 
 
 def test_identical_windows_rejected(tmp_path):

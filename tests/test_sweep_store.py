@@ -169,3 +169,92 @@ def test_leftovers_are_ignored_then_cleaned(tmp_path):
         assert store.clean_tmp() == 3
     assert sorted(p.name for p in store.runs_dir.iterdir()) == ["done1"]
     assert not list((store.failed_dir / "k").iterdir())
+
+
+def test_commit_folder_flushes_every_staged_file_before_its_one_rename(tmp_path, monkeypatch):
+    """Staged files get no rename or fsync of their own; commit_folder flushes each file and the
+    folder before the rename that commits it (issue 11), then the parent folder."""
+    from twinsweep.core import atomic
+
+    events = []
+    monkeypatch.setattr(atomic, "fsync_path", lambda p: events.append(("sync", Path(p))))
+    real_rename = os.rename
+    monkeypatch.setattr(atomic.os, "rename", lambda a, b: (events.append(("rename", Path(a))), real_rename(a, b)))
+    tmp = tmp_path / ".tmp-x"
+    tmp.mkdir()
+    for name in ("a.json", "b.parquet"):
+        atomic.atomic_write_text(tmp / name, name, staged=True)
+    assert events == [] and sorted(p.name for p in tmp.iterdir()) == ["a.json", "b.parquet"]
+    assert atomic.commit_folder(tmp, tmp_path / "x")
+    renames = [i for i, e in enumerate(events) if e[0] == "rename"]
+    before = {p for kind, p in events[:renames[0]] if kind == "sync"}
+    assert before == {tmp / "a.json", tmp / "b.parquet", tmp}
+    assert events[renames[0] + 1:] == [("sync", tmp_path)]
+    assert (tmp_path / "x" / "a.json").read_text() == "a.json"
+    other = tmp_path / ".tmp-y"
+    other.mkdir()
+    assert not atomic.commit_folder(other, tmp_path / "x")  # already committed by someone else
+
+
+def test_atomic_write_files_flushes_all_before_renaming_and_cleans_up(tmp_path, monkeypatch):
+    from twinsweep.core import atomic
+
+    (tmp_path / "keep.txt").write_text("old")
+    events = []
+    real_fsync = atomic.fsync_path
+    monkeypatch.setattr(atomic, "fsync_path", lambda p: (events.append(("sync", Path(p).name)), real_fsync(p)))
+    real_replace = os.replace
+    monkeypatch.setattr(atomic.os, "replace", lambda a, b: (events.append(("replace", Path(b).name)), real_replace(a, b)))
+    atomic.atomic_write_files([(tmp_path / "keep.txt", atomic.bytes_writer(b"new")),
+                               (tmp_path / "two.txt", atomic.bytes_writer(b"2"))])
+    first_replace = next(i for i, e in enumerate(events) if e[0] == "replace")
+    assert sum(1 for e in events[:first_replace] if e[0] == "sync") == 2  # both temporary files flushed first
+    assert events[-1] == ("sync", tmp_path.name)  # the folder once, at the end
+    assert (tmp_path / "keep.txt").read_text() == "new" and (tmp_path / "two.txt").read_text() == "2"
+
+    def boom(p):
+        with open(p, "wb") as fh:
+            fh.write(b"half")
+        raise RuntimeError("write failed")
+
+    with pytest.raises(RuntimeError):
+        atomic.atomic_write_files([(tmp_path / "keep.txt", atomic.bytes_writer(b"newer")), (tmp_path / "bad.txt", boom)])
+    assert (tmp_path / "keep.txt").read_text() == "new"  # nothing renamed: the failure came before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt", "two.txt"]  # no temporary file left
+    with pytest.raises(RuntimeError):
+        atomic.atomic_write(tmp_path / "staged.txt", boom, staged=True)
+    assert not (tmp_path / "staged.txt").exists()  # a failed staged write leaves no partial file
+
+
+def test_the_store_is_the_only_code_that_knows_run_folder_paths(tmp_path):
+    """ResultStore's accessors (run_file, read_run_json, read_run_table, failures, read_table) give a
+    run's files by key; no module outside sweep/store.py (and the report, which its own helper
+    moves onto run_file) builds ``runs/<key>`` or ``failed/<key>`` paths itself."""
+    import re
+
+    from twinsweep.sweep.store import ResultStore
+
+    store = ResultStore(tmp_path / "out").create()
+    d = store.run_dir("k1")
+    d.mkdir()
+    (d / "stats.json").write_text('{"system": {"wait_mean_s": 3.0}}')
+    pd.DataFrame({"time": [0, 60], "facility_power_w": [1.0, 2.0]}).to_parquet(d / "timeline.parquet")
+    assert store.run_file("k1", "stats.json") == tmp_path / "out" / "runs" / "k1" / "stats.json"
+    assert store.read_run_json("k1", "stats.json") == {"system": {"wait_mean_s": 3.0}}
+    assert store.read_run_table("k1", "timeline.parquet", columns=["time"])["time"].tolist() == [0, 60]
+    store.record_failure("k2", "boom", None, 1)
+    store.record_failure("k3", "bang", None, 2)
+    assert {k: v["error"] for k, v in store.failures().items()} == {"k2": "boom", "k3": "bang"}
+    assert list(store.failures(["k3", "zz"])) == ["k3"]
+    assert store.failure_dir("k2") == tmp_path / "out" / "failed" / "k2"
+    with pytest.raises(FileNotFoundError, match="no sweep results here"):
+        store.read_table()
+
+    root = Path(__file__).resolve().parent.parent
+    pat = re.compile(r"""/ ["'](runs|failed)["'] /|["'](runs|failed)/["']\s*\+""")
+    allowed = {"sweep/store.py", "sweep/report.py"}  # report.py: the report helper's stream
+    found = [f"{f.relative_to(root)}:{n}: {line.strip()}"
+             for folder in ("core", "sweep", "backends") for f in sorted((root / folder).rglob("*.py"))
+             if f.relative_to(root).as_posix() not in allowed
+             for n, line in enumerate(f.read_text().splitlines(), 1) if pat.search(line)]
+    assert not found, "run-folder paths built outside the result store:\n  " + "\n  ".join(found)

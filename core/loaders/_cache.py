@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 
 from ..workload import Workload
+from ..atomic import atomic_write
 
 #: formats whose Workload depends on the trace file alone (no side files, no per-job traces)
 CACHED_FORMATS = frozenset({"swf", "swf-theta", "swf-metacentrum", "swf-frontier"})
@@ -117,8 +118,6 @@ def write_cached(path: Path, wl: Workload) -> bool:
     try:
         import pyarrow as pa
         import pyarrow.ipc as ipc
-
-        from ..atomic import atomic_write
 
         df = wl.jobs
         if not df.index.equals(_range_index(len(df))):

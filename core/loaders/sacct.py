@@ -34,7 +34,8 @@ Values
       ``Unknown``; a job still running when the dump was taken has ``End = Unknown`` (start kept).
     * ``Timelimit``: ``UNLIMITED``, ``Partition_Limit``, ``INVALID`` → missing (then the system's
       default limit, else the job's run time, is imputed and flagged: DESIGN.md §3.3);
-      ``[D-]HH:MM:SS``, ``MM:SS`` or plain minutes. ``TimelimitRaw`` (minutes) wins when numeric,
+      ``[D-]HH:MM:SS``, ``MM:SS`` or plain minutes (:func:`core.durations.parse_slurm_duration`, the
+      parser the Slurm backend uses too). ``TimelimitRaw`` (minutes) wins when numeric,
       except Slurm's INFINITE / NO_VAL (4294967295 / 4294967294) → missing.
     * ``Elapsed``: ``[D-]HH:MM:SS`` / ``MM:SS`` (``ElapsedRaw``, seconds, wins when present). The run
       time is ``End − Start`` when both are known, else (a started job without an end) ``Elapsed``.
@@ -79,6 +80,7 @@ from datetime import datetime
 
 import numpy as np
 
+from ..durations import SLURM_MISSING, SLURM_UNLIMITED, parse_slurm_duration
 from ..errors import TraceFormatError
 from ..workload import Workload
 from ._facility import (
@@ -90,37 +92,13 @@ from .nodelist import HostlistError, NodeIndex, expand_hostlist, natural_key
 
 PROVENANCE = "Slurm accounting (sacct --parsable2) dump"
 
-_MISSING = {"", "unknown", "none", "n/a", "(null)", "invalid"}
-_UNLIMITED = {"unlimited", "partition_limit", "infinite", "invalid"}
-_DUR_RE = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
+_MISSING = SLURM_MISSING
 _TS_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})$")
 _ID_RE = re.compile(r"^(?P<base>\d+)(?:_(?P<task>\d+|\[(?P<pend>[^\]]*)\]))?(?:\+(?P<het>\d+))?(?P<step>\..+)?$")
 _TZ_LINE = re.compile(r"^#\s*(?:tz|timezone)\s*[:=]\s*(\S+)\s*$", re.I)
 _DUMP_LINE = re.compile(r"^#\s*(?:dump_time|dump|recorded)\s*[:=]\s*(\S+)\s*$", re.I)
 #: TimelimitRaw values that mean "no limit" (Slurm's INFINITE and NO_VAL, 32-bit).
 _RAW_NO_LIMIT = {4294967295, 4294967294}
-
-
-def parse_duration(text: str | None) -> int | None:
-    """Seconds of a Slurm duration: ``[D-]HH:MM:SS``, ``HH:MM:SS``, ``MM:SS``, ``D-HH``,
-    ``D-HH:MM``, or plain minutes; None for missing/UNLIMITED. Raises ValueError otherwise."""
-    if text is None:
-        return None
-    s = str(text).strip()
-    low = s.lower()
-    if low in _MISSING or low in _UNLIMITED:
-        return None
-    if re.fullmatch(r"\d+", s):
-        return int(s) * 60  # plain number = minutes (sbatch/sacct convention)
-    m = re.fullmatch(r"(\d+)-(\d+)(?::(\d+))?(?::(\d+))?", s)
-    if m:
-        d, h, mi, se = (int(x) if x else 0 for x in m.groups())
-        return ((d * 24 + h) * 60 + mi) * 60 + se
-    m = _DUR_RE.match(s)
-    if not m:
-        raise ValueError(f"not a Slurm duration: {text!r}")
-    d, h, mi, se = m.groups()
-    return int(((int(d or 0) * 24 + int(h or 0)) * 60 + int(mi)) * 60 + round(float(se)))
 
 
 def parse_timestamp(text: str | None) -> datetime | None:
@@ -286,12 +264,13 @@ def load_sacct(trace: TraceText, lenient: bool = False, tz: str | None = None) -
             end = parse_timestamp(g(f, "end"))
             eligible = parse_timestamp(g(f, "eligible"))
             er = g(f, "elapsedraw")
-            elapsed = int(er) if er and re.fullmatch(r"\d+", er) else parse_duration(g(f, "elapsed"))
+            elapsed = int(er) if er and re.fullmatch(r"\d+", er) else parse_slurm_duration(g(f, "elapsed"), "Elapsed", missing_ok=True)
             tr = g(f, "timelimitraw")
             if tr and re.fullmatch(r"\d+", tr):
                 tl = None if int(tr) in _RAW_NO_LIMIT else int(tr) * 60
             else:
-                tl = parse_duration(tr) if tr and tr.lower() in _UNLIMITED else parse_duration(g(f, "timelimit"))
+                tl = None if tr and tr.lower() in SLURM_UNLIMITED else parse_slurm_duration(g(f, "timelimit"), "Timelimit",
+                                                                                      missing_ok=True)
             nn = g(f, "nnodes")
             nodelist = g(f, "nodelist")
             hosts = expand_hostlist(nodelist) if nodelist is not None else []

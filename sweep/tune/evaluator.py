@@ -7,7 +7,6 @@ last run comes in, and the winners' evaluation on the test windows.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from typing import Any, Callable
 
@@ -32,7 +31,7 @@ def trial_items(spec: TuneSpec, datasets, params: dict[str, Any], windows) -> li
 def metric_means(store, keys: list[str], objectives) -> list[float]:
     vals = {m: [] for m, _ in objectives}
     for k in keys:
-        st = json.loads((store.run_dir(k) / "stats.json").read_text())
+        st = store.read_run_json(k, "stats.json")
         for m, _ in objectives:
             v = (st.get("system") or {}).get(m)
             if v is None or not math.isfinite(float(v)):

@@ -41,7 +41,7 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
     """
     import optuna
 
-    from twinsweep.backends.base import make_backend
+    from twinsweep.backends.base import BACKENDS, make_backend
 
     from ..api import _backend_options
     from ..expand import load_datasets
@@ -90,7 +90,7 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
         remaining = max(0, n_wanted - counted(study))
         ev = Evaluator(spec, study, store, datasets, run_fn or execute_run, on_trial)
         shared = {name: (ds.workload, ds.system) for name, ds in datasets.items()}
-        if remaining and study_spec.backend.name == "slurm":
+        if remaining and BACKENDS.get(study_spec.backend.name).batch_queue:  # Optuna workers as batch jobs
             tune_on_slurm(spec, store, study, datasets, remaining, n_before, ev, res, on_trial, log, t_wall)
         elif remaining:
             # as a sweep's: the local pool's dataset file stays inside the results folder (.cache/)

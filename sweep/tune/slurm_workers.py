@@ -95,7 +95,7 @@ def tune_on_slurm(spec: TuneSpec, store, study, datasets, remaining: int, n_befo
 
     opts = _backend_options(study_spec, store, {"runs_per_task": 1, "folder": str(store.root.absolute() / "slurm-tune"),
                                                 "poll_hook": report_trials}, log)
-    bk = make_backend("slurm", workers=n_workers, **opts)
+    bk = make_backend(study_spec.backend.name, workers=n_workers, **opts)
     errors = []
     try:
         with bk:

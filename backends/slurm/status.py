@@ -1,0 +1,109 @@
+"""Progress of the submissions in a backend folder, read from their files alone (``twinsweep
+status``; package :mod:`backends.slurm`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .cluster import ACTIVE_STATES, query_states
+from .task import _load_outcome, _outcome_name
+
+
+def _tail(path: str, n: int = 30) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - 16384))
+            lines = fh.read().decode(errors="replace").splitlines()
+        return "\n".join(lines[-n:])
+    except OSError:
+        return ""
+
+
+def load_submissions(folder: str | os.PathLike) -> list[dict]:
+    """The ``submission.json`` documents under ``folder``, oldest first (``dir`` added)."""
+    root = Path(folder)
+    subs = []
+    if root.is_dir():
+        for p in root.glob("*/submission.json"):
+            try:
+                doc = json.loads(p.read_text())
+            except (OSError, ValueError):
+                continue
+            doc["dir"] = str(p.parent)
+            subs.append(doc)
+    return sorted(subs, key=lambda d: (d.get("created", ""), d.get("id", "")))
+
+
+def _outcomes_present(sub_dir: Path) -> set[str]:
+    out = sub_dir / "out"
+    try:
+        return {n for n in os.listdir(out) if n.endswith(".json") and not n.startswith(".")}
+    except FileNotFoundError:
+        return set()
+
+
+def folder_status(folder: str | os.PathLike, done: set[str] | None = None) -> dict[str, Any]:
+    """Progress of the submissions under ``folder`` (a sweep's ``<results>/slurm``).
+
+    ``done``: keys complete elsewhere (the sweep's store), whose failures are not reported.
+    Returns ``{"submissions": [{id, created, jobs, tasks}], "tasks": {state: count} over array
+    tasks that still expect runs (``PENDING``, ``RUNNING``, ...; ``ENDED`` when over),
+    "running_runs" / "queued_runs": runs in running / pending array tasks, "failed_runs": [{key,
+    error, log, slurm_id}] (the run raised), "failed_tasks": [{slurm_id, state, missing, log}]
+    (array tasks that ended with runs missing), "active": any array task still queued or running,
+    "squeue": False when squeue could not be asked}``.
+    """
+    done = done or set()
+    subs = load_submissions(folder)
+    res: dict[str, Any] = {"submissions": [], "tasks": {}, "running_runs": 0, "queued_runs": 0,
+                           "failed_runs": [], "failed_tasks": [], "active": False, "squeue": True}
+    open_chunks = []
+    claimed: set[str] = set()  # keys a newer submission took over: older records of them are stale
+    for doc in reversed(subs):
+        sub = Path(doc["dir"])
+        present = _outcomes_present(sub)
+        res["submissions"].insert(0, {"id": doc["id"], "created": doc.get("created"),
+                                      "jobs": [a["job_id"] for a in doc.get("arrays", [])],
+                                      "tasks": doc.get("tasks")})
+        for c in doc.get("chunks", []):
+            missing = []
+            for k in c["keys"]:
+                if k in done or k in claimed:
+                    continue
+                name = _outcome_name(k)
+                if name in present:
+                    oc = _load_outcome(sub / "out" / name)
+                    if oc is not None and not oc.ok:
+                        res["failed_runs"].append({"key": k, "error": oc.error, "log": c.get("stderr"),
+                                                   "slurm_id": c["slurm_id"], "worker": oc.worker})
+                else:
+                    missing.append(k)
+            if missing:
+                open_chunks.append((c, missing))
+        for c in doc.get("chunks", []):
+            claimed.update(c["keys"])
+    states = query_states(c["slurm_id"] for c, _ in open_chunks) if open_chunks else {}
+    if states is None:
+        res["squeue"] = False
+        states = {}
+    for c, missing in open_chunks:
+        st = states.get(c["slurm_id"])
+        if not res["squeue"]:
+            st = "UNKNOWN"
+        if st in ACTIVE_STATES or st == "UNKNOWN":
+            res["active"] = res["active"] or st in ACTIVE_STATES
+            res["tasks"][st] = res["tasks"].get(st, 0) + 1
+            if st == "RUNNING":
+                res["running_runs"] += len(missing)
+            else:
+                res["queued_runs"] += len(missing)
+        else:
+            res["tasks"]["ENDED"] = res["tasks"].get("ENDED", 0) + 1
+            res["failed_tasks"].append({"slurm_id": c["slurm_id"], "state": st or "GONE (no longer in squeue)",
+                                        "missing": len(missing), "log": c.get("stderr")})
+    return res
