@@ -51,14 +51,13 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     from twinsweep.core.config import RunConfig
-    from twinsweep.core.run import load_run_workload, resolve_system, simulate
+    from twinsweep.core.run import load_run_inputs, simulate
 
     kw = dict(data="pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz", start=144 * 86400, duration=int(args.days * 86400))
     variants = {"builtin": RunConfig(policy="fcfs", backfill="easy", **kw),
                 "inproc": RunConfig(policy="external", scheduler=f"inproc:{SCRIPT}:FcfsEasy", **kw),
                 "process": RunConfig(policy="external", scheduler=f"{sys.executable} {SCRIPT}", **kw)}
-    wl = load_run_workload(variants["builtin"])
-    system = resolve_system(variants["builtin"], wl)
+    wl, system = load_run_inputs(variants["builtin"])
     best: dict[str, tuple[float, float]] = {}
     digests, messages = {}, {}
     for _ in range(args.rounds):

@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from twin_helpers import frame
-from twinsweep.core.config import RunConfig, run_key
+from twinsweep.core.config import RunConfig
 from twinsweep.core.engine import Engine, select_window
 from twinsweep.core.errors import ConfigError, ProtocolError
-from twinsweep.core.run import _jobs_table, load_run_workload, resolve_system, simulate
+from twinsweep.core.run import _jobs_table, load_run_inputs, simulate
 from twinsweep.core.system import System
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,8 +38,7 @@ def _digest(res) -> str:
 def test_fcfs_easy_script_gives_the_builtin_jobs_parquet(data, start_d, days, transports):
     kw = dict(data=data, start=start_d * 86400, duration=days * 86400)
     base = RunConfig(policy="fcfs", backfill="easy", **kw)
-    wl = load_run_workload(base)
-    system = resolve_system(base, wl)
+    wl, system = load_run_inputs(base)
     want = _digest(simulate(base, workload=wl, system=system))
     for sched in transports:
         res = simulate(RunConfig(policy="external", scheduler=sched, **kw), workload=wl, system=system)
@@ -142,7 +141,7 @@ def test_run_config_and_identity():
     assert RunConfig(data="x", policy="fcfs", scheduler="ignored").scheduler is None
     a = RunConfig(data="x", policy="external", scheduler="python a.py")
     b = RunConfig(data="x", policy="external", scheduler="python b.py")
-    assert run_key(a, "c") != run_key(b, "c")
+    assert a.key("c") != b.key("c")  # the scheduler command is part of the identity (core.config.run_key hashes key())
     assert "scheduler" not in RunConfig(data="x").to_dict()  # manifests of other runs unchanged
     assert RunConfig.from_dict(a.to_dict()) == a
 
