@@ -13,7 +13,8 @@ Backends are plug-ins of :data:`BACKENDS` (a :class:`~twinsweep.core.registry.Re
 plug-in mechanism): the built-ins (``local``, ``ray``, ``slurm``) register themselves when
 ``twinsweep.backends`` imports them; an installed package adds one through the
 ``twinsweep.backends`` entry-point group (its object: a :class:`Backend` subclass). Every
-registered backend runs the shared conformance suite (``tests/test_backend_conformance.py``);
+registered backend runs the shared conformance suite (``twinsweep.testing.conformance``, parametrised
+from the registry by ``tests/test_backend_conformance.py``);
 docs/plugins.md, "Add a backend", walks through one.
 """
 

@@ -53,6 +53,10 @@ def bench_quickstart(workdir: Path) -> int:
     t0 = time.perf_counter()
     res = run_sweep(REPO / "studies" / "quickstart.toml", out=out, report=False)
     t_runs = time.perf_counter() - t0
+    if res.failed:  # before the aggregate and report: a failed sweep is not timed further
+        print(f"[quickstart] {res.planned} runs ({res.ran} ran, {len(res.failed)} failed), ray, 2 workers")
+        fail(f"{len(res.failed)} quickstart runs failed: {sorted(res.failed)[:3]}")
+        return 1
     t1 = time.perf_counter()
     aggregate_results(out)
     t_agg = time.perf_counter() - t1

@@ -13,7 +13,7 @@ from .errors import ConfigError
 
 #: Fields added after the first run identities were issued: left out of the canonical JSON (and so
 #: of the run key) while they hold these defaults.
-_IDENTITY_OMIT_DEFAULT = {"cooling": False, "wetbulb": None}
+_IDENTITY_OMIT_DEFAULT = {"cooling": False, "wetbulb": None, "scheduler": None}
 
 
 def check_timezone(name) -> None:
@@ -65,6 +65,10 @@ class RunConfig:
     (:func:`core.loaders._facility.resolve_timezone`); None = that precedence. Never in the
     canonical JSON: the run key covers the zone the trace was actually read in
     (:attr:`core.workload.Workload.identity`), however it was chosen.
+    scheduler: the external scheduler of ``policy = "external"`` (docs/protocol.md): a command line
+    (``"python studies/schedulers/fcfs_easy.py"``) or ``inproc:MODULE:NAME``; required by that
+    policy, ignored and set to None for every other; part of the run identity as written (None is
+    left out of it, so keys of other runs are unchanged).
     """
 
     data: str
@@ -83,6 +87,7 @@ class RunConfig:
     cooling: bool = False
     wetbulb: float | str | None = None
     tz: str | None = None
+    scheduler: str | None = None
 
     def __post_init__(self):
         if self.tz is not None:
@@ -111,6 +116,12 @@ class RunConfig:
         from .scheduler import check_names  # the registries load the scheduler plug-ins
 
         check_names(self.policy, self.backfill)
+        if self.policy == "external":
+            if not isinstance(self.scheduler, str) or not self.scheduler.strip():
+                raise ConfigError("policy 'external' needs a scheduler: a command line (--scheduler \"CMD ARGS\") "
+                                  "or inproc:MODULE:NAME (docs/protocol.md)")
+        else:  # only the external policy has a scheduler: ignored (as wetbulb without cooling)
+            object.__setattr__(self, "scheduler", None)
         if self.sample_period is None or int(self.sample_period) < 1:
             raise ConfigError(f"sample_period must be >= 1 s, got {self.sample_period}")
         if self.duration is not None and self.duration <= 0:
@@ -129,6 +140,8 @@ class RunConfig:
         d["options"] = {k: v for k, v in self.options}
         if d.get("tz") is None:
             d.pop("tz", None)
+        if d["scheduler"] is None:  # added later: manifests of runs without one are unchanged
+            d.pop("scheduler")
         return d
 
     @classmethod

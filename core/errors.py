@@ -52,3 +52,10 @@ class ClairvoyanceError(TwinError, AttributeError):
     """A scheduler plug-in asked for what a real scheduler cannot know at decision time (a job's
     run time, recorded start or end, energy, ...; DESIGN.md §3.3). Names the attribute and what the
     scheduler may read instead. An AttributeError, so ``hasattr(view, "run_time")`` is False."""
+
+
+class ProtocolError(TwinError):
+    """An external scheduler broke the protocol (docs/protocol.md): a malformed reply, an
+    impossible decision (a job not queued, too many nodes, busy or unknown nodes, a wake-up time
+    not after now), or the child process exited. Quotes the offending reply and names the
+    scheduler and the simulated time; the run stops."""

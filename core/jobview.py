@@ -31,6 +31,7 @@ VISIBLE_FIELDS: dict[str, str] = {
     "user": "user",
     "account": "account",
     "partition": "partition",
+    "time_limit_imputed": "time_limit_imputed",
 }
 
 #: Names a scheduler must never read (measured during or after the run, DESIGN.md §3.3), as
@@ -52,6 +53,11 @@ class JobView:
         nodes: int, nodes requested (0 for a job that is rejected and never queued).
         time_limit: int, effective time limit (s; requested walltime or the imputed one,
             DESIGN.md §3.3).
+        time_limit_imputed: bool, the job requested no usable limit and ``time_limit`` was
+            imputed: the system's default (``SchedulerContext.default_time_limit``) when it has
+            one, else **the job's own run time** — the one place a run time reaches a scheduler,
+            which DESIGN.md §3.3 allows so that such jobs can be planned at all. A policy that
+            must not use it can test this flag (and the run's stats count such jobs).
         ``nodes`` and ``time_limit`` continue past the n jobs with the engine's availability
         holds (one node each, limit 0: a node that is down shows as a running "job" that gives it
         back at the period end, its expected end in ``cluster.running``); ``len(view)`` is n.
@@ -66,12 +72,13 @@ class JobView:
     """
 
     __slots__ = ("job_id", "submit", "nodes", "time_limit", "trace_index", "priority", "user",
-                 "account", "partition", "source", "_frozen")
+                 "account", "partition", "time_limit_imputed", "source", "_frozen")
 
     def __init__(self, submit: Sequence[int], nodes: Sequence[int], time_limit: Sequence[int],
                  trace_index: Sequence[int], priority: Sequence[float], user: Sequence[Any],
                  account: Sequence[Any], partition: Sequence[Any] | None = None,
-                 job_id: Sequence[Any] | None = None, source: str = ""):
+                 job_id: Sequence[Any] | None = None, source: str = "",
+                 time_limit_imputed: Sequence[bool] | None = None):
         n = len(submit)
         for name, col in (("trace_index", trace_index), ("priority", priority), ("user", user),
                           ("account", account)):
@@ -90,6 +97,10 @@ class JobView:
         s(self, "account", list(account))
         s(self, "partition", list(partition) if partition is not None else [None] * n)
         s(self, "job_id", [str(x) for x in job_id] if job_id is not None else [str(i) for i in range(n)])
+        imputed = [bool(x) for x in time_limit_imputed] if time_limit_imputed is not None else [False] * n
+        if len(imputed) != n:
+            raise ValueError(f"JobView: time_limit_imputed has {len(imputed)} entries, submit has {n}")
+        s(self, "time_limit_imputed", imputed)
         s(self, "source", str(source))
         s(self, "_frozen", True)
 
@@ -113,7 +124,8 @@ class JobView:
         ``time_limit``, ...): features for plug-in policies. Never holds a hidden field."""
         import pandas as pd
 
-        return pd.DataFrame({col: getattr(self, attr) for attr, col in VISIBLE_FIELDS.items()})
+        n = len(self)
+        return pd.DataFrame({col: getattr(self, attr)[:n] for attr, col in VISIBLE_FIELDS.items()})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,8 +137,13 @@ class SchedulerContext:
         accounts: an :class:`core.accounts.Accounts` table collected in an earlier run (the run
             option ``accounts_in``, loaded once by :func:`core.run.simulate`), or None.
         source: the trace's name, for messages.
+        default_time_limit: the system's default time limit (s) given to jobs that request none,
+            or None (then such jobs get their own run time: ``JobView.time_limit_imputed``).
+        kill: jobs are killed at their time limit (plus the system's kill grace).
     """
 
     system_nodes: int
     accounts: Any = None
     source: str = ""
+    default_time_limit: int | None = None
+    kill: bool = True

@@ -71,11 +71,16 @@ class RunOptions(PluginOptions):
         system's nominal size (the pool is sized to the log's peak; utilisation stays against
         the nominal size; :func:`core.run.simulate`). Default False: such starts wait for room
         (``replay_delayed``).
+    queue_cancelled: true to keep jobs cancelled while queued in the log queued until their cancel
+        time (then they leave with status ``cancelled``; :func:`core.jobprep.cancel_times`), false to
+        leave them out (``not_run``); None (default) follows the system file's ``queue_cancelled``
+        (default false). Reschedule modes only; replay ignores it.
     """
 
     accounts_in: str | None = None
     acct_level: Literal["account", "user"] = "account"
     replay_oversubscribe: bool = False
+    queue_cancelled: bool | None = None
 
 
 def option_names(model: type[PluginOptions]) -> set[str]:

@@ -2,7 +2,7 @@
 
 The scheduler decides *which* jobs start; the resource manager places them on nodes, keeps the
 running jobs ordered by expected end (for backfill shadow times) and tracks busy nodes and DC
-power. An external scheduler plugs in by calling :meth:`Cluster.start` from its ``schedule``.
+power. A scheduler acts only through :meth:`Cluster.start`; the engine applies what it started.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 
 import numpy as np
-from typing import Callable, Sequence
+from typing import Sequence
 
 
 class NodePool:
@@ -29,6 +29,16 @@ class NodePool:
 
     BITSET_MAX_NODES = 1024
     __slots__ = ("n", "free", "_mask", "_is_free", "allocate", "allocate_ids", "release")
+
+    def free_ranges(self) -> list[tuple[int, int]]:
+        """The free nodes as ascending inclusive ranges ``[(first, last), ...]``."""
+        if self.n <= self.BITSET_MAX_NODES:
+            free = np.array([(self._mask >> i) & 1 for i in range(self.n)], dtype=bool)
+        else:
+            free = self._is_free
+        d = np.diff(np.concatenate(([0], free.astype(np.int8), [0])))
+        starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1
+        return [(int(a), int(b)) for a, b in zip(starts, ends)]
 
     def __init__(self, n: int):
         self.n = int(n)
@@ -104,41 +114,94 @@ class NodePool:
 
 
 class Cluster:
-    """What a scheduler sees and acts on during a pass.
+    """What a scheduler sees and acts on during a pass (the resource manager's side of the contract).
 
     Attributes: ``total_nodes``, ``free_nodes`` (int), ``now`` (s). ``running`` is the list of
     ``(expected_end, job)`` of running jobs, ascending (expected end = start + time limit, as the
-    scheduler knows it; never the real run time); ``changes`` counts every change to it (a
-    scheduler that keeps state between passes compares it). ``start(job)`` starts a job now (the engine
-    places it and schedules its end); the job must fit (``nodes[job] <= free_nodes``).
+    scheduler knows it; never the real run time; availability holds appear as one-node "jobs"
+    numbered past the window's jobs, ending when their period ends); ``changes`` counts every
+    change to it (a scheduler that keeps state between passes compares it).
+
+    :meth:`start` starts a job now: it checks the fit, takes the nodes from the node pool, records
+    the expected end and queues the start; the engine applies the queued starts after the call
+    that made them (real end, power, events: :meth:`pop_started`). No clairvoyance by
+    construction (DESIGN.md §3.3): a Cluster holds the node pool, the requests and the time
+    limits (what the :class:`~twinsweep.core.jobview.JobView` shows) and nothing else — no run
+    time, recorded start or end is reachable from it, through attributes or closures.
+
+    Args: ``pool`` (the :class:`NodePool`), ``nodes`` and ``time_limit`` (per job: nodes
+    requested, effective time limit in s; the JobView's lists, holds included).
     """
 
-    __slots__ = ("pool", "running", "now", "_start", "nodes", "changes")
+    __slots__ = ("_pool", "_nodes", "_limit", "running", "now", "changes", "_started")
 
-    def __init__(self, pool: NodePool, nodes: Sequence[int], start_cb: Callable[[int], None]):
-        self.pool = pool
-        self.nodes = nodes
+    def __init__(self, pool: NodePool, nodes: Sequence[int], time_limit: Sequence[int]):
+        self._pool = pool
+        self._nodes = nodes
+        self._limit = time_limit
         self.running: list[tuple[int, int]] = []
         self.now = 0
-        self.changes = 0  # count of add_running/remove_running calls: tells a scheduler the set changed
-        self._start = start_cb
+        self.changes = 0  # count of changes to `running`: tells a scheduler the set changed
+        self._started: list[tuple[int, object]] = []  # (job, node ids) started since the engine's last look
 
     @property
     def total_nodes(self) -> int:
-        return self.pool.n
+        return self._pool.n
 
     @property
     def free_nodes(self) -> int:
-        return self.pool.free
+        return self._pool.free
 
-    def start(self, job: int) -> None:
-        self._start(job)
+    def free_node_ranges(self) -> list[tuple[int, int]]:
+        """The free nodes as ascending inclusive ranges ``[(first, last), ...]``."""
+        return self._pool.free_ranges()
+
+    def start(self, job: int, nodes: Sequence[int] | None = None) -> None:
+        """Start ``job`` now, on the lowest-numbered free nodes, or on exactly ``nodes`` (ids).
+
+        Raises RuntimeError when the job does not fit (``nodes[job] > free_nodes``: a bug in the
+        scheduler), ValueError when ``nodes`` is not ``nodes[job]`` distinct free node ids.
+        """
+        if nodes is not None:
+            if not self.try_start(job, nodes):
+                raise ValueError(f"job {job} needs {self._nodes[job]} node(s); cannot start it on {list(nodes)!r} "
+                                 f"(not that many distinct, existing, free nodes)")
+            return
+        k = self._nodes[job]
+        pool = self._pool
+        if k > pool.free:
+            raise RuntimeError(f"scheduler started job {job} ({k} nodes) with {pool.free} free")
+        self._started.append((job, pool.allocate(k)))
+        bisect.insort(self.running, (self.now + self._limit[job], job))
+        self.changes += 1
+
+    def try_start(self, job: int, nodes: Sequence[int]) -> bool:
+        """Start ``job`` now on exactly the node ids ``nodes`` when they are ``nodes[job]``
+        distinct free nodes, and return True; else change nothing and return False."""
+        if len(nodes) != self._nodes[job]:
+            return False
+        ids = self._pool.allocate_ids(nodes)
+        if ids is None:
+            return False
+        self._started.append((job, ids))
+        bisect.insort(self.running, (self.now + self._limit[job], job))
+        self.changes += 1
+        return True
+
+    def pop_started(self) -> list[tuple[int, object]]:
+        """Engine side: the ``(job, node ids)`` started since the last call, in start order."""
+        out = self._started
+        if out:
+            self._started = []
+        return out
 
     def add_running(self, expected_end: int, job: int) -> None:
+        """Engine side: a running entry that is not a start (an availability hold)."""
         bisect.insort(self.running, (expected_end, job))
         self.changes += 1
 
     def remove_running(self, expected_end: int, job: int) -> None:
+        """Engine side: a running entry leaves (a job ended, a hold gave its node back)."""
         i = bisect.bisect_left(self.running, (expected_end, job))
         if i >= len(self.running) or self.running[i] != (expected_end, job):
             raise RuntimeError(f"job {job} is not running")

@@ -145,6 +145,10 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     """
     t_wall = time.perf_counter()
     validate_scheduler(config.policy, config.backfill, config.option_dict)  # before any work
+    if config.scheduler is not None:
+        from .external import check_scheduler  # the protocol loads only for external runs
+
+        check_scheduler(config.scheduler)
     if workload is None:
         workload, system = load_run_inputs(config, system)
     if system is None:
@@ -161,8 +165,11 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
             f"duration {config.duration} s at sample_period {config.sample_period} s gives "
             f"{config.duration // config.sample_period:,} timeline bins (limit {MAX_TIMELINE_BINS:,}); "
             "choose a shorter duration or a longer --sample-period")
+    queue_cancelled = config.option_dict.get("queue_cancelled")
+    if queue_cancelled is None:
+        queue_cancelled = system.queue_cancelled
     frame, t0, t1 = select_window(wl.jobs, config.start, config.duration, replay, config.kill,
-                                  system.default_time_limit, system.kill_grace_s)
+                                  system.default_time_limit, system.kill_grace_s, queue_cancelled=queue_cancelled)
     frame.attrs["source"] = workload.source
     if t1 is None:  # an open window lasts at least until its last submission / recorded end
         _check_timeline_size(frame, t0, config.sample_period, workload.source, replay or not config.kill)
@@ -199,7 +206,8 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
             eng_npow = np.asarray(npow)[keep]
             eng_system = _grown(system, over["replay_recorded_peak_nodes"])
     eng = Engine(eng_frame, eng_system, config.policy, config.backfill, config.kill, eng_npow,
-                 idle_node_power_w(system), t0, t1, options=options, progress=cb, accounts=accounts)
+                 idle_node_power_w(system), t0, t1, options=options, progress=cb, accounts=accounts,
+                 scheduler=config.scheduler, queue_cancelled=queue_cancelled)
     res = eng.run()
     if eng_system is not system:
         res = _nominal_view(res, system, eng_system, too_big)

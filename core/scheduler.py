@@ -1,11 +1,23 @@
 """Schedulers (DESIGN.md §3.6–3.7): a queue policy plus a backfill variant, or a trace replay.
 
-The engine talks to a scheduler through four calls::
+The engine talks to a scheduler through these calls::
 
-    submit(job: int, now: int) -> int | None   # optional wake-up time (s)
-    schedule(now: int, cluster: Cluster) -> None   # starts jobs with cluster.start(job)
+    submit(job: int, now: int) -> int | None   # optional wake-up time (s, > now)
+    schedule(now: int, cluster: Cluster) -> int | None   # starts jobs with cluster.start(job[, nodes]);
+                                                         # optional wake-up time (s, > now)
+    cancel(job: int, now: int) -> bool         # a queued job leaves the queue without starting
+                                               # (cancelled by its user); False if it is not queued
     queued() -> int
     queue() -> list[int]
+
+and, optionally, ``job_ended(job, now)`` (told of each end before the next pass),
+``job_prepopulated(job, start)`` (a job running at the window start, placed by the engine),
+``nodes_down(count, until, now)`` / ``nodes_up(count, until, now)`` (availability holds taken /
+given back),
+``finish(now)`` (the run is over) and ``close()`` (release resources, even after an error); the
+external scheduler (:mod:`core.external`) uses them. Between two passes the queue may lose jobs
+that did not start (cancellations): :meth:`Policy.on_remove` / :meth:`Backfill.on_remove` tell
+a plug-in that keeps state.
 
 :class:`QueueScheduler` keeps one queue ordered by a :class:`~twinsweep.core.policies.Policy`'s
 key, ties broken by ``(submit_time, trace_index)``, and at each pass starts the jobs its
@@ -33,15 +45,19 @@ from .policies import POLICIES, Policy
 from .resources import Cluster
 
 __all__ = ["QueueScheduler", "ReplayScheduler", "SchedulerSpec", "validate_scheduler", "make_scheduler",
-           "available_policies", "available_backfills", "check_names", "REPLAY", "JobView", "SchedulerContext"]
+           "available_policies", "available_backfills", "check_names", "REPLAY", "EXTERNAL", "JobView",
+           "SchedulerContext"]
 
 #: The policy name that replays recorded starts (not a queue policy: no backfill, no options).
 REPLAY = "replay"
+#: The policy name that hands every decision to an external scheduler over the protocol
+#: (docs/protocol.md; the run's ``scheduler`` names it; backfill ``none``, no options).
+EXTERNAL = "external"
 
 
 def available_policies() -> list[str]:
-    """Names accepted as ``policy``: every registered or installed policy, and ``replay``."""
-    return sorted(set(POLICIES.names()) | {REPLAY})
+    """Names accepted as ``policy``: every registered or installed policy, ``replay`` and ``external``."""
+    return sorted(set(POLICIES.names()) | {REPLAY, EXTERNAL})
 
 
 def available_backfills() -> list[str]:
@@ -67,7 +83,7 @@ class SchedulerSpec:
 def _lookup(registry, kind: str, name: Any):
     if not isinstance(name, str):
         raise ConfigError(f"{kind}: expected a name, got {name!r}")
-    extra = {REPLAY} if kind == "policy" else set()
+    extra = {REPLAY, EXTERNAL} if kind == "policy" else set()
     try:
         return registry.get(name)
     except UnknownNameError as exc:
@@ -80,7 +96,7 @@ def _lookup(registry, kind: str, name: Any):
 def check_names(policy: str, backfill: str) -> None:
     """Raise UnknownNameError (listing the valid names) unless ``policy`` and ``backfill`` are
     valid; installed and ``module:object`` plug-ins are loaded (ConfigError if they cannot be)."""
-    if policy != REPLAY:
+    if policy not in (REPLAY, EXTERNAL):
         _lookup(POLICIES, "policy", policy)
     _lookup(BACKFILLS, "backfill", backfill)
 
@@ -105,6 +121,17 @@ def validate_scheduler(policy: str, backfill: str, options: Mapping[str, Any] | 
         raise ConfigError(f"options: {private} are not options (policy data travels in the scheduler's "
                           "context, core.jobview.SchedulerContext)")
     bcls = _lookup(BACKFILLS, "backfill", backfill)
+    if policy == EXTERNAL:
+        run_names = option_names(RunOptions)
+        unknown = sorted(k for k in opts if k not in run_names)
+        if unknown:
+            raise ConfigError(f"policy 'external' hands every decision to the external scheduler and takes no "
+                              f"option(s) {unknown}; valid options: {', '.join(sorted(run_names))}")
+        if backfill != "none":
+            raise ConfigError(f"policy 'external' decides every start itself: backfill must be 'none', got "
+                              f"{backfill!r} (the external scheduler does its own backfilling)")
+        return SchedulerSpec(policy, backfill, None, bcls, None, None,
+                             parse_options("policy", EXTERNAL, RunOptions, opts))
     if policy == REPLAY:
         run_names = option_names(RunOptions)
         unknown = sorted(k for k in opts if k not in run_names)
@@ -174,6 +201,16 @@ class QueueScheduler:
     def queue(self) -> list[int]:
         return list(self._q)
 
+    def cancel(self, job: int, now: int) -> bool:
+        """Remove queued ``job`` (cancelled by its user); tells the policy and the backfill
+        variant (``on_remove``). Returns False when the job is not queued."""
+        if self._k.pop(job, None) is None:
+            return False
+        self._q.remove(job)
+        self.policy.on_remove(job, now)
+        self.backfill.on_remove(job, now)
+        return True
+
     def schedule(self, now: int, cluster: Cluster) -> None:
         if self._observe is not None:  # usage hook: every pass, even with an empty queue
             self._observe(now, cluster)
@@ -205,17 +242,21 @@ class ReplayScheduler:
 
     Not a queue policy: replay reads the recorded starts by definition, so it gets them apart
     from the :class:`JobView` (``recorded_start``: int per job, the submit time when unknown;
-    ``recorded_zero``: bool per job, recorded run time 0). A job whose recorded start has no room
-    (an inconsistent trace or system size) starts as soon as it fits, in recorded-start order;
-    ``stats["replay_delayed"]`` counts those.
+    ``recorded_zero``: bool per job, recorded run time 0; ``recorded_nodes``: the recorded
+    placement per job or None). A job whose recorded start has no room (an inconsistent trace or
+    system size) starts as soon as it fits, in recorded-start order; ``stats["replay_delayed"]``
+    counts those. A job starts on its recorded nodes when they are free, else on the lowest free
+    nodes (``stats["placement_fallbacks"]``).
     """
 
-    def __init__(self, jobs: JobView, recorded_start: Sequence[int], recorded_zero: Sequence[bool] | None = None):
+    def __init__(self, jobs: JobView, recorded_start: Sequence[int], recorded_zero: Sequence[bool] | None = None,
+                 recorded_nodes: Sequence | None = None):
         self.jobs = jobs
         self._rstart = list(recorded_start)
         self._zero = list(recorded_zero) if recorded_zero is not None else None
+        self._rnodes = list(recorded_nodes) if recorded_nodes is not None else None
         self._waiting: list[tuple[int, int, int, int]] = []  # (release, nonzero, trace_index, job)
-        self.stats = {"replay_delayed": 0}
+        self.stats = {"replay_delayed": 0, "placement_fallbacks": 0}
 
     def submit(self, job: int, now: int):
         rs = self._rstart[job]
@@ -231,13 +272,22 @@ class ReplayScheduler:
     def queue(self) -> list[int]:
         return [w[3] for w in self._waiting]
 
+    def cancel(self, job: int, now: int) -> bool:
+        """Replay never queues a cancelled job: nothing to remove (False)."""
+        return False
+
     def schedule(self, now: int, cluster: Cluster) -> None:
         nodes = self.jobs.nodes
+        rnodes = self._rnodes
         keep = []
         for item in self._waiting:
             rel, _, _, j = item
             if rel <= now and nodes[j] <= cluster.free_nodes:
-                cluster.start(j)
+                ids = rnodes[j] if rnodes is not None else None
+                if ids is None or not cluster.try_start(j, ids):
+                    if ids is not None:
+                        self.stats["placement_fallbacks"] += 1
+                    cluster.start(j)
                 if now > rel:
                     self.stats["replay_delayed"] += 1
             else:
@@ -247,14 +297,18 @@ class ReplayScheduler:
 
 def make_scheduler(policy: str, backfill: str, jobs: JobView, options: Mapping[str, Any] | None = None,
                    context: SchedulerContext | None = None, recorded_start: Sequence[int] | None = None,
-                   recorded_zero: Sequence[bool] | None = None):
+                   recorded_zero: Sequence[bool] | None = None, recorded_nodes: Sequence | None = None,
+                   external: Any = None):
     """Build the scheduler of a run.
 
-    ``replay``: a :class:`ReplayScheduler` over ``recorded_start`` / ``recorded_zero`` (backfill
-    is ignored: recorded starts decide). Else a :class:`QueueScheduler` of the policy and backfill
-    variant, both built on ``jobs`` with their validated options and ``context``. Raises what
-    :func:`validate_scheduler` raises, and ConfigError from a plug-in's constructor (e.g. a
-    policy that needs accounts and has none).
+    ``replay``: a :class:`ReplayScheduler` over ``recorded_start`` / ``recorded_zero`` /
+    ``recorded_nodes`` (backfill is ignored: recorded starts decide). ``external``: a
+    :class:`core.external.ExternalScheduler` over ``external`` (a command line, an
+    ``inproc:MODULE:NAME`` name or a protocol object, :func:`core.external.connect`). Else a
+    :class:`QueueScheduler` of the policy and backfill variant, both built on ``jobs`` with their
+    validated options and ``context``. Raises what :func:`validate_scheduler` raises, and
+    ConfigError from a plug-in's constructor (e.g. a policy that needs accounts and has none) or
+    for an external scheduler that cannot be started.
     """
     spec = validate_scheduler(policy, backfill, options)
     if context is None:
@@ -262,7 +316,13 @@ def make_scheduler(policy: str, backfill: str, jobs: JobView, options: Mapping[s
     if policy == REPLAY:
         if recorded_start is None:
             raise ConfigError("policy 'replay' needs the recorded starts")
-        return ReplayScheduler(jobs, recorded_start, recorded_zero)
+        return ReplayScheduler(jobs, recorded_start, recorded_zero, recorded_nodes)
+    if policy == EXTERNAL:
+        from .external import ExternalScheduler, connect  # the protocol loads only for external runs
+
+        if external is None:
+            raise ConfigError("policy 'external' needs a scheduler (--scheduler \"CMD ARGS\" or the run's scheduler key)")
+        return ExternalScheduler(jobs, context, connect(external))
     pol = spec.policy_cls(jobs, spec.policy_options, context)
     bf = spec.backfill_cls(jobs, spec.backfill_options, context)
     return QueueScheduler(pol, bf)

@@ -169,6 +169,10 @@ class System:
     #: scheduling cycle (s): passes run only at multiples of it (Slurm's ``sched_interval`` /
     #: ``bf_interval``; 0 = a pass at every event, DESIGN.md §3.2). Replay ignores it.
     scheduling_cycle_s: int = 0
+    #: jobs cancelled while queued in the log stay queued until their cancel time and leave with
+    #: status ``cancelled`` (they can hold an EASY reservation meanwhile); off: they are ``not_run``.
+    #: The run option ``queue_cancelled`` overrides it. Reschedule modes only.
+    queue_cancelled: bool = False
 
     def __post_init__(self):
         if self.nodes < 1:
@@ -179,6 +183,8 @@ class System:
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ConfigError(f"system {self.name!r}: {k} must be an integer >= 0 s, got {v!r}")
+        if not isinstance(self.queue_cancelled, bool):
+            raise ConfigError(f"system {self.name!r}: queue_cancelled must be true or false, got {self.queue_cancelled!r}")
         if self.installed_nodes is not None or self.unavailable_nodes:
             inst = self.installed_nodes if self.installed_nodes is not None else self.nodes + len(self.unavailable_nodes)
             bad = [i for i in self.unavailable_nodes if not 0 <= int(i) < inst]
@@ -208,7 +214,7 @@ class System:
 
         d = self.to_dict()
         d.pop("path", None)
-        for k in ("availability", "kill_grace_s", "scheduling_cycle_s"):  # added later: at their defaults the identity is unchanged
+        for k in ("availability", "kill_grace_s", "scheduling_cycle_s", "queue_cancelled"):  # added later: at their defaults the identity is unchanged
             if not d.get(k):
                 d.pop(k, None)
         blob = json.dumps(d, sort_keys=True, default=str, separators=(",", ":")).encode()

@@ -37,6 +37,13 @@ def _add_run_parser(sub):
     p.add_argument("--system", default=None, help="system name or TOML path (default: the named system that lists the trace, see `twinsweep systems`; else a generic one from the SWF header)")
     p.add_argument("--policy", required=True, help=f"{', '.join(available_policies())}, or a plug-in named module:Class (docs/plugins.md)")
     p.add_argument("--backfill", default="none", help=f"{', '.join(available_backfills())}, or a plug-in named module:Class (default none)")
+    p.add_argument("--scheduler", default=None, metavar="\"CMD ARGS\"",
+                   help="with --policy external: the external scheduler, a command speaking the protocol on "
+                        "stdin/stdout (e.g. \"python studies/schedulers/fcfs_easy.py\") or inproc:MODULE:NAME "
+                        "(docs/protocol.md)")
+    p.add_argument("--queue-cancelled", action="store_true",
+                   help="keep jobs cancelled while queued in the log queued until their cancel time (status "
+                        "cancelled; run option queue_cancelled; default: the system file's queue_cancelled, off)")
     p.add_argument("--start", type=_duration, default=None, help="window start from the trace epoch: seconds or a duration (3600, 90m, 6h, 10d)")
     p.add_argument("--duration", type=_duration, default=None, help="window length (e.g. 7d)")
     p.add_argument("--sample-period", type=_duration, default=60, help="timeline bin width (default 60 s)")
@@ -97,6 +104,8 @@ def _run_options(args) -> tuple:
         opts[k] = val
     if args.weights:
         opts.update(parse_weights(args.weights))
+    if getattr(args, "queue_cancelled", False):
+        opts["queue_cancelled"] = True
     if args.accounts_in:
         opts["accounts_in"] = args.accounts_in
     if args.acct_level:
@@ -137,6 +146,7 @@ def _cmd_run(args) -> int:
         backfill=args.backfill, start=args.start, duration=args.duration,
         sample_period=args.sample_period, seed=args.seed, kill=not args.no_kill, lenient=args.lenient,
         perturbation=Perturbation(args.runtime_sigma, args.submit_jitter), options=_run_options(args), tz=args.tz,
+        scheduler=args.scheduler,
     )
     if args.wetbulb is not None and not args.cooling:
         from twinsweep.core.errors import ConfigError

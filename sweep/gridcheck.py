@@ -17,7 +17,10 @@ scheduler (policy + backfill + options), without enumerating the product of the 
   ``cooling``, ``kill``… and the seeds do not multiply this count);
 * two values of one axis that normalise to the same run field (``wetbulb = [20, "20"]``), and
   several wet bulbs on points with ``cooling = false`` (which ignore it), would give identical runs:
-  they are errors here, so that the grid's size is its number of distinct runs.
+  they are errors here, so that the grid's size is its number of distinct runs; likewise several
+  ``scheduler`` values beside policies other than ``external`` (which ignore it). Policy
+  ``external`` needs a ``scheduler`` axis, whose programs must exist
+  (:func:`core.external.check_scheduler`), and backfill ``none``.
 """
 
 from __future__ import annotations
@@ -94,7 +97,9 @@ def _check_axis_values(grid: dict[str, tuple]) -> None:
         for v in values:
             # each RunConfig check reads one field (the wet bulb's: only with cooling on), so the
             # value is checked alone and is the cause of any error
-            fields = {axis: v, **({"cooling": True} if axis == "wetbulb" and with_cooling else {})}
+            fields = {axis: v, **({"cooling": True} if axis == "wetbulb" and with_cooling else {}),
+                      **({"policy": "external"} if axis == "scheduler" else {}),
+                      **({"scheduler": first.get("scheduler")} if axis == "policy" and v == "external" else {})}
             try:
                 cfg = RunConfig(data="<grid check>", **fields)
             except ConfigError as exc:
@@ -152,6 +157,21 @@ def _check_schedulers(grid: dict[str, tuple]) -> None:
             raise ConfigError(f"grid point ({_point(dict(zip(axes, combo)))}): {exc}") from None
 
 
+def _check_external(grid: dict[str, tuple]) -> None:
+    policies = grid.get("policy", ())
+    schedulers = grid.get("scheduler")
+    if "external" in policies and not schedulers:
+        raise ConfigError("grid.policy: policy 'external' needs the command of its scheduler: add scheduler = "
+                          "[\"CMD ARGS\"] to [grid] (docs/protocol.md)")
+    if schedulers and "external" not in policies:
+        raise ConfigError("grid.scheduler: only policy 'external' uses a scheduler, and grid.policy has none")
+    if schedulers and len(schedulers) > 1 and any(p != "external" for p in policies):
+        others = [p for p in policies if p != "external"]
+        raise ConfigError(f"grid.scheduler: policies {others} ignore the scheduler, so its {len(schedulers)} values "
+                          "give identical runs there; put the external schedulers in a study of their own or give "
+                          "one scheduler value")
+
+
 def check_grid(grid: tuple[tuple[str, tuple], ...]) -> None:
     """Check every point of a parsed grid (``StudySpec.grid``: ``(axis, values)`` pairs, ``policy``
     and ``backfill`` present) as the module docstring describes. Cost: one RunConfig per distinct
@@ -160,5 +180,6 @@ def check_grid(grid: tuple[tuple[str, tuple], ...]) -> None:
     g = dict(grid)
     _check_option_values(g)
     _check_wetbulb(g)
+    _check_external(g)
     _check_axis_values(g)
     _check_schedulers(g)

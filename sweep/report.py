@@ -21,10 +21,8 @@ units, numbers are rounded (:func:`format_frame`). Every chart is inline SVG
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import html
-import io
 import json
 import os
 import re
@@ -33,10 +31,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
+from twinsweep.core.atomic import atomic_write_text
 from twinsweep.core.metrics import column_decimals, format_number, metric as _metric, summary_metrics
 
-from .plotting import axis_range, pyplot, variant_styles
+from .plotting import axis_range, variant_styles
 from .ranking import (REFERENCE_POLICY, block_ranks, bootstrap_mean_rank, drop_blocks, incomplete_blocks, kendall_w,
                       past_end_blocks, pivot_blocks, split_reference, win_matrix)
 from .report_fidelity import SECTION_ID as FIDELITY_ID, section_fidelity
@@ -137,8 +135,7 @@ def format_frame(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
 
 
 class _Page:
-    """Collects HTML fragments and writes figures beside the page (SVG charts inline, PNG figures
-    embedded as base64). ``styles``: the page's variant -> (colour, line style) map
+    """Collects HTML fragments and writes the charts beside the page (SVG, also inline). ``styles``: the page's variant -> (colour, line style) map
     (:func:`twinsweep.sweep.plotting.variant_styles`) that every figure draws with."""
 
     def __init__(self, out: Path, styles: dict | None = None):
@@ -184,21 +181,6 @@ class _Page:
         self.files.append(name)
         cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
         self.parts.append(f"<figure>{svg}{cap}</figure>")
-
-    def figure(self, fig, name: str, caption: str = "", bbox: str | None = None, dpi: int = 90) -> None:
-        """Add a matplotlib figure as a PNG (written beside the page, embedded as base64). The figure
-        is drawn once at its own size (``bbox="tight"`` draws it twice: avoid), with zlib level 1
-        (encoding dominated the figures' cost at level 6)."""
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=dpi, bbox_inches=bbox, metadata={"Software": None},
-                    pil_kwargs={"compress_level": 1})
-        pyplot().close(fig)
-        data = buf.getvalue()
-        atomic_write_bytes(self.out / name, data, sync=False)  # rebuilt from the runs at will: atomic, not synced
-        self.files.append(name)
-        b64 = base64.b64encode(data).decode("ascii")
-        cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
-        self.parts.append(f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{b64}"/>{cap}</figure>')
 
     def csv(self, df: pd.DataFrame, name: str) -> None:
         atomic_write_text(self.out / name, df.to_csv(index=False), sync=False)
@@ -793,7 +775,7 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
     later = [(PARETO_ID, "trade-offs"), (STABILITY_ID, "ranking stability")] + \
         ([(FIDELITY_ID, "fidelity to the recorded schedule")] if reference else [])
     section_verdict(pg, verdict, _verdict_notes(runs, plan_n, failed, incomplete, include_incomplete), later, reference)
-    section_pareto(pg, ranked, ranked_variants, study, verdict.directions, assumed=_is_assumed(runs["power_label"]),
+    section_pareto(pg, ranked, ranked_variants, study, verdict.directions, pg.styles, _is_assumed(runs["power_label"]),
                    past_end=past_end_blocks(ranked))
     section_stability(pg, ranked, ranked_variants, verdict, twin_errors)
     if reference:

@@ -16,14 +16,16 @@ report's section function.
 from __future__ import annotations
 
 import html
+import math
 
 import numpy as np
 import pandas as pd
 
 from twinsweep.core.metrics import column_decimals, format_number, metric
 
-from .plotting import pyplot
+from .plotting import VariantStyle, axis_range, variant_styles
 from .ranking import pareto_front
+from .svgchart import ScatterPanel, ScatterPoint, scatter_panels
 
 __all__ = ["pareto_metrics", "pareto_table", "section_pareto", "SECTION_ID", "TITLE"]
 
@@ -82,35 +84,17 @@ def pareto_table(runs: pd.DataFrame, variants: list[str], x: str, y: str, direct
 LOG_SPAN = 10.0
 
 
-def _axis(ax, which: str, values: np.ndarray, m: str) -> None:
-    """Scale and limits of one axis (display units) of metric ``m``: logarithmic when the values span
-    more than :data:`LOG_SPAN`; else linear from the catalogue's floor (0 for most metrics, 1 for PUE)
-    when it has one, so that a small difference is not blown up, or around the data, at least the
-    catalogue's ``min_span`` wide. No offset notation."""
-    spec = metric(m)
+def _axis(values: np.ndarray, m: str) -> tuple[tuple[float, float], bool]:
+    """Range (display units) and logarithmic flag of one axis of metric ``m``: logarithmic, from
+    ``lo / 1.3`` to ``hi * 1.3``, when the values are all > 0 and span more than :data:`LOG_SPAN`;
+    else linear per the catalogue (:func:`~twinsweep.sweep.plotting.axis_range`: from the floor, 0
+    for most metrics and 1 for PUE, when it has one, so that a small difference is not blown up; or
+    around the data, at least ``min_span`` wide) with 6 % of the span as margin."""
     v = values[np.isfinite(values)]
-    if not len(v):
-        return
-    lo, hi = float(v.min()), float(v.max())
-    setlim = ax.set_xlim if which == "x" else ax.set_ylim
-    if lo > 0 and hi / lo > LOG_SPAN:
-        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-        (ax.set_xscale if which == "x" else ax.set_yscale)("log")
-        setlim(lo / 1.3, hi * 1.3)
-        axis = ax.xaxis if which == "x" else ax.yaxis
-        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        axis.set_major_formatter(FuncFormatter(lambda val, _: format_number(val, 1)))  # ticks are 1, 2, 5 x 10^k
-        axis.set_minor_formatter(NullFormatter())
-        return
-    if spec.floor is not None:
-        lo = min(lo, spec.floor)
-        setlim(lo, hi + 0.06 * (hi - lo or 1.0))
-    else:
-        span = max(hi - lo, spec.min_span, 1e-12)
-        mid = (lo + hi) / 2
-        setlim(mid - 0.55 * span, mid + 0.55 * span)
-    ax.ticklabel_format(axis=which, useOffset=False, style="plain")
+    lo, hi = (float(v.min()), float(v.max())) if len(v) else (math.nan, math.nan)
+    if len(v) and lo > 0 and hi / lo > LOG_SPAN:
+        return (lo / 1.3, hi * 1.3), True
+    return axis_range(metric(m), lo, hi, pad=0.06), False
 
 
 def _label(m: str, d: str, assumed: bool) -> str:
@@ -118,62 +102,29 @@ def _label(m: str, d: str, assumed: bool) -> str:
     return f"{metric(m).header(assumed)} — {better} is better"
 
 
-def _default_styles(variants: list[str]) -> dict[str, tuple[str, str]]:
-    """Colour and line style per variant when the report passes none: matplotlib's ``tab20`` colours in
-    grid order, then the next line style."""
-    from matplotlib.colors import to_hex
-
-    cmap = pyplot().get_cmap("tab20")
-    ls = ["-", "--", ":", "-."]
-    return {v: (to_hex(cmap(i % 20)), ls[(i // 20) % len(ls)]) for i, v in enumerate(variants)}
-
-
 def _figure(pg, runs: pd.DataFrame, table: pd.DataFrame, variants: list[str], x: str, y: str,
-            directions: dict[str, str], styles: dict[str, tuple[str, str]], assumed: bool) -> None:
-    plt = pyplot()
-    dss = list(dict.fromkeys(table["dataset"]))
+            directions: dict[str, str], styles: dict[str, VariantStyle], assumed: bool) -> None:
     sx, sy = metric(x).scale, metric(y).scale
-    n = len(dss)
-    cols = min(n, 3)
-    rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.3 * cols + 2.6, 3.9 * rows), squeeze=False)
-    for ax, ds in zip(axes.ravel(), dss):
-        g = runs[runs["dataset"] == ds]
-        t = table[table["dataset"] == ds].set_index("variant")
-        for v in t.index:
-            colour, ls = styles.get(v, ("C0", "-"))
-            pts = g[g["variant"] == v]
-            ax.plot(pts[x] / sx, pts[y] / sy, ".", color=colour, alpha=0.5, ms=5, zorder=1)
-            r = t.loc[v]
-            eb = ax.errorbar(r["x_mean"] / sx, r["y_mean"] / sy,
-                             xerr=0 if np.isnan(r["x_std"]) else r["x_std"] / sx,
-                             yerr=0 if np.isnan(r["y_std"]) else r["y_std"] / sy, fmt="o", ms=7, color=colour,
-                             mfc=colour if r["front"] else "white", mec=colour, mew=1.5, elinewidth=1,
-                             capsize=2, zorder=3)
-            for line in eb[2]:
-                line.set_linestyle(ls)
+    xl, yl = _label(x, _direction(x, directions), assumed), _label(y, _direction(y, directions), assumed)
+    panels = []
+    by_ds = dict(tuple(runs[["dataset", "variant", x, y]].groupby("dataset", sort=False)))  # the 4 columns only
+    for ds, t in table.groupby("dataset", sort=False):
+        g, t = by_ds[ds], t.set_index("variant")
+        blocks = {v: (b[x].to_numpy(float) / sx, b[y].to_numpy(float) / sy)
+                  for v, b in g.groupby("variant", sort=False)}
+        pts = [ScatterPoint(v, r.x_mean / sx, r.y_mean / sy, r.x_std / sx, r.y_std / sy, bool(r.front), *blocks[v])
+               for v, r in zip(t.index, t.itertuples(index=False))]
         f = t[t["front"]].sort_values("x_mean")
-        ax.plot(f["x_mean"] / sx, f["y_mean"] / sy, "-", color="0.5", lw=0.8, zorder=2)
-        _axis(ax, "x", np.concatenate([g[x].to_numpy(float), t["x_mean"].to_numpy(float)]) / sx, x)
-        _axis(ax, "y", np.concatenate([g[y].to_numpy(float), t["y_mean"].to_numpy(float)]) / sy, y)
-        ax.set_title(str(ds), fontsize=10)
-        ax.set_xlabel(_label(x, _direction(x, directions), assumed), fontsize=8)
-        ax.set_ylabel(_label(y, _direction(y, directions), assumed), fontsize=8)
-        ax.grid(alpha=0.3, which="both")
-    for ax in axes.ravel()[n:]:
-        ax.set_visible(False)
-    from matplotlib.lines import Line2D
-
+        xlim, xlog = _axis(np.concatenate([g[x].to_numpy(float), t["x_mean"].to_numpy(float)]) / sx, x)
+        ylim, ylog = _axis(np.concatenate([g[y].to_numpy(float), t["y_mean"].to_numpy(float)]) / sy, y)
+        panels.append(ScatterPanel(pts, xlim, ylim, xl, yl, str(ds), xlog, ylog,
+                                   list(zip(f["x_mean"] / sx, f["y_mean"] / sy))))
     shown = [v for v in variants if v in set(table["variant"])]
-    handles = [Line2D([], [], color=styles.get(v, ("C0", "-"))[0], ls=styles.get(v, ("C0", "-"))[1], marker="o",
-                      lw=1) for v in shown]
-    fig.legend(handles, shown, loc="upper left", bbox_to_anchor=(1.0, 0.98), fontsize=8, frameon=False,
-               title="filled: on the front (grey line)\nhollow: dominated (by mean)\nbars: ±1 sd over blocks",
-               title_fontsize=8)
-    fig.tight_layout()
-    pg.figure(fig, "pareto.png", f"{metric(x).label} against {metric(y).label} per dataset: mean over blocks ± 1 "
-              f"standard deviation, dots = single blocks; an axis whose values span more than a factor {LOG_SPAN:g} "
-              "is logarithmic", bbox="tight")
+    cap = (f"{metric(x).label} against {metric(y).label} per dataset: mean over blocks ± 1 standard deviation, "
+           f"dots = single blocks; an axis whose values span more than a factor {LOG_SPAN:g} is logarithmic")
+    pg.svg(scatter_panels(panels, shown, styles, f"{metric(x).label} against {metric(y).label} per dataset",
+                          ["filled: on the front (grey line)", "hollow: dominated (by mean)",
+                           "bars: ±1 sd over blocks"]), "pareto.svg", cap)
 
 
 def _fmt(mean: float, std: float, m: str) -> str:
@@ -195,13 +146,15 @@ def _few(names: str, k: int = 3) -> str:
 
 
 def section_pareto(pg, runs: pd.DataFrame, variants: list[str], study: dict, directions: dict[str, str],
-                   styles: dict[str, tuple[str, str]] | None = None, assumed: bool = True,
+                   styles: dict[str, VariantStyle] | None = None, assumed: bool = True,
                    past_end: pd.DataFrame | None = None) -> None:
-    """Write the trade-off section: the figure ``pareto.png``, a table per dataset and ``pareto.csv``.
+    """Write the trade-off section: the chart ``pareto.svg`` (:func:`~twinsweep.sweep.svgchart.scatter_panels`;
+    filled marker: on the front, hollow: dominated), a table per dataset and ``pareto.csv``.
 
     ``pg``: the report's page; ``runs``: ranked runs (the reference replay set apart); ``variants``:
     grid order; ``study``: study.json; ``directions``: metric -> min/max; ``styles``: variant ->
-    (colour, line style) shared by every plot of the page (default: the colour cycle in grid order);
+    :class:`~twinsweep.sweep.plotting.VariantStyle` shared by every chart of the page (default: the
+    page's map ``pg.styles``, else :func:`~twinsweep.sweep.plotting.variant_styles` of ``variants``);
     ``assumed``: power model assumed (labels power metrics so); ``past_end``: blocks whose window
     extends past its trace's last submission (:func:`sweep.ranking.past_end_blocks`), named on the page."""
     pg.h(2, TITLE, SECTION_ID)
@@ -222,7 +175,8 @@ def section_pareto(pg, runs: pd.DataFrame, variants: list[str], study: dict, dir
          "judged <b>by mean</b>, so a dominated variant can still win single blocks (see ranking stability). "
          "The objectives are [report] pareto, else the first two of the stated trade-off, else the first two "
          "rank metrics. Every value is in pareto.csv.", raw=True)
-    _figure(pg, runs, table, variants, x, y, directions, styles or _default_styles(variants), assumed)
+    styles = styles or getattr(pg, "styles", None) or variant_styles(variants)
+    _figure(pg, runs, table, variants, x, y, directions, styles, assumed)
     hx, hy = metric(x).header(assumed), metric(y).header(assumed)
     for ds, t in table.groupby("dataset", sort=False):
         t = t.assign(_f=~t["front"]).sort_values(["_f", "x_mean"], kind="mergesort")

@@ -23,7 +23,9 @@ annotated example; the tables and keys are:
                    extends past the trace's last submission is a warning, and its runs are
                    flagged ``window_past_last_submit`` (:mod:`core.tracespan`).
 ``[grid]``         axes -> lists: ``policy``, ``backfill``, ``kill``, ``sample_period``, ``cooling``,
-                   ``wetbulb`` and ``"options.<name>"`` (policy options); every run gets the product
+                   ``wetbulb``, ``scheduler`` (the command line or ``inproc:MODULE:NAME`` of policy
+                   ``external``, docs/protocol.md; its program must exist when the spec is loaded)
+                   and ``"options.<name>"`` (policy options); every run gets the product
                    of all axes. Every grid point is checked when the spec is loaded
                    (:func:`sweep.gridcheck.check_grid`: run config, wet-bulb files, scheduler and
                    its options), so that a bad value fails here, not in every run.
@@ -72,7 +74,7 @@ from twinsweep.core.metrics import default_direction
 from .gridcheck import check_grid
 
 #: Grid axes that map onto :class:`core.config.RunConfig` fields (plus ``options.<name>``).
-GRID_AXES = ("policy", "backfill", "kill", "sample_period", "cooling", "wetbulb")
+GRID_AXES = ("policy", "backfill", "kill", "sample_period", "cooling", "wetbulb", "scheduler")
 #: Rank metrics when a spec names none. Energy per node-hour delivered, not raw facility energy: a total
 #: over a fixed window rewards leaving nodes idle (core/metrics.py).
 DEFAULT_RANK = {"bsld_mean": "min", "wait_mean_s": "min", "utilization": "max", "facility_j_per_node_h": "min"}
@@ -369,6 +371,14 @@ def _parse_grid(g: Any) -> tuple[tuple[str, tuple], ...]:
         elif axis == "backfill":
             for v in values:
                 check_name(where, v, BACKFILLS)
+        elif axis == "scheduler":
+            from twinsweep.core.external import check_scheduler
+
+            for v in values:
+                try:
+                    check_scheduler(v)
+                except ConfigError as exc:
+                    raise ConfigError(f"{where}: {exc}") from None
         elif axis == "kill":
             for v in values:
                 if not isinstance(v, bool):

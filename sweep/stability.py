@@ -34,10 +34,10 @@ among the first k variants by mean score (ties: grid order) is reversed in any s
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
 
 from .ranking import win_counts
 from .verdict import OVERALL, TRADEOFF, BlockScores, Verdict, block_scores
@@ -55,11 +55,19 @@ CONCLUSION_COLUMNS = ["scope", "objective", "against", "a", "b", "blocks", "a_be
 @functools.lru_cache(maxsize=4096)  # a report asks the same few small counts thousands of times
 def sign_test(a_better: int, b_better: int, ties: int) -> float:
     """Two-sided exact sign test p-value of a paired comparison with ``ties`` split evenly between
-    the two sides (an odd tie dropped), Demšar (2006) §3.1.1; ``scipy.stats.binomtest``. 1.0 when
-    nothing is left to compare."""
+    the two sides (an odd tie dropped), Demšar (2006) §3.1.1. 1.0 when nothing is left to compare.
+
+    With ``k`` = a's count and ``n`` the comparisons, under H0 the count is Binomial(n, 1/2), which
+    is symmetric: the two-sided p-value (the probability of outcomes no likelier than ``k``, as
+    ``scipy.stats.binomtest``) is ``min(1, 2 · sum_{i <= m} C(n, i) / 2^n)`` with ``m = min(k, n - k)``,
+    computed in exact integer arithmetic (one rounding, in the final division)."""
     half = ties // 2
     k, n = a_better + half, a_better + b_better + 2 * half
-    return 1.0 if n == 0 else float(binomtest(k, n, 0.5, alternative="two-sided").pvalue)
+    if n == 0 or 2 * k == n:
+        return 1.0
+    m = min(k, n - k)
+    tail = sum(math.comb(n, i) for i in range(m + 1))
+    return min(1.0, 2 * tail / 2 ** n)
 
 
 def _objectives(bs: BlockScores, objectives: list[str]) -> list[str]:

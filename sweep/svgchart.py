@@ -1,5 +1,6 @@
 """The report's charts as inline SVG: box strips (one box per variant, one panel per dataset and
-window) and line panels (timelines, quantile functions).
+window), line panels (timelines, quantile functions) and scatter panels with error bars (the
+trade-off view).
 
 The report (:mod:`twinsweep.sweep.report`) writes its charts as SVG text itself: vector (sharp at
 any zoom, labels selectable), embedded in the page (self-contained) and two orders of magnitude
@@ -11,7 +12,7 @@ cheaper to make than the same figures through matplotlib's Agg renderer and a PN
   of the metric catalogue) and labels them with :func:`twinsweep.core.metrics.format_number`
   (thousands separators, no offset, no scientific notation);
 - keeps its legend outside the data (variant labels left of box strips, a legend row above line
-  panels);
+  panels, a legend column right of scatter panels);
 - is :data:`WIDTH` px wide (the page's content width at a 1280 px window) and scales down with it.
 
 Long series are drawn at the panel's pixel resolution: per pixel column the first, lowest, highest
@@ -33,7 +34,8 @@ from twinsweep.core.metrics import format_number
 
 from .plotting import VariantStyle
 
-__all__ = ["WIDTH", "Series", "LinePanel", "box_strips", "line_panels", "nice_ticks"]
+__all__ = ["WIDTH", "Series", "LinePanel", "ScatterPoint", "ScatterPanel", "box_strips", "line_panels",
+           "scatter_panels", "nice_ticks"]
 
 #: Width of every chart (px, the SVG viewBox; the page's content width at a 1280 px window).
 WIDTH = 1160
@@ -76,11 +78,17 @@ def nice_ticks(lo: float, hi: float, n: int = 5) -> tuple[list[float], int]:
 class _Scale:
     """Values -> pixels on ``[p0, p1]`` (p1 < p0 for a vertical axis), linear from the nice ticks
     around ``[lo, hi]``, or symmetric-log with linear range ``linthresh`` (y' = sign(y)·log10(1 +
-    |y|/linthresh), as matplotlib's "symlog" up to its constant)."""
+    |y|/linthresh), as matplotlib's "symlog" up to its constant), or logarithmic (``log``: y' =
+    log10(y), ``0 < lo < hi``, ticks at 1, 2 and 5 × 10^k)."""
 
-    def __init__(self, lo: float, hi: float, p0: float, p1: float, symlog: float | None = None, n: int = 5):
-        self.symlog = symlog
-        if symlog:
+    def __init__(self, lo: float, hi: float, p0: float, p1: float, symlog: float | None = None, n: int = 5,
+                 log: bool = False):
+        self.symlog, self.log = symlog, log
+        if log:
+            self.lo, self.hi = lo, hi
+            ks = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+            self.ticks, self.dec = [m * 10.0 ** k for k in ks for m in (1, 2, 5) if lo <= m * 10.0 ** k <= hi], None
+        elif symlog:
             self.lo, self.hi = lo, hi
             self.ticks, self.dec = self._log_ticks(lo, hi, symlog), None
         else:
@@ -90,6 +98,9 @@ class _Scale:
         self._t0, self._t1 = self._t(self.lo), self._t(self.hi)
 
     def _t(self, v):
+        if self.log:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.where(np.asarray(v) > 0, np.log10(np.where(np.asarray(v) > 0, v, 1.0)), np.nan)
         if not self.symlog:
             return v
         return np.sign(v) * np.log10(1 + np.abs(v) / self.symlog)
@@ -140,6 +151,16 @@ def _x_axis(sc: _Scale, y_top: float, y_axis: float, label: str) -> list[str]:
                f'stroke="{_AXIS}"/>')
     if label:
         out.append(_text((sc.p0 + sc.p1) / 2, y_axis + 27, label, 10, "middle", color="#444444"))
+    return out
+
+
+def _y_axis(sc: _Scale, x0: float, x1: float) -> list[str]:
+    """Horizontal grid lines and tick labels of a value axis on ``[x0, x1]`` (the axis line and its
+    label are drawn by the caller)."""
+    out = []
+    for py_, txt in sc.labels():
+        out.append(f'<line x1="{_num(x0)}" x2="{_num(x1)}" y1="{_num(py_)}" y2="{_num(py_)}" stroke="{_GRID}"/>')
+        out.append(_text(x0 - 5, py_ + 4, txt, 10, "end"))
     return out
 
 
@@ -310,10 +331,7 @@ def line_panels(panels: Sequence[LinePanel], variants: Sequence[str], styles: Ma
         sx = _Scale(p.xlim[0], p.xlim[1], x0, x0 + pw, n=8)
         if p.title:
             body.append(_text(x0 + pw / 2, y0 + 14, p.title, 11, "middle", weight="bold"))
-        for py_, txt in sy.labels():
-            body.append(f'<line x1="{_num(x0)}" x2="{_num(x0 + pw)}" y1="{_num(py_)}" y2="{_num(py_)}" '
-                        f'stroke="{_GRID}"/>')
-            body.append(_text(x0 - 5, py_ + 4, txt, 10, "end"))
+        body += _y_axis(sy, x0, x0 + pw)
         body += _x_axis(sx, ya, yb, p.xlabel)
         body.append(f'<line x1="{_num(x0)}" x2="{_num(x0)}" y1="{_num(ya)}" y2="{_num(yb)}" stroke="{_AXIS}"/>')
         if p.ylabel:
@@ -331,3 +349,123 @@ def line_panels(panels: Sequence[LinePanel], variants: Sequence[str], styles: Ma
         body.append("</g>")
     rows = -(-len(panels) // cols) if panels else 0
     return _svg(top0 + rows * (panel_height + head + foot), body, label)
+
+
+# -------------------------------------------------------------------------------- scatter panels
+@dataclasses.dataclass
+class ScatterPoint:
+    """One variant in a :class:`ScatterPanel`: its point ``(x, y)`` with error bars ``±xerr`` /
+    ``±yerr`` (display units; NaN or 0: none), ``filled`` (False: a hollow marker) and its single
+    observations ``dots_x`` / ``dots_y`` drawn as small dots (same length)."""
+
+    variant: str
+    x: float
+    y: float
+    xerr: float = math.nan
+    yerr: float = math.nan
+    filled: bool = True
+    dots_x: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0))
+    dots_y: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0))
+
+
+@dataclasses.dataclass
+class ScatterPanel:
+    """One panel of :func:`scatter_panels`: its ``points``, axis ranges ``xlim`` / ``ylim`` (display
+    units; from :func:`~twinsweep.sweep.plotting.axis_range`, or ``0 < lo < hi`` for a log axis),
+    ``xlog`` / ``ylog`` (logarithmic axis, ticks at 1, 2, 5 × 10^k), axis labels, ``title`` and
+    ``line``: points joined by a thin grey line in the given order (e.g. a Pareto front; may be empty)."""
+
+    points: list[ScatterPoint]
+    xlim: tuple[float, float]
+    ylim: tuple[float, float]
+    xlabel: str = ""
+    ylabel: str = ""
+    title: str = ""
+    xlog: bool = False
+    ylog: bool = False
+    line: list[tuple[float, float]] = dataclasses.field(default_factory=list)
+
+
+def scatter_panels(panels: Sequence[ScatterPanel], variants: Sequence[str], styles: Mapping[str, VariantStyle],
+                   label: str, legend_title: Sequence[str] = (), cols: int = 3, panel_height: float = 260.0) -> str:
+    """One SVG of scatter panels (up to ``cols`` side by side) with a legend column on the right:
+    ``legend_title`` lines, then every variant that has a point (``variants`` order) as its marker on
+    a line in its colour and line style. A point is a circle (filled, or white inside when not
+    ``filled``) with its error bars in the variant's line style; its dots are drawn beneath, half
+    transparent. Everything is clipped to the panel. ``label``: the chart's accessible name.
+    Returns the ``<svg>`` text."""
+    cols = max(1, min(cols, len(panels) or 1))
+    shown = [v for v in variants if any(q.variant == v for p in panels for q in p.points)]
+    lw = max(_label_width(shown, 11) + 34, _label_width(list(legend_title), 10) - 14)
+    left, gap, head, foot = 64.0, 20.0, 20.0, 38.0
+    pw = (WIDTH - lw - cols * left - (cols - 1) * gap - 10) / cols
+    body: list[str] = []
+    lx = WIDTH - lw + 4
+    for i, t in enumerate(legend_title):
+        body.append(_text(lx, 16 + 14 * i, t, 10, color="#444444"))
+    ly0 = 16 + 14 * len(legend_title) + (8 if legend_title else 0)
+    for i, v in enumerate(shown):
+        st, y = styles[v], ly0 + 18 * i
+        dash = f' stroke-dasharray="{st.dash}"' if st.dash else ""
+        body.append(f'<line x1="{_num(lx)}" x2="{_num(lx + 24)}" y1="{_num(y - 4)}" y2="{_num(y - 4)}" '
+                    f'stroke="{st.color}" stroke-width="1.3"{dash}/>')
+        body.append(f'<circle cx="{_num(lx + 12)}" cy="{_num(y - 4)}" r="4" fill="{st.color}"/>')
+        body.append(_text(lx + 30, y, v, 11))
+    for k, p in enumerate(panels):
+        r, c = divmod(k, cols)
+        x0 = left + c * (pw + gap + left)
+        y0 = r * (panel_height + head + foot)
+        ya, yb = y0 + head, y0 + head + panel_height
+        sx = _Scale(p.xlim[0], p.xlim[1], x0, x0 + pw, n=6, log=p.xlog)
+        sy = _Scale(p.ylim[0], p.ylim[1], yb, ya, n=6, log=p.ylog)
+        if p.title:
+            body.append(_text(x0 + pw / 2, y0 + 14, p.title, 11, "middle", weight="bold"))
+        body += _y_axis(sy, x0, x0 + pw)
+        body += _x_axis(sx, ya, yb, p.xlabel)
+        body.append(f'<line x1="{_num(x0)}" x2="{_num(x0)}" y1="{_num(ya)}" y2="{_num(yb)}" stroke="{_AXIS}"/>')
+        if p.ylabel:
+            body.append(_text(x0 - left + 12, (ya + yb) / 2, p.ylabel, 10, "middle", color="#444444", rotate=-90))
+        clip = f"clip-{hashlib.sha1(label.encode()).hexdigest()[:8]}-s{k}"  # unique on the page, deterministic
+        body.append(f'<clipPath id="{clip}"><rect x="{_num(x0)}" y="{_num(ya)}" width="{_num(pw)}" '
+                    f'height="{_num(panel_height)}"/></clipPath><g clip-path="url(#{clip})">')
+        for q in p.points:  # every block's dot beneath the means
+            st = styles[q.variant]
+            X, Y = sx(np.asarray(q.dots_x, dtype="float64")), sy(np.asarray(q.dots_y, dtype="float64"))
+            body += [f'<circle cx="{_num(a)}" cy="{_num(b)}" r="2" fill="{st.color}" fill-opacity="0.5"/>'
+                     for a, b in zip(X, Y) if math.isfinite(a) and math.isfinite(b)]
+        pts = [(float(sx(a)), float(sy(b))) for a, b in p.line]
+        pts = [(a, b) for a, b in pts if math.isfinite(a) and math.isfinite(b)]
+        if len(pts) > 1:
+            body.append('<path d="M' + "L".join(f"{_num(a)} {_num(b)}" for a, b in pts) +
+                        '" fill="none" stroke="#808080" stroke-width="0.8"/>')
+        for q in p.points:
+            body.append(_marker(sx, sy, q, styles[q.variant]))
+        body.append("</g>")
+    rows = -(-len(panels) // cols) if panels else 0
+    height = max(rows * (panel_height + head + foot), ly0 + 18 * len(shown))
+    return _svg(height, body, label)
+
+
+def _marker(sx: _Scale, sy: _Scale, q: ScatterPoint, st: VariantStyle) -> str:
+    cx, cy = float(sx(q.x)), float(sy(q.y))
+    if not (math.isfinite(cx) and math.isfinite(cy)):
+        return ""
+    dash = f' stroke-dasharray="{st.dash}"' if st.dash else ""
+    tip = f"{q.variant}: {format_number(q.x)}"
+    tip += f" ± {format_number(q.xerr)}" if q.xerr > 0 else ""
+    tip += f", {format_number(q.y)}" + (f" ± {format_number(q.yerr)}" if q.yerr > 0 else "")
+    parts = [f"<g><title>{_esc(tip)}</title>"]
+    if q.xerr > 0:  # NaN compares False: no bar
+        a, b = float(sx(q.x - q.xerr)), float(sx(q.x + q.xerr))
+        a = a if math.isfinite(a) else float(sx.p0)  # a log axis has no place for <= 0: bar to the edge
+        parts.append(f'<path d="M{_num(a)} {_num(cy)}H{_num(b)}M{_num(a)} {_num(cy - 2)}V{_num(cy + 2)}'
+                     f'M{_num(b)} {_num(cy - 2)}V{_num(cy + 2)}" stroke="{st.color}" stroke-width="1"{dash}/>')
+    if q.yerr > 0:
+        a, b = float(sy(q.y - q.yerr)), float(sy(q.y + q.yerr))
+        a = a if math.isfinite(a) else float(sy.p0)
+        parts.append(f'<path d="M{_num(cx)} {_num(a)}V{_num(b)}M{_num(cx - 2)} {_num(a)}H{_num(cx + 2)}'
+                     f'M{_num(cx - 2)} {_num(b)}H{_num(cx + 2)}" stroke="{st.color}" stroke-width="1"{dash}/>')
+    fill = st.color if q.filled else "#ffffff"
+    parts.append(f'<circle cx="{_num(cx)}" cy="{_num(cy)}" r="4.5" fill="{fill}" stroke="{st.color}" '
+                 'stroke-width="1.5"/>')
+    return "".join(parts) + "</g>"

@@ -14,6 +14,7 @@ unmutated copy already fails its tests.
     python tests/mutation_check.py                 # every mutant (about an hour on 2 cores)
     python tests/mutation_check.py --list          # names, files and test sets
     python tests/mutation_check.py easy-shadow-first-end extra-not-decremented   # a few
+    python tests/mutation_check.py --every-test --tests tests/test_reference_scheduler.py easy-shadow-first-end
 
 Every snippet must occur exactly once in its file: tests/test_mutation_list.py (fast, in CI)
 checks that, so a refactor that moves a snippet fails CI until this list is updated. To add a
@@ -48,6 +49,7 @@ ENGINE = ("tests/test_stats.py",) + SCHEDULING + ("tests/test_timeline_energy.py
 POWER = ("tests/test_power.py", "tests/test_facility_power.py", "tests/test_stats.py", "tests/test_run_outputs.py",
          "tests/test_timeline_energy.py")
 STORE = ("tests/test_sweep_store.py", "tests/test_sweep_integrity.py", "tests/test_backends.py")
+POLICY = ("tests/test_policies.py", "tests/test_accounts.py") + SCHEDULING
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,10 +77,11 @@ MUTANTS = [
            "                started.append(j)\n                extra -= n",
            "                started.append(j)", SCHEDULING, 2,
            "a job backfilled on EASY's extra nodes does not use them up"),
-    Mutant("expected-end-is-real-end", "core/engine.py",
-           "                heapq.heappush(end_heap, (e, trace_index[j], j))\n                cluster.add_running(s + limit[j], j)",
-           "                heapq.heappush(end_heap, (e, trace_index[j], j))\n                cluster.add_running(e, j)",
-           CONSERVATIVE, 2, "the scheduler sees running jobs' real ends (clairvoyance), not start + limit"),
+    Mutant("expected-end-is-real-end", "core/resources.py",
+           "        self._started.append((job, pool.allocate(k)))\n        bisect.insort(self.running, (self.now + self._limit[job], job))",
+           "        self._started.append((job, pool.allocate(k)))\n        bisect.insort(self.running, (self.now + 1, job))",
+           CONSERVATIVE, 2, "the scheduler's expected end of a started job is not start + limit (the Cluster cannot "
+           "know the real end any more: it holds no run time)"),
     # -- scheduler: ordering and the backfill variants -------------------------------------------
     Mutant("none-skips-blocked-job", "core/backfill/simple.py",
            "            if nodes[j] > free:\n                break",
@@ -133,38 +136,74 @@ MUTANTS = [
     Mutant("conservative-overdue-job-ends-now", "core/_profile.py",
            "        t = max(run_end[i], now + 1)", "        t = run_end[i]", CONSERVATIVE,
            why="in the profile, a job past its expected end frees its nodes now"),
+    Mutant("priority-lowest-first", "core/policies/basic.py",
+           "        return math.inf if math.isnan(p) else -p", "        return math.inf if math.isnan(p) else p",
+           SCHEDULING, why="priority orders the trace's priority ascending"),
+    Mutant("dynamic-queue-not-rekeyed", "core/scheduler.py",
+           "        if self.policy.dynamic:\n            for j in self._q:",
+           "        if False:\n            for j in self._q:", POLICY,
+           why="a dynamic policy's queue keeps the keys of submit time (fair share never re-sorts it)"),
+    Mutant("replay-ignores-recorded-start", "core/scheduler.py",
+           "        rel = max(rs if rs is not None else now, now)", "        rel = now", SCHEDULING,
+           why="replay starts each job as soon as it fits, not at its recorded start"),
+    Mutant("replay-delay-not-counted", "core/scheduler.py",
+           "                    self.stats[\"replay_delayed\"] += 1", "                    self.stats[\"replay_delayed\"] += 0",
+           ("tests/test_engine_schedules.py", "tests/test_run_outputs.py", "tests/test_stats.py",
+            "tests/test_engine_properties.py"),
+           why="a replayed job that had no room at its recorded start is not counted"),
+    # -- weighted and account-incentive policies ----------------------------------------------------
+    Mutant("weighted-tlimit-longest-first", "core/policies/weighted.py",
+           "score = [x + s * (1.0 - jobs.time_limit[j] / m) for j, x in enumerate(score)]",
+           "score = [x + s * (jobs.time_limit[j] / m) for j, x in enumerate(score)]", POLICY,
+           why="a positive w_tlimit favours long requests (not sjf's order)"),
+    Mutant("weighted-size-norm-largest-job", "core/policies/weighted.py",
+           "else float(self.context.system_nodes or 1)", "else float(max(jobs.nodes, default=1) or 1)", POLICY,
+           why="size is normalised by the largest request instead of the machine's nodes"),
+    Mutant("weighted-fairshare-share-inverted", "core/policies/weighted.py",
+           "2.0 ** (-(x / total) / self._share)", "2.0 ** (-(x / total) * self._share)", POLICY,
+           why="Slurm's classic fair share 2^(-U/S) with U*S instead of U/S"),
+    Mutant("acct-avg-power-lower-first", "core/policies/incentives.py",
+           "    quantity = \"avg_power_w\"\n    sign = -1.0", "    quantity = \"avg_power_w\"\n    sign = 1.0", POLICY,
+           why="acct_avg_power runs low-power accounts first"),
+    Mutant("acct-unknown-account-not-neutral", "core/policies/incentives.py",
+           "        self._val = [vals.get(n, neutral) for n in names]",
+           "        self._val = [vals.get(n, 0.0) for n in names]", POLICY,
+           why="a job of an account missing from the table gets 0 instead of the table's mean"),
+    Mutant("fugaku-negative-not-last", "core/policies/incentives.py",
+           "        if p < 0 and self.negative_mode == \"fcfs\":", "        if False:", POLICY,
+           why="negative-point accounts are ordered by points, not after all others in fcfs order"),
     # -- engine ------------------------------------------------------------------------------------
-    Mutant("no-second-pass-after-zero-length", "core/engine.py",
-           "                    sched.schedule(t, cluster)\n                    if not zero_started:\n                        break",
-           "                    sched.schedule(t, cluster)\n                    if True:\n                        break", ENGINE,
+    Mutant("no-second-pass-after-zero-length", "core/kernel.py",
+           "                    apply_starts(t, t)\n                    if not zero_started:\n                        break",
+           "                    apply_starts(t, t)\n                    if True:\n                        break", ENGINE,
            why="zero-length jobs release their nodes but no pass follows in that second"),
-    Mutant("kill-ignored", "core/engine.py",
-           "                dur[j] = min(run[j], limit[j] + grace) if self.kill else run[j]",
-           "                dur[j] = run[j]", ENGINE, why="jobs outlive their time limit with kill on"),
-    Mutant("timeout-at-exact-limit", "core/engine.py",
-           "            elif self.kill and run[j] > limit[j] + grace:",
-           "            elif self.kill and run[j] >= limit[j] + grace:",
+    Mutant("kill-ignored", "core/jobprep.py",
+           "            dur[j] = min(run[j], limit[j] + grace) if kill else run[j]",
+           "            dur[j] = run[j]", ENGINE, why="jobs outlive their time limit with kill on"),
+    Mutant("timeout-at-exact-limit", "core/outcome.py",
+           "        elif kill and run[j] > limit[j] + grace:",
+           "        elif kill and run[j] >= limit[j] + grace:",
            ENGINE, why="a job that runs exactly its limit is reported as timeout"),
-    Mutant("default-time-limit-ignored", "core/engine.py",
+    Mutant("default-time-limit-ignored", "core/jobprep.py",
            "    fallback = float(default_time_limit) if default_time_limit else np.asarray(",
            "    fallback = np.asarray(", ENGINE,
            why="a job without a usable limit never gets the system's default"),
-    Mutant("full-machine-job-rejected", "core/engine.py",
-           "            elif nodes_raw[j] > N:", "            elif nodes_raw[j] >= N:", ENGINE,
+    Mutant("full-machine-job-rejected", "core/jobprep.py",
+           "        elif nodes_raw[j] > N:", "        elif nodes_raw[j] >= N:", ENGINE,
            why="a job asking for the whole machine is rejected"),
-    Mutant("prepopulated-start-at-window", "core/engine.py",
-           "                start(j, rstart[j])", "                start(j)", ENGINE,
+    Mutant("prepopulated-start-at-window", "core/kernel.py",
+           "                apply_starts(rstart[j], self.t0)", "                apply_starts(self.t0, self.t0)", ENGINE,
            why="prepopulated jobs restart at the window start instead of their recorded start"),
-    Mutant("window-end-status", "core/engine.py",
-           "            elif t1 is not None and sim_end[j] > t1:", "            elif t1 is not None and sim_end[j] >= t1:",
+    Mutant("window-end-status", "core/outcome.py",
+           "        elif t1 is not None and end[j] > t1:", "        elif t1 is not None and end[j] >= t1:",
            ENGINE, why="a job ending exactly at the window end is reported running"),
-    Mutant("idle-power-of-busy-nodes-kept", "core/engine.py",
-           "            busy_power += nodes[j] * (npow[j] - idle_w)\n            running_count += 1",
-           "            busy_power += nodes[j] * npow[j]\n            running_count += 1", ENGINE,
+    Mutant("idle-power-of-busy-nodes-kept", "core/kernel.py",
+           "                busy_power += nodes[j] * (npow[j] - idle_w)\n                running_count += 1",
+           "                busy_power += nodes[j] * npow[j]\n                running_count += 1", ENGINE,
            why="busy nodes draw their job's power on top of idle power"),
-    Mutant("job-energy-one-node", "core/engine.py",
-           "            energy.append(npow[j] * nodes[j] * (e - sim_start[j]))",
-           "            energy.append(npow[j] * (e - sim_start[j]))", ENGINE,
+    Mutant("job-energy-one-node", "core/outcome.py",
+           "    per_job_w = npow * np.asarray(J.nodes[:n], dtype=np.int64)",
+           "    per_job_w = npow * 1", ENGINE,
            why="a job's energy counts one node"),
     # -- power -------------------------------------------------------------------------------------
     Mutant("node-power-no-idle-floor", "core/power.py",
@@ -241,9 +280,10 @@ def apply(m: Mutant, text: str) -> str:
 _FAIL = re.compile(r"^(?:FAILED|ERROR) (\S+?)(?:\[[^\]]*\])?(?: - .*)?$")
 
 
-def _pytest(copy: Path, tests, timeout: float, maxfail: int = 0) -> tuple[int | None, set, str]:
+def _pytest(copy: Path, tests, timeout: float, maxfail: int = 0) -> tuple[int | None, dict, str]:
     """Run ``tests`` in ``copy`` (stopping after ``maxfail`` failures when > 0); returns (exit code or
-    None on timeout, failing test functions, last lines of the output)."""
+    None on timeout, {failing test function: its failing items (parametrisations)}, last lines of
+    the output)."""
     env = dict(os.environ, CI="1", PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
     env.setdefault("TWINSWEEP_DATA", str(ROOT.parent / "shared" / "data"))
     env["TWINSWEEP_HYPOTHESIS_PROFILE"] = "mutation"  # CI's examples, failures not shrunk
@@ -253,8 +293,11 @@ def _pytest(copy: Path, tests, timeout: float, maxfail: int = 0) -> tuple[int | 
     try:
         r = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return None, {"(timeout)"}, ""
-    failed = {m.group(1) for line in r.stdout.splitlines() if (m := _FAIL.match(line.strip()))}
+        return None, {"(timeout)": 1}, ""
+    failed: dict[str, int] = {}
+    for line in r.stdout.splitlines():
+        if m := _FAIL.match(line.strip()):
+            failed[m.group(1)] = failed.get(m.group(1), 0) + 1
     return r.returncode, failed, "\n".join(r.stdout.splitlines()[-5:])
 
 
@@ -276,6 +319,10 @@ def main(argv=None) -> int:
     ap.add_argument("--every-test", action="store_true",
                     help="run a mutant's whole test set even when one failure suffices (slower; lists every "
                          "test that catches it)")
+    ap.add_argument("--tests", action="append", metavar="FILE",
+                    help="(repeatable) run these test files (or node ids) against every chosen mutant instead of its own "
+                         "test set, e.g. to see whether one property alone catches it (the verdict then "
+                         "counts the failures among these)")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # restore and clean up on kill
     known = mutant_by_name()
@@ -293,7 +340,8 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="twinsweep-mutants-") as tmp:
         copy = Path(tmp) / "repo"
         _copy_tree(copy)
-        union = sorted({t for m in chosen for t in m.tests})
+        tests_of = (lambda m: tuple(args.tests)) if args.tests else (lambda m: m.tests)
+        union = sorted({t for m in chosen for t in tests_of(m)})
         t0 = time.perf_counter()
         code, failed, tail = _pytest(copy, union, args.timeout)
         print(f"baseline (unmutated copy): {len(union)} test files, {time.perf_counter() - t0:.0f} s, exit {code}",
@@ -309,7 +357,7 @@ def main(argv=None) -> int:
             try:
                 # one failure suffices unless two independent tests are required (then every test runs)
                 stop = 1 if m.min_kills == 1 and not args.every_test else 0
-                code, failed, _ = _pytest(copy, m.tests, args.timeout, maxfail=stop)
+                code, failed, _ = _pytest(copy, tests_of(m), args.timeout, maxfail=stop)
             finally:
                 path.write_text(original)
             caught = len(failed)
@@ -319,7 +367,7 @@ def main(argv=None) -> int:
                   f"{caught} test(s) failed{' (stopped at the first)' if stop and caught else ''}, "
                   f"{m.min_kills} needed", flush=True)
             for t in sorted(failed):
-                print(f"    {t}")
+                print(f"    {t}" + (f" ({failed[t]} items)" if failed[t] > 1 else ""))
     print(f"{len(chosen) - bad} of {len(chosen)} mutants caught as required")
     return 1 if bad else 0
 

@@ -7,6 +7,16 @@ ran, time limits missing or <= 0 (imputed, with or without a system default), li
 than run times (kills), trace order unlike submit order, tied priorities, and windows whose start
 finds jobs running (prepopulated) or waiting, with or without an end.
 
+Most of those traces never block a queue head: EASY and conservative backfilling then schedule
+exactly as ``none`` does, and an example cannot tell a backfill bug from a correct pass.
+:func:`blocked_scenarios` is the second family: jobs running from the start with staggered time
+limits (some ending early, some overrunning), wide jobs behind them that the policy puts first
+(a short limit for sjf, the widest for ljf, the highest priority for priority), candidates
+whose limits end around the head's shadow time (before, exactly at, just after) and whose sizes
+are around the extra nodes, then a tail of ordinary random jobs. :func:`reference_scenarios`
+draws from both (one in four from :func:`scenarios`); tests/telling_share.py measures how often
+each backfill variant then differs from ``none``.
+
 :func:`run_engine` runs the twin on a scenario through ``twinsweep.core.run.simulate`` and
 :func:`engine_outcomes` reads its jobs table back into the reference's terms.
 """
@@ -51,33 +61,141 @@ class Scenario:
     avg_power_w: tuple = ()  # per job, recorded power over all its nodes, NaN = unknown
 
 
+def _random_job(draw, nodes: int, submit_lo: int = 0) -> ref.Job:
+    """One job of the edge-case mix (module docstring), submitted at or after ``submit_lo``."""
+    ints = lambda lo, hi: draw(st.integers(lo, hi))  # noqa: E731 - plain integer draws: cheap to generate
+    k = ints(0, 9)  # submit: a few popular seconds (several events at once), else any
+    submit = submit_lo + ((0, 0, 1, 2, 5, 10, 20)[k] if k < 7 else ints(0, 40))
+    k = ints(0, 15)  # run time: never ran, zero, short, any, long
+    run = None if k == 0 else 0 if k < 4 else ints(1, 6) if k < 7 else ints(1, 60) if k < 12 else ints(20, 60)
+    k = ints(0, 7)  # limit: missing, unusable (0, -1), any (often < run: killed), one the job keeps
+    limit = None if k < 2 else (0, -1)[k - 2] if k < 4 else ints(1, 80) if k < 6 else (run or 0) + ints(0, 30)
+    k = ints(0, 11)  # nodes: 0 and too many (rejected), else fits
+    size = 0 if k == 0 else nodes + ints(1, 3) if k == 1 else ints(1, nodes)
+    rec = None if ints(0, 1) == 0 else submit + ints(0, 60)  # recorded start: unknown, or after a wait
+    prio = None if ints(0, 1) == 0 else float(ints(0, 3))
+    return ref.Job(submit=submit, run=run, limit=limit, nodes=size, recorded_start=rec, priority=prio)
+
+
+def _power_columns(draw, jobs) -> tuple[tuple, tuple]:
+    cpu = tuple(draw(st.one_of(st.just(math.nan), st.floats(0, 1))) for _ in jobs)
+    avg = tuple(draw(st.one_of(st.just(math.nan), st.just(math.nan), st.floats(0, 5000))) for _ in jobs)
+    return cpu, avg
+
+
 @st.composite
 def scenarios(draw, max_jobs: int = 14, max_nodes: int = 8, power: bool = False):
     """A :class:`Scenario` (see the module docstring)."""
     nodes = draw(st.integers(1, max_nodes))
-    ints = lambda lo, hi: draw(st.integers(lo, hi))  # noqa: E731 - plain integer draws: cheap to generate
-    jobs = []
-    for _ in range(ints(1, max_jobs)):
-        k = ints(0, 9)  # submit: a few popular seconds (several events at once), else any
-        submit = (0, 0, 1, 2, 5, 10, 20)[k] if k < 7 else ints(0, 40)
-        k = ints(0, 15)  # run time: never ran, zero, short, any, long
-        run = None if k == 0 else 0 if k < 4 else ints(1, 6) if k < 7 else ints(1, 60) if k < 12 else ints(20, 60)
-        k = ints(0, 7)  # limit: missing, unusable (0, -1), any (often < run: killed), one the job keeps
-        limit = None if k < 2 else (0, -1)[k - 2] if k < 4 else ints(1, 80) if k < 6 else (run or 0) + ints(0, 30)
-        k = ints(0, 11)  # nodes: 0 and too many (rejected), else fits
-        size = 0 if k == 0 else nodes + ints(1, 3) if k == 1 else ints(1, nodes)
-        rec = None if ints(0, 1) == 0 else submit + ints(0, 60)  # recorded start: unknown, or after a wait
-        prio = None if ints(0, 1) == 0 else float(ints(0, 3))
-        jobs.append(ref.Job(submit=submit, run=run, limit=limit, nodes=size, recorded_start=rec, priority=prio))
+    jobs = [_random_job(draw, nodes) for _ in range(draw(st.integers(1, max_jobs)))]
     default = draw(st.sampled_from([None, None, 1, 25, 60]))
     mode = draw(st.sampled_from(["open", "open", "start", "start+duration", "start+duration", "duration"]))
     start = draw(st.integers(0, 60)) if mode.startswith("start") else None
     duration = draw(st.integers(1, 120)) if mode in ("start+duration", "duration") else None
-    cpu, avg = (), ()
-    if power:
-        cpu = tuple(draw(st.one_of(st.just(math.nan), st.floats(0, 1))) for _ in jobs)
-        avg = tuple(draw(st.one_of(st.just(math.nan), st.just(math.nan), st.floats(0, 5000))) for _ in jobs)
+    cpu, avg = _power_columns(draw, jobs) if power else ((), ())
     return Scenario(tuple(jobs), nodes, default, start, duration, cpu, avg)
+
+
+@st.composite
+def blocked_scenarios(draw, max_nodes: int = 10, power: bool = False):
+    """A :class:`Scenario` whose queue head is blocked behind running jobs (module docstring).
+
+    Layout (s), one time in three the *pull-forward* one: a long job (limit 45-90 s) that ends
+    early at 7-14 s and a short one (limit 15-30 s) running from 0; a head submitted at 1 that
+    needs nodes of both and comes first in every policy's order; and a job submitted at 2-6 that
+    does not fit now and is reserved between the short job's end and the head's shadow: when the
+    long job ends early, the head's reservation moves forward onto that slot and pushes the job's
+    reservation back (a moved reservation, under every policy and kill on or off). Otherwise:
+    1-4 jobs submitted at 0 that all fit (so they run from 0 under every policy), with
+    time limits 4-90 s (often one short and the others long); each ends at its limit, earlier
+    (often at 7-14 s, after the candidates' submissions: an early end pulls reservations forward
+    and can push a later job's back, a moved reservation, also under fcfs), or later (killed at
+    its limit, or overdue with kill off). 1-2 wide jobs submitted at 1 that do not fit beside
+    them; each is, with probability 3/4, the first in every policy's order (limit 1-12 s, nodes
+    at least the others', priority 9). 1-6 candidates submitted at 2-6: most fit now, with limits
+    ending within a few seconds of the first head's shadow time (as computed at 1 from the running
+    jobs' limits; sometimes any limit) and sizes up to the free nodes, some of them exactly the
+    extra nodes; or, when a running job ends before the shadow, too wide for now and short enough
+    to fit between that end and the shadow (a reservation an early end of the shadow's job may
+    push back). Then 0-4 jobs of the :func:`scenarios` mix. The window is usually open; else it
+    starts at 1 or 2 (the running jobs, recorded at 0, are prepopulated) or ends after 40-150 s.
+    """
+    ints = lambda lo, hi: draw(st.integers(lo, hi))  # noqa: E731
+    n = ints(4, max_nodes)
+    running, busy, pulled = [], 0, []
+    if ints(0, 2) == 0:  # the pull-forward layout (docstring)
+        a = ints(1, n - 2)
+        b = ints(1, n - a)
+        f = n - a - b
+        long_limit, short_limit = ints(45, 90), ints(15, 30)
+        running = [ref.Job(submit=0, run=ints(7, 14), limit=long_limit, nodes=a, recorded_start=0, priority=1.0),
+                   ref.Job(submit=0, run=short_limit, limit=short_limit, nodes=b, recorded_start=0, priority=1.0)]
+        busy = a + b
+        head_limit = ints(5, 12)
+        pulled = [ref.Job(submit=1, run=head_limit, limit=head_limit, nodes=n if ints(0, 1) else ints(f + a + 1, n),
+                          recorded_start=None, priority=9.0)]
+        c_limit = ints(max(13, long_limit - short_limit - 8), long_limit - short_limit)
+        pulled.append(ref.Job(submit=ints(2, 6), run=c_limit, limit=c_limit, nodes=ints(f + 1, f + b),
+                              recorded_start=None, priority=5.0))
+    for _ in range(0 if running else ints(1, 4)):
+        if busy >= n - 1:
+            break
+        size = ints(1, n - 1 - busy)
+        # staggered limits: often one short (4-30 s) and the others long (40-90 s), a wide gap between
+        limit = ints(4, 30) if (running and ints(0, 1) == 0) else ints(40, 90) if running else ints(4, 90)
+        k = ints(0, 5)  # ends at its limit, early (often just after the candidates arrive), or overruns it
+        run = limit if k < 2 else min(ints(7, 14), limit - 1) if k < 4 else ints(1, limit - 1) if k < 5 \
+            else limit + ints(1, 20)
+        running.append(ref.Job(submit=0, run=run, limit=limit, nodes=size, recorded_start=0, priority=float(ints(0, 3))))
+        busy += size
+    free = n - busy
+    ends = sorted((j.limit, j.nodes) for j in running)  # expected ends, all started at 0
+    heads = pulled[:1]
+    for _ in range(ints(0, 1) if heads else ints(1, 2)):
+        favoured = ints(0, 3) > 0
+        size = ints(max(free + 1, n - 1), n) if favoured else ints(free + 1, n)
+        limit = ints(1, 12) if favoured else ints(1, 90)
+        heads.append(ref.Job(submit=1, run=ints(0, limit), limit=limit, nodes=size, recorded_start=None,
+                             priority=9.0 if favoured else float(ints(0, 3))))
+    avail, shadow = free, ends[-1][0]
+    for end, size in ends:  # the first head's shadow time as seen at 1 (DESIGN §3.7)
+        avail += size
+        if avail >= heads[0].nodes:
+            shadow = end
+            break
+    extra = max(free + sum(m for e, m in ends if e <= shadow) - heads[0].nodes, 0)
+    first_end, first_nodes = ends[0]
+    gap = first_end < shadow  # a running job ends before the shadow: room for a job in between
+    cands = []
+    for _ in range(ints(1, 6)):
+        submit = ints(2, 6)
+        if gap and ints(0, 1) == 0:  # does not fit now, fits from the first end until the shadow
+            size = ints(free + 1, free + first_nodes)
+            limit = max(1, shadow - first_end + ints(-5, 0))
+        else:
+            k = ints(0, 7)  # limit: ends before, at or just after the shadow; sometimes anything
+            limit = (max(1, shadow - submit + ints(-6, 4)) if k < 5 else max(1, shadow - submit) if k < 6
+                     else ints(1, 120))
+            size = extra if (extra and ints(0, 2) == 0) else ints(1, max(free, 1))
+        k = ints(0, 5)  # run: its limit, shorter, or longer (killed)
+        run = limit if k < 3 else ints(0, limit) if k < 5 else limit + ints(1, 10)
+        cands.append(ref.Job(submit=submit, run=run, limit=limit, nodes=size, recorded_start=None,
+                             priority=None if ints(0, 2) == 0 else float(ints(0, 3))))
+    tail = [_random_job(draw, n, submit_lo=3) for _ in range(ints(0, 4))]
+    jobs = running + heads + pulled[1:] + cands + tail
+    default = draw(st.sampled_from([None, 25, 60]))
+    mode = draw(st.sampled_from(["open"] * 6 + ["start", "duration"]))
+    start = ints(1, 2) if mode == "start" else None
+    duration = ints(40, 150) if mode == "duration" else None
+    cpu, avg = _power_columns(draw, jobs) if power else ((), ())
+    return Scenario(tuple(jobs), n, default, start, duration, cpu, avg)
+
+
+def reference_scenarios(power: bool = False):
+    """The reference-agreement tests' strategy: :func:`blocked_scenarios` three times in four,
+    :func:`scenarios` (every edge case of §3) once."""
+    return st.one_of(scenarios(power=power), blocked_scenarios(power=power), blocked_scenarios(power=power),
+                     blocked_scenarios(power=power))
 
 
 def workload(scn: Scenario) -> Workload:

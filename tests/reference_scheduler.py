@@ -87,12 +87,14 @@ class Outcome:
 @dataclasses.dataclass
 class PassRecord:
     """One scheduling pass: its time, the jobs it started (queue order), and for EASY the head,
-    its shadow time and the jobs started in queue order before the head was found."""
+    its shadow time, the first expected end among the running jobs it walked (``first_end``) and
+    the jobs started in queue order before the head was found."""
 
     time: int
     started: list
     head: Optional[int] = None
     shadow: Optional[int] = None
+    first_end: Optional[int] = None
     in_order: list = dataclasses.field(default_factory=list)
 
 
@@ -248,7 +250,7 @@ def simulate(jobs: list, nodes: int, policy: str = "fcfs", backfill: str = "easy
                 break
         assert shadow is not None, "the head fits an empty machine"
         extra = free_count() + sum(m for e, m in ends if e <= shadow) - need
-        rec.head, rec.shadow = head, shadow
+        rec.head, rec.shadow, rec.first_end = head, shadow, ends[0][0]
         for i in q[k + 1:]:
             m = jobs[i].nodes
             if m > free_count():

@@ -6,7 +6,8 @@ from hypothesis import HealthCheck, assume, event, given, settings, target
 from hypothesis import strategies as st
 
 import reference_scheduler as ref
-from reference_harness import engine_starts, examples, kept_has_priority, run_engine, run_reference, scenarios
+from reference_harness import (engine_starts, examples, kept_has_priority, reference_scenarios, run_engine,
+                               run_reference)
 from twin_helpers import schedule_of, simulate_tiny
 
 N = 8
@@ -91,7 +92,7 @@ def _reference_and_engine(scn, policy, backfill):
 
 @pytest.mark.parametrize("policy", ref.POLICIES)
 @settings(max_examples=examples(GUARANTEE_EXAMPLES), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scn=scenarios())
+@given(scn=reference_scenarios())
 def test_easy_head_starts_no_later_than_its_shadow_time(scn, policy):
     # EASY's promise: the job at the head of the queue when the pass finds it blocked starts no
     # later than the shadow time computed then, whatever is backfilled behind it, as long as it
@@ -118,7 +119,7 @@ def test_easy_head_starts_no_later_than_its_shadow_time(scn, policy):
 
 @pytest.mark.parametrize("policy", ref.POLICIES)
 @settings(max_examples=examples(GUARANTEE_EXAMPLES), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scn=scenarios())
+@given(scn=reference_scenarios())
 def test_conservative_job_starts_by_its_first_reservation_unless_it_moved(scn, policy):
     # Conservative backfilling's promise: every queued job starts no later than the reservation
     # it got at its first pass, unless a later pass moved its reservation later (an earlier job in

@@ -234,3 +234,13 @@ def test_replay_uses_recorded_nodes_when_free():
     assert list(out.node_ids[0]) == [5, 7]
     assert list(out.node_ids[1]) == [0, 1]  # node 5 busy: lowest free, counted
     assert res.counts["placement_fallbacks"] == 1
+
+
+def test_replay_counts_a_job_delayed_by_an_inconsistent_trace():
+    # 2 nodes. J0 recorded [0, 10) on both; J1 (1 node) recorded to start at 5, when none is free:
+    # replay starts it as soon as it fits, at 10, and counts one delayed job
+    out, res = simulate_tiny([dict(submit=0, run=10, limit=10, nodes=2, start=0),
+                              dict(submit=0, run=5, limit=5, nodes=1, start=5)], nodes=2, policy="replay",
+                             backfill="none")
+    assert schedule_of(out) == {0: (0, 10), 1: (10, 15)}
+    assert res.counts["replay_delayed"] == 1

@@ -63,10 +63,12 @@ LAZY_INTERNAL = {
                              "validate a policy name",
     "twinsweep.core.system": "the cooling model (and its FMU path) loads only for a system with [cooling]",
     "twinsweep.core.run": "the trace loaders and data paths load only when simulate has no Workload given; "
-                          "power traces and the cooling model only when the run uses them",
+                          "power traces, the cooling model and the external-scheduler protocol only when the "
+                          "run uses them",
     "twinsweep.core.engine": "the scheduler is built only when the run is not a replay",
     "twinsweep.core.cooling.wetbulb": "the data folder is looked up only for a wet-bulb file",
-    "twinsweep.core.scheduler": "plug-in loading on first use",
+    "twinsweep.core.scheduler": "plug-in loading on first use; the external-scheduler protocol only for "
+                                "policy 'external'",
     "twinsweep.core.backfill.conservative": "the numba profile (~1 s to compile/import) loads on first use",
     "twinsweep.core.fetch": "data-folder lookup only on download",
     "twinsweep.core.loaders._registry": "the parsed-trace cache loads only when a trace is loaded",

@@ -27,7 +27,7 @@ def test_names_unique_and_issue_16_mutants_need_two_tests():
     names = mutant_by_name()
     for name in ("easy-shadow-first-end", "extra-not-decremented", "expected-end-is-real-end"):
         assert names[name].min_kills >= 2
-    assert {m.file for m in MUTANTS} >= {"core/scheduler.py", "core/engine.py", "core/power.py", "sweep/store.py"}
+    assert {m.file for m in MUTANTS} >= {"core/scheduler.py", "core/kernel.py", "core/power.py", "sweep/store.py"}
 
 
 def test_apply_refuses_a_missing_or_repeated_snippet():

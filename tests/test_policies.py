@@ -194,6 +194,38 @@ def test_weighted_mixed_by_hand():
     assert list(run_engine(jobs, 4, "weighted", options={}).jobs["start_time"]) == [0, 100, 110]
 
 
+def test_weighted_default_normalisers_by_hand():
+    """The weighted policy's factors with their default normalisers (core/policies/weighted.py; DESIGN
+    §3.6 names the policy but not its features' normalisation, so the reference scheduler cannot
+    cover it): size / system nodes (8 here, larger than any request), 1 − limit / the largest
+    limit (400 s), (first submit − submit) / age_norm_s (7 d). Jobs: (submit, nodes, limit) =
+    (0, 2, 100), (10, 4, 400), (20, 1, 50); w_size 1, w_tlimit 2, w_age 604.8 (so age is −submit/1000):
+    scores 2/8 + 2·0.75 + 0 = 1.75, 4/8 + 0 − 0.01 = 0.49, 1/8 + 2·0.875 − 0.02 = 1.855; key = −score."""
+    view = JobView(submit=[0, 10, 20], nodes=[2, 4, 1], time_limit=[100, 400, 50], trace_index=[0, 1, 2],
+                   priority=[np.nan] * 3, user=["u"] * 3, account=["a"] * 3)
+    pol = Weighted(view, {"w_size": 1.0, "w_tlimit": 2.0, "w_age": 604.8}, SchedulerContext(system_nodes=8))
+    assert [pol.key(j) for j in range(3)] == pytest.approx([-1.75, -0.49, -1.855])
+    # explicit normalisers replace the defaults: size / 2, 1 − limit / 800
+    pol = Weighted(view, {"w_size": 1.0, "w_tlimit": 2.0, "size_norm": 2, "tlimit_norm_s": 800},
+                   SchedulerContext(system_nodes=8))
+    assert [pol.key(j) for j in range(3)] == pytest.approx([-(1 + 2 * 0.875), -(2 + 2 * 0.5), -(0.5 + 2 * 0.9375)])
+
+
+def test_fairshare_queue_is_rekeyed_at_every_pass():
+    """3 nodes, w_fairshare only. u1's 1-node job runs [0, 100), u2's 2-node job [0, 20). u1's and u2's
+    3-node jobs are submitted at 5 and 6: then u2 has used twice u1's node-seconds, F(u1) = 2^(-(1/3)/0.5)
+    > F(u2): u1's first. When both can start, at 100, u1 has used 100 node-s and u2 40: F(u1) =
+    2^(-(100/140)/0.5) = 0.37 < F(u2) = 2^(-(40/140)/0.5) = 0.67, so u2's job starts first — only
+    if the queue is sorted again at that pass (fcfs runs u1's first)."""
+    jobs = [dict(submit=0, run=100, limit=100, nodes=1, user="u1"),
+            dict(submit=0, run=20, limit=20, nodes=2, user="u2"),
+            dict(submit=5, run=10, limit=10, nodes=3, user="u1"),
+            dict(submit=6, run=10, limit=10, nodes=3, user="u2")]
+    assert list(run_engine(jobs, 3, "fcfs").jobs["start_time"]) == [0, 0, 100, 110]
+    fs = run_engine(jobs, 3, "weighted", "none", options={"w_fairshare": 1.0})
+    assert list(fs.jobs["start_time"]) == [0, 0, 110, 100]
+
+
 def test_weighted_static_unless_fairshare():
     view = JobView(submit=[0, 1], nodes=[1, 2], time_limit=[10, 20], trace_index=[0, 1], priority=[np.nan] * 2,
                    user=["u1", "u2"], account=["a", "a"])

@@ -36,6 +36,19 @@ def test_sign_test_exact_values_with_ties_split():
     assert sign_test(0, 0, 0) == 1.0 and sign_test(3, 3, 0) == pytest.approx(1.0)
 
 
+def test_sign_test_matches_scipy_binomtest():
+    # independent method: scipy's exact binomial test (the exact sum here replaced it to keep scipy
+    # out of the report's import); every split of up to 40 comparisons, ties even and odd
+    from scipy.stats import binomtest
+    for n in range(0, 41):
+        for a in range(n + 1):
+            for ties in (0, 1, 2):
+                half = ties // 2
+                k, m = a + half, n + 2 * half
+                want = 1.0 if m == 0 else binomtest(k, m, 0.5).pvalue
+                assert sign_test(a, n - a, ties) == pytest.approx(want, rel=1e-12, abs=1e-300), (a, n - a, ties)
+
+
 def test_pair_flips_and_window_stability_by_hand():
     # 5 seeds; a beats b in 4 and loses 1; c is worst everywhere; d equals a in every seed
     runs = _runs({"a": [1, 1, 1, 1, 3], "b": [2, 2, 2, 2, 2], "c": [9, 9, 9, 9, 9], "d": [1, 1, 1, 1, 3]})
@@ -103,6 +116,37 @@ def test_pareto_objectives_come_from_the_spec_then_the_tradeoff_then_the_rank():
     assert pareto_metrics(study, ["bsld_mean", "wait_mean_s", "utilization"]) == ["utilization", "wait_mean_s"]
     assert pareto_metrics({"rank": study["rank"], "report": {}}) == ["bsld_mean", "wait_mean_s"]
     assert pareto_metrics({"rank": study["rank"][:1], "report": {}}) == []
+
+
+def test_pareto_chart_is_svg_in_the_page_styles_with_log_axis_and_hollow_dominated(tmp_path):
+    import re
+
+    from twinsweep.core.metrics import metric
+    from twinsweep.sweep.plotting import variant_styles
+    from twinsweep.sweep.report import _Page
+    from twinsweep.sweep.report_pareto import section_pareto
+
+    # waits 3 s .. 900 s (span 300 > 10: log axis), utilisation 0.2 .. 0.9 (linear from the floor 0)
+    rows = [{"dataset": "d", "window": "w", "seed": s, "variant": v, "wait_mean_s": w, "utilization": u}
+            for v, pts in {"A": [(3, 0.2), (5, 0.3)], "B": [(800, 0.9), (900, 0.8)],
+                           "C": [(850, 0.25), (880, 0.3)]}.items() for s, (w, u) in enumerate(pts)]
+    styles = variant_styles(list("ABC"))
+    pg = _Page(tmp_path, styles=styles)
+    study = {"rank": [], "report": {"pareto": ["wait_mean_s", "utilization"]}}
+    section_pareto(pg, pd.DataFrame(rows), list("ABC"), study, {"utilization": "max"})
+    svg = (tmp_path / "pareto.svg").read_text()
+    assert svg.startswith("<svg ") and "".join(pg.parts).count("<svg ") == 1 and not list(tmp_path.glob("*.png"))
+    # one marker (r=4.5) per variant in its page colour; C (wait 865, util 0.275) is dominated by B: hollow
+    markers = re.findall(r'<circle cx="[^"]+" cy="[^"]+" r="4.5" fill="([^"]+)" stroke="([^"]+)"', svg)
+    assert markers == [(styles["A"].color, styles["A"].color), (styles["B"].color, styles["B"].color),
+                       ("#ffffff", styles["C"].color)]
+    # log x axis (display unit: hours) from 3 s/1.3 to 900 s*1.3 = 0.00064 .. 0.325 h: ticks 1, 2, 5 x 10^k inside
+    assert metric("wait_mean_s").scale == 3600
+    ticks = re.findall(r'font-size="10" text-anchor="middle" fill="#222222">([^<]+)</text>', svg)
+    assert ticks == ["0.001", "0.002", "0.005", "0.01", "0.02", "0.05", "0.1", "0.2"]
+    ylab = re.findall(r'font-size="10" text-anchor="end" fill="#222222">([^<]+)</text>', svg)
+    assert ylab == ["0", "20", "40", "60", "80"]  # per cent, floor 0, to 90 % + 6 % of the span
+    assert (tmp_path / "pareto.csv").exists()
 
 
 # ------------------------------------------------------------------------------ the twin's error
@@ -206,4 +250,8 @@ def test_report_of_a_sweep_with_the_recorded_schedule(tmp_path):
     verdict = page[page.index('id="verdict"'):page.index('id="tradeoffs"')]
     assert "replay" not in re.sub(r"The recorded schedule \([^)]*\)", "", verdict.split("</ul>")[0])
     assert "too few blocks" in verdict  # 2 blocks
-    assert 'href="#fidelity"' in verdict and "pareto.png" in page
+    assert 'href="#fidelity"' in verdict
+    # the trade-off chart is inline SVG (also written as pareto.svg), no PNG
+    tradeoffs = page[page.index('id="tradeoffs"'):page.index('id="stability"')]
+    assert "<svg " in tradeoffs and "<img " not in tradeoffs
+    assert (rep / "pareto.svg").exists() and not (rep / "pareto.png").exists()

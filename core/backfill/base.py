@@ -43,6 +43,10 @@ class Backfill(abc.ABC):
     Class attributes: ``name`` (the registered name, set at registration when empty),
     ``Options`` (a frozen dataclass subclassing :class:`BackfillOptions`).
 
+    Hook (a no-op here): :meth:`on_remove`, called when a queued job leaves the queue without
+    starting (cancelled by its user, run option ``queue_cancelled``); a variant that keeps state
+    between passes drops what it kept about that job.
+
     Instance attributes: ``static_queue`` (set by the scheduler: True when the queue order of
     queued jobs never changes between passes, i.e. the policy is not dynamic; a variant may then
     keep state between passes), ``stats`` (dict str -> int of counters reported in the run's
@@ -79,6 +83,10 @@ class Backfill(abc.ABC):
         Returns: a list of distinct queued jobs whose nodes fit together in ``free_nodes``; the
         scheduler raises RuntimeError otherwise.
         """
+
+    def on_remove(self, job: int, now: int) -> None:
+        """Hook: queued ``job`` left the queue at ``now`` without starting (cancelled); between
+        two passes the queue may lose jobs this way as well as gain submissions. No-op by default."""
 
 
 def _check_backfill(name: str, obj) -> None:

@@ -33,6 +33,11 @@ class Conservative(Backfill):
         self.stats = {"reservation_delays": 0}
         self.state: _State | None = None
 
+    def on_remove(self, job, now):
+        """A cancelled job's reservation is in the saved profile: rebuild at the next pass."""
+        if self.state is not None:
+            self.state.profile = None
+
     def select(self, now, queue, cluster):
         c = self.state
         if c is None:

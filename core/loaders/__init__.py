@@ -22,8 +22,9 @@ Built-in formats (detected from the first lines when ``format`` is None; highest
 
 Node lists: :mod:`core.loaders.nodelist`. Add a format with :func:`register_loader` (one module
 that registers itself when imported), or as an installed plug-in through the ``twinsweep.loaders``
-entry-point group (docs/plugins.md, "Add a trace format"). Every format, built-in or not, runs
-the shared conformance suite (``tests/test_loader_conformance.py``).
+entry-point group (docs/plugins.md, "Add a trace format"). A format with a sample file runs the
+shared conformance suite (``twinsweep.testing.conformance.LoaderConformance``; the built-ins with a
+bundled sample in ``tests/test_loader_conformance.py``, a plug-in in its own tests).
 """
 
 from ._registry import (

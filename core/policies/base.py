@@ -50,7 +50,9 @@ class Policy(abc.ABC):
 
     Hooks, called by the scheduler (no-ops here; override what you need):
         :meth:`observe` at the start of every pass (even with an empty queue; every job end is
-        followed by a pass), :meth:`on_start` with the jobs a pass started.
+        followed by a pass), :meth:`on_start` with the jobs a pass started, :meth:`on_remove`
+        when a queued job leaves the queue without starting (cancelled by its user, the run
+        option ``queue_cancelled``).
     """
 
     name: ClassVar[str] = ""
@@ -87,6 +89,10 @@ class Policy(abc.ABC):
 
     def on_start(self, jobs: Sequence[int], now: int) -> None:
         """Hook: the jobs a pass started at ``now``, in start order. No-op by default."""
+
+    def on_remove(self, job: int, now: int) -> None:
+        """Hook: queued ``job`` left the queue at ``now`` without starting (cancelled). No-op
+        by default."""
 
 
 def _check_policy(name: str, obj) -> None:
