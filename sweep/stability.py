@@ -81,6 +81,20 @@ def _orient(c: np.ndarray, mean: np.ndarray, i: int, j: int) -> tuple[int, int]:
     return (j, i) if mean[j] < mean[i] else (i, j)
 
 
+def _window_counts(runs, variants, directions, tradeoff, objectives):
+    """Per (dataset, window) with scores, and per objective: ``(dataset, window, objective,
+    block_scores, scores (seeds x variants), win counts, seeds)``; the shared walk of
+    :func:`pair_flips` and :func:`window_stability`."""
+    for (ds, win), g in runs.groupby(["dataset", "window"], sort=False):
+        bs = block_scores(g, variants, directions, tradeoff)
+        if bs is None:
+            continue
+        for o in _objectives(bs, objectives):
+            sc = bs.scores(o)
+            c, n = win_counts(sc, "min")
+            yield ds, win, o, bs, sc, c, n
+
+
 def pair_flips(runs: pd.DataFrame, variants: list[str], directions: dict[str, str], tradeoff: dict[str, float],
                objectives: list[str]) -> pd.DataFrame:
     """Every pair of variants per (dataset, window) and objective across the seeds: columns
@@ -90,22 +104,16 @@ def pair_flips(runs: pd.DataFrame, variants: list[str], directions: dict[str, st
     incomplete blocks already set apart); ``directions``: metric -> min/max; ``tradeoff``: metric ->
     weight; ``objectives``: metrics and/or :data:`sweep.verdict.TRADEOFF`, in page order."""
     rows = []
-    for (ds, win), g in runs.groupby(["dataset", "window"], sort=False):
-        bs = block_scores(g, variants, directions, tradeoff)
-        if bs is None:
-            continue
-        for o in _objectives(bs, objectives):
-            sc = bs.scores(o)
-            c, n = win_counts(sc, "min")
-            mean = sc.mean(axis=0)
-            for i in range(len(bs.variants)):
-                for j in range(i + 1, len(bs.variants)):
-                    a, b = _orient(c, mean, i, j)
-                    ties = n - c[a, b] - c[b, a]
-                    rows.append({"dataset": ds, "window": win, "objective": o, "a": bs.variants[a],
-                                 "b": bs.variants[b], "seeds": n, "a_better": int(c[a, b]), "b_better": int(c[b, a]),
-                                 "ties": int(ties), "flip_share": c[b, a] / n, "tie_share": ties / n,
-                                 "p_sign": sign_test(int(c[a, b]), int(c[b, a]), int(ties))})
+    for ds, win, o, bs, sc, c, n in _window_counts(runs, variants, directions, tradeoff, objectives):
+        mean = sc.mean(axis=0)
+        for i in range(len(bs.variants)):
+            for j in range(i + 1, len(bs.variants)):
+                a, b = _orient(c, mean, i, j)
+                ties = n - c[a, b] - c[b, a]
+                rows.append({"dataset": ds, "window": win, "objective": o, "a": bs.variants[a],
+                             "b": bs.variants[b], "seeds": n, "a_better": int(c[a, b]), "b_better": int(c[b, a]),
+                             "ties": int(ties), "flip_share": c[b, a] / n, "tie_share": ties / n,
+                             "p_sign": sign_test(int(c[a, b]), int(c[b, a]), int(ties))})
     return pd.DataFrame(rows, columns=PAIR_COLUMNS)
 
 
@@ -127,21 +135,15 @@ def window_stability(runs: pd.DataFrame, variants: list[str], directions: dict[s
     ``stable_top`` (module docstring) and ``order`` (the variants by mean score, ``" > "``-joined).
     Arguments as :func:`pair_flips`."""
     rows = []
-    for (ds, win), g in runs.groupby(["dataset", "window"], sort=False):
-        bs = block_scores(g, variants, directions, tradeoff)
-        if bs is None:
-            continue
-        for o in _objectives(bs, objectives):
-            sc = bs.scores(o)
-            c, n = win_counts(sc, "min")
-            order = np.argsort(sc.mean(axis=0), kind="stable")
-            k = len(bs.variants)
-            reversed_ = np.minimum(c, c.T)[np.triu_indices(k, 1)]  # the minority count of each pair
-            rows.append({"dataset": ds, "window": win, "objective": o, "seeds": n, "variants": k,
-                         "pairs": k * (k - 1) // 2, "pairs_flipping": int((reversed_ > 0).sum()),
-                         "max_flip_share": float(reversed_.max() / n) if len(reversed_) else 0.0,
-                         "stable_top": _stable_top(c, order),
-                         "order": " > ".join(bs.variants[i] for i in order)})
+    for ds, win, o, bs, sc, c, n in _window_counts(runs, variants, directions, tradeoff, objectives):
+        order = np.argsort(sc.mean(axis=0), kind="stable")
+        k = len(bs.variants)
+        reversed_ = np.minimum(c, c.T)[np.triu_indices(k, 1)]  # the minority count of each pair
+        rows.append({"dataset": ds, "window": win, "objective": o, "seeds": n, "variants": k,
+                     "pairs": k * (k - 1) // 2, "pairs_flipping": int((reversed_ > 0).sum()),
+                     "max_flip_share": float(reversed_.max() / n) if len(reversed_) else 0.0,
+                     "stable_top": _stable_top(c, order),
+                     "order": " > ".join(bs.variants[i] for i in order)})
     return pd.DataFrame(rows)
 
 
