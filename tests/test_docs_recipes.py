@@ -83,6 +83,15 @@ def test_policy_recipe_by_module_path_and_as_an_installed_entry_point(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
     _write(site, "area_first.py")
+    _install_entry_points(site)
+    _run(_twinsweep("run", "--data", "jobs.swf", "--policy", "area_first", "--backfill", "none",
+                    "--out", "out/installed", "--quiet"), tmp_path, site)
+    assert _starts(tmp_path / "out" / "installed") == {"1": 0, "2": 150, "3": 100, "4": 150}
+
+
+def _install_entry_points(site: Path) -> None:
+    """The page's pyproject.toml as an installed distribution: a dist-info with its entry points
+    in ``site`` (found by importlib.metadata on the path, as pip would leave it)."""
     meta = tomllib.loads(recipe_files()["pyproject.toml"])
     name, version = meta["project"]["name"], meta["project"]["version"]
     info = site / f"{name.replace('-', '_')}-{version}.dist-info"
@@ -91,9 +100,36 @@ def test_policy_recipe_by_module_path_and_as_an_installed_entry_point(tmp_path):
     eps = meta["project"]["entry-points"]
     (info / "entry_points.txt").write_text(
         "".join(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in items.items()) for group, items in eps.items()))
-    _run(_twinsweep("run", "--data", "jobs.swf", "--policy", "area_first", "--backfill", "none",
-                    "--out", "out/installed", "--quiet"), tmp_path, site)
-    assert _starts(tmp_path / "out" / "installed") == {"1": 0, "2": 150, "3": 100, "4": 150}
+
+
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_an_installed_policy_is_present_in_every_worker(tmp_path, backend):
+    """The installed plug-in runs in a sweep's pool processes and Ray actors by its plain name,
+    with nothing imported by hand (issue 12: present in every worker of every backend)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    _write(site, "area_first.py")
+    _install_entry_points(site)
+    write_swf_rows(tmp_path / "jobs.swf", AREA_ROWS, max_nodes=4)
+    (tmp_path / "study.toml").write_text(textwrap.dedent("""
+        [study]
+        name = "installed"
+        output = "res"
+        seeds = 2
+        [perturbation]
+        runtime_sigma = 0.1
+        [[datasets]]
+        name = "tiny"
+        trace = "jobs.swf"
+        [grid]
+        policy = ["area_first", "fcfs"]
+        backfill = ["none"]
+        """))
+    _run(_twinsweep("sweep", "study.toml", "--backend", backend, "--workers", "2"), tmp_path, site)
+    runs = pd.read_parquet(tmp_path / "res" / "runs.parquet")
+    assert sorted(runs["policy"]) == ["area_first", "area_first", "fcfs", "fcfs"]
+    key = runs.loc[(runs["policy"] == "area_first") & (runs["seed"] == 0), "key"].iloc[0]
+    assert _starts(tmp_path / "res" / "runs" / key) == {"1": 0, "2": 150, "3": 100, "4": 150}
 
 
 def test_backfill_recipe_and_its_option_check(tmp_path):
