@@ -201,3 +201,13 @@ def test_metric_recipe_is_computed_with_the_run(tmp_path):
         """)
     out = json.loads(_run([sys.executable, "-c", code], tmp_path, tmp_path).stdout.strip().splitlines()[-1])
     assert out["m"] == pytest.approx(4 / (out["e"] / 3.6e9), rel=1e-12)  # all 4 jobs finish
+
+
+def test_a_plug_in_runs_the_shipped_conformance_suite(tmp_path):
+    """The page's conformance test for the policy recipe passes (run with pytest in a child)."""
+    _write(tmp_path, "area_first.py", "test_area_first.py")
+    _install_entry_points(tmp_path)
+    p = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_area_first.py"],
+             tmp_path, tmp_path, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert re.search(r"\b(\d+) passed\b", p.stdout) and " failed" not in p.stdout
