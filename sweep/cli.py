@@ -315,7 +315,10 @@ def _add_data_parser(sub):
     f.add_argument("--file", action="append", default=[], metavar="NAME", help="only this file (repeatable)")
     f.add_argument("--quiet", action="store_true", help="no progress bar")
     f.set_defaults(func=_cmd_data_fetch)
-    ls = dsub.add_parser("list", help="the datasets the fetch catalogue knows")
+    ls = dsub.add_parser("list", help="the datasets the fetch catalogue knows; with a name, its files",
+                         description="Without a name: every dataset of the fetch catalogue. With a dataset "
+                                     "name (e.g. pwa-swf): its files, each a name `twinsweep data fetch` takes.")
+    ls.add_argument("name", nargs="?", default=None, help="a dataset name: list its files")
     ls.set_defaults(func=_cmd_data_list)
 
 
@@ -334,13 +337,33 @@ def _cmd_data_list(args) -> int:
 
     from twinsweep.core.fetch import list_datasets
 
-    t = Table(title="datasets `twinsweep data fetch NAME` knows")
+    console = Console(width=None if sys.stdout.isatty() else 200)  # piped: no 80-column squeeze
+    datasets = list_datasets()
+    if args.name is not None:
+        match = [d for d in datasets if d.name == args.name]
+        if not match:
+            print(f"twinsweep: error: unknown dataset {args.name!r}; datasets: "
+                  f"{', '.join(d.name for d in datasets)}", file=sys.stderr)
+            return 2
+        d = match[0]
+        t = Table(title=f"files of {d.name} (`twinsweep data fetch NAME` takes each file name, with or without its .swf.gz)")
+        for col in ("file", "size", "verified by"):
+            t.add_column(col)
+        for f in d.files:
+            how = "sha256 + size" if f.sha256 else ("md5 + size" if f.md5 else
+                                                   ("the Zenodo record's md5" if d.md5_from else "nothing (warned)"))
+            t.add_row(f.name, "—" if f.size is None else f"{f.size:,} B", how)
+        if d.manual:
+            console.print(f"{d.name}: {d.manual}")
+        console.print(t)
+        return 0
+    t = Table(title="datasets `twinsweep data fetch NAME` knows (`twinsweep data list NAME`: its files)")
     for col in ("name", "title", "files", "verified", "loader", "system", "licence"):
         t.add_column(col)
-    for d in list_datasets():
+    for d in datasets:
         t.add_row(d.name, d.title, "manual" if d.manual else str(len(d.files)), d.verification, d.loader,
                   d.system or "by trace", d.licence)
-    Console().print(t)
+    console.print(t)
     return 0
 
 

@@ -661,7 +661,7 @@ def _section_power(pg: _Page, datasets: dict) -> None:
 def _section_failures(pg: _Page, failed: list[dict]) -> None:
     pg.h(2, "Failed runs", "failures")
     if not failed:
-        pg.p("None.")
+        pg.p("No run failed.")
         return
     df = pd.DataFrame([{"key": f.get("key"), "dataset": (f.get("info") or {}).get("dataset"),
                         "window": (f.get("info") or {}).get("window"), "policy": (f.get("info") or {}).get("policy"),

@@ -260,3 +260,19 @@ def test_help_claims_verification_only_where_there_is_some(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "checksum/size verified" not in out
     assert "verified where the catalogue can" in out or "with a warning" in out
+
+
+def test_data_list_with_a_dataset_name_lists_its_files(capsys):
+    """`twinsweep data list pwa-swf` names every file `data fetch` takes (the README's promise);
+    an unknown dataset is one error listing the valid ones."""
+    from twinsweep.core.fetch import list_datasets
+    from twinsweep.sweep.cli import main
+
+    assert main(["data", "list", "pwa-swf"]) == 0
+    out = capsys.readouterr().out
+    pwa = next(d for d in list_datasets() if d.name == "pwa-swf")
+    assert pwa.files and all(f.name in out for f in pwa.files)
+    assert "SDSC-BLUE-2000-4.2-cln" in out
+    assert main(["data", "list", "no-such-set"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown dataset 'no-such-set'" in err and "pwa-swf" in err
