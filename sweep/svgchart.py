@@ -297,6 +297,20 @@ def _path(sx: _Scale, sy: _Scale, s: Series) -> str:
     return "".join(cmds) + f"H{_num(end)}"
 
 
+def _panel_frame(p, sx, sy, x0: float, y0: float, ya: float, yb: float, pw: float, left: float) -> list[str]:
+    """A panel's title, both axes with their ticks and labels, and its left axis line (SVG
+    elements); ``p`` has ``title``, ``xlabel`` and ``ylabel``; ``ya``/``yb``: top/bottom (px)."""
+    out = []
+    if p.title:
+        out.append(_text(x0 + pw / 2, y0 + 14, p.title, 11, "middle", weight="bold"))
+    out += _y_axis(sy, x0, x0 + pw)
+    out += _x_axis(sx, ya, yb, p.xlabel)
+    out.append(f'<line x1="{_num(x0)}" x2="{_num(x0)}" y1="{_num(ya)}" y2="{_num(yb)}" stroke="{_AXIS}"/>')
+    if p.ylabel:
+        out.append(_text(x0 - left + 12, (ya + yb) / 2, p.ylabel, 10, "middle", color="#444444", rotate=-90))
+    return out
+
+
 def line_panels(panels: Sequence[LinePanel], variants: Sequence[str], styles: Mapping[str, VariantStyle],
                 label: str, cols: int = 1, panel_height: float = 170.0) -> str:
     """One SVG of line panels (``cols`` side by side, rows below one another) under one legend row
@@ -329,13 +343,7 @@ def line_panels(panels: Sequence[LinePanel], variants: Sequence[str], styles: Ma
         ya, yb = y0 + head, y0 + head + panel_height
         sy = _Scale(p.ylim[0], p.ylim[1], yb, ya, symlog=p.symlog, n=5)
         sx = _Scale(p.xlim[0], p.xlim[1], x0, x0 + pw, n=8)
-        if p.title:
-            body.append(_text(x0 + pw / 2, y0 + 14, p.title, 11, "middle", weight="bold"))
-        body += _y_axis(sy, x0, x0 + pw)
-        body += _x_axis(sx, ya, yb, p.xlabel)
-        body.append(f'<line x1="{_num(x0)}" x2="{_num(x0)}" y1="{_num(ya)}" y2="{_num(yb)}" stroke="{_AXIS}"/>')
-        if p.ylabel:
-            body.append(_text(x0 - left + 12, (ya + yb) / 2, p.ylabel, 10, "middle", color="#444444", rotate=-90))
+        body += _panel_frame(p, sx, sy, x0, y0, ya, yb, pw, left)
         clip = f"clip-{hashlib.sha1(label.encode()).hexdigest()[:8]}-{k}"  # unique on the page, deterministic
         body.append(f'<clipPath id="{clip}"><rect x="{_num(x0)}" y="{_num(ya - 2)}" width="{_num(pw)}" '
                     f'height="{_num(panel_height + 4)}"/></clipPath><g clip-path="url(#{clip})" fill="none">')
@@ -418,13 +426,7 @@ def scatter_panels(panels: Sequence[ScatterPanel], variants: Sequence[str], styl
         ya, yb = y0 + head, y0 + head + panel_height
         sx = _Scale(p.xlim[0], p.xlim[1], x0, x0 + pw, n=6, log=p.xlog)
         sy = _Scale(p.ylim[0], p.ylim[1], yb, ya, n=6, log=p.ylog)
-        if p.title:
-            body.append(_text(x0 + pw / 2, y0 + 14, p.title, 11, "middle", weight="bold"))
-        body += _y_axis(sy, x0, x0 + pw)
-        body += _x_axis(sx, ya, yb, p.xlabel)
-        body.append(f'<line x1="{_num(x0)}" x2="{_num(x0)}" y1="{_num(ya)}" y2="{_num(yb)}" stroke="{_AXIS}"/>')
-        if p.ylabel:
-            body.append(_text(x0 - left + 12, (ya + yb) / 2, p.ylabel, 10, "middle", color="#444444", rotate=-90))
+        body += _panel_frame(p, sx, sy, x0, y0, ya, yb, pw, left)
         clip = f"clip-{hashlib.sha1(label.encode()).hexdigest()[:8]}-s{k}"  # unique on the page, deterministic
         body.append(f'<clipPath id="{clip}"><rect x="{_num(x0)}" y="{_num(ya)}" width="{_num(pw)}" '
                     f'height="{_num(panel_height)}"/></clipPath><g clip-path="url(#{clip})">')
