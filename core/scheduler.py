@@ -101,6 +101,17 @@ def check_names(policy: str, backfill: str) -> None:
     _lookup(BACKFILLS, "backfill", backfill)
 
 
+def _run_options_only(policy: str, what: str, opts: Mapping[str, Any]) -> RunOptions:
+    """The run options of a policy that is not a queue policy (``replay``, ``external``): any
+    other key is a ConfigError saying the policy ``what`` no such option."""
+    run_names = option_names(RunOptions)
+    unknown = sorted(k for k in opts if k not in run_names)
+    if unknown:
+        raise ConfigError(f"policy {policy!r} {what} no option(s) {unknown}; "
+                          f"valid options: {', '.join(sorted(run_names))}")
+    return parse_options("policy", policy, RunOptions, opts)
+
+
 def validate_scheduler(policy: str, backfill: str, options: Mapping[str, Any] | None = None) -> SchedulerSpec:
     """Check a policy, a backfill variant and the run's options without running anything.
 
@@ -122,24 +133,14 @@ def validate_scheduler(policy: str, backfill: str, options: Mapping[str, Any] | 
                           "context, core.jobview.SchedulerContext)")
     bcls = _lookup(BACKFILLS, "backfill", backfill)
     if policy == EXTERNAL:
-        run_names = option_names(RunOptions)
-        unknown = sorted(k for k in opts if k not in run_names)
-        if unknown:
-            raise ConfigError(f"policy 'external' hands every decision to the external scheduler and takes no "
-                              f"option(s) {unknown}; valid options: {', '.join(sorted(run_names))}")
+        run_opts = _run_options_only(policy, "hands every decision to the external scheduler and takes", opts)
         if backfill != "none":
             raise ConfigError(f"policy 'external' decides every start itself: backfill must be 'none', got "
                               f"{backfill!r} (the external scheduler does its own backfilling)")
-        return SchedulerSpec(policy, backfill, None, bcls, None, None,
-                             parse_options("policy", EXTERNAL, RunOptions, opts))
+        return SchedulerSpec(policy, backfill, None, bcls, None, None, run_opts)
     if policy == REPLAY:
-        run_names = option_names(RunOptions)
-        unknown = sorted(k for k in opts if k not in run_names)
-        if unknown:
-            raise ConfigError(f"policy 'replay' replays recorded starts and takes no option(s) {unknown}; "
-                              f"valid options: {', '.join(sorted(run_names))}")
         return SchedulerSpec(policy, backfill, None, bcls, None, None,
-                             parse_options("policy", REPLAY, RunOptions, opts))
+                             _run_options_only(policy, "replays recorded starts and takes", opts))
     pcls = _lookup(POLICIES, "policy", policy)
     p_names, b_names = option_names(pcls.Options), option_names(bcls.Options)
     unknown = sorted(k for k in opts if k not in p_names and k not in b_names)
