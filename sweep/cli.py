@@ -181,7 +181,7 @@ def _print_window(res) -> None:
 
     w, epoch = res.manifest["window"], res.manifest["workload"]["epoch"]
     print(f"window: {utc_text(epoch, w['start'])} to {utc_text(epoch, w['end'])} "
-          f"([{w['start']}, {w['end']}) s from the trace epoch {utc_text(epoch, 0)}; {w['duration'] / 86400:.2f} d)",
+          f"([{w['start']:,}, {w['end']:,}) s from the trace epoch {utc_text(epoch, 0)}; {w['duration'] / 86400:.2f} d)",
           flush=True)
 
 
@@ -238,16 +238,16 @@ def _print_summary(console, res, out: Path) -> None:
     epoch = m["workload"]["epoch"]
     rows = [
         ("window", f"{utc_text(epoch, m['window']['start'])} to {utc_text(epoch, m['window']['end'])}; "
-                   f"[{m['window']['start']}, {m['window']['end']}) s  ({m['window']['duration'] / 86400:.2f} d)"),
+                   f"[{m['window']['start']:,}, {m['window']['end']:,}) s  ({m['window']['duration'] / 86400:.2f} d)"),
         ("jobs", f"{c['jobs_in_window']:,} in window, {c['completed']:,} completed, {c['timeout']:,} killed, "
                  f"{c['rejected']:,} rejected, {c['not_run']:,} never ran, {c['still_queued']:,} queued / "
                  f"{c['still_running']:,} running at end"
                  + (f" ({c['running_when_recorded']:,} still running when the trace was recorded)"
                     if c.get("running_when_recorded") else "")),
         ("time limits imputed", f"{c['time_limit_imputed']:,}"),
-        ("wait mean / p95", f"{fmt(s['wait_mean_s'], ' s', 1, 0)} / {fmt(s['wait_p95_s'], ' s', 1, 0)}"),
+        ("wait mean / p95", f"{fmt(s['wait_mean_s'], ' h', 3600, 2)} / {fmt(s['wait_p95_s'], ' h', 3600, 2)}"),
         ("bounded slowdown (τ=10 s)", fmt(s["bsld_mean"], "", 1, 2)),
-        ("AWRT", fmt(s["awrt_s"], " s", 1, 0)),
+        ("AWRT", fmt(s["awrt_s"], " h", 3600, 2)),
         ("utilisation", fmt(None if s["utilization"] is None else 100 * s["utilization"], " %", 1, 1)),
         (f"facility energy ({label})", fmt(s["facility_energy_j"], " MWh", 3.6e9, 3)),
         (f"peak / mean power ({label})", f"{fmt(s['peak_power_w'], ' kW', 1e3)} / {fmt(s['mean_power_w'], ' kW', 1e3)}"),
