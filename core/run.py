@@ -36,7 +36,7 @@ from .perturb import perturb
 from .power import account_power, build_timeline, idle_node_power_w, job_node_power_w
 from .scheduler import validate_scheduler
 from .stats import compute_stats
-from .system import System, load_system, resolve_system, system_for_trace, system_from_swf_header
+from .system import System, named_system, resolve_system, system_from_swf_header
 from .tracespan import trace_span
 from .workload import Workload
 
@@ -116,9 +116,7 @@ def load_run_inputs(config: RunConfig, system: System | None = None) -> tuple[Wo
     from .loaders import load_workload
 
     path = resolve_data_path(config.data)
-    named = system
-    if named is None:
-        named = load_system(config.system) if config.system else system_for_trace(str(path))
+    named = system if system is not None else named_system(config.system, path)
     wl = load_workload(path, format=config.format, lenient=config.lenient, tz=config.tz,
                        system_tz=getattr(named, "timezone", None))
     if named is None:

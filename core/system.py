@@ -412,12 +412,21 @@ def resolve_system(ref: str | None, workload, base_dir: str | Path | None = None
     Raises UnknownNameError (listing the systems), ConfigError (a missing or bad file, or a header
     without MaxNodes/MaxProcs).
     """
+    named = named_system(ref, workload.source, base_dir)
+    if named is not None:
+        return named
+    return system_from_swf_header(workload.header, workload.source, workload.procs_unit)
+
+
+def named_system(ref: str | None, trace_path: str | Path, base_dir: str | Path | None = None) -> System | None:
+    """The part of :func:`resolve_system` that needs no trace content: ``ref`` (name or TOML path,
+    a relative path looked up in ``base_dir`` first) when given, else the named system whose
+    ``traces`` list holds ``trace_path``'s file name, else None (then only the trace header can
+    give a system). Lets a caller know the system's ``timezone`` before the trace is read.
+    Raises as :func:`resolve_system`."""
     if ref:
         p = Path(ref)
         if base_dir is not None and p.suffix == ".toml" and not p.is_absolute() and (Path(base_dir) / p).exists():
             ref = str(Path(base_dir) / p)
         return load_system(ref)
-    named = system_for_trace(workload.source)
-    if named is not None:
-        return named
-    return system_from_swf_header(workload.header, workload.source, workload.procs_unit)
+    return system_for_trace(str(trace_path))

@@ -146,21 +146,6 @@ def resolve_trace(trace: str, spec_dir: Path | None) -> Path:
     return cand
 
 
-def _named_system(ds: Dataset, spec_dir: Path | None, path: Path):
-    """``(system, ref)`` of a dataset whose system is known before its trace is read (``system``
-    given, or the named system listing the trace's file name), else ``(None, None)``."""
-    from twinsweep.core.system import load_system, system_for_trace
-
-    if ds.system is not None:
-        ref = ds.system
-        p = Path(ref)
-        if p.suffix == ".toml" and not p.is_absolute() and spec_dir is not None and (spec_dir / p).exists():
-            ref = str(spec_dir / p)
-        return load_system(ref), ds.system
-    named = system_for_trace(str(path))
-    return (named, named.name) if named is not None else (None, None)
-
-
 def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
     """Load one dataset's trace (once) and resolve its system: a named system first, so that its
     ``timezone`` applies when the trace is read (after the dataset's ``tz``, before
@@ -168,11 +153,11 @@ def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
     checked against the trace's span (module docstring). Raises ConfigError (naming the dataset
     and window) / TraceFormatError."""
     from twinsweep.core.loaders import load_workload
-    from twinsweep.core.system import system_from_swf_header
+    from twinsweep.core.system import named_system, system_from_swf_header
     from twinsweep.core.tracespan import trace_span
 
     path = resolve_trace(ds.trace, spec_dir)
-    system, ref = _named_system(ds, spec_dir, path)
+    system = named_system(ds.system, path, spec_dir)
     workload = load_workload(str(path), format=ds.format, lenient=ds.lenient, tz=ds.tz,
                              system_tz=getattr(system, "timezone", None))
     if system is None:
@@ -187,7 +172,7 @@ def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
         w = span.past_last_submit_warning(t0, None if window.duration is None else t0 + window.duration, where)
         if w:
             warnings.append(w)
-    return LoadedDataset(ds, workload, system, str(path), ref, warnings)
+    return LoadedDataset(ds, workload, system, str(path), system_ref(ds.system, system), warnings)
 
 
 def load_datasets(spec: StudySpec) -> dict[str, LoadedDataset]:
