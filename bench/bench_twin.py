@@ -39,10 +39,10 @@ GOALS = {("SDSC", "easy"): (1.5, None), ("CURIE", "easy"): (10.0, 1024.0)}
 CHILD = r"""
 import json, resource, sys, time
 from twinsweep.core.config import RunConfig
-from twinsweep.core.run import load_run_workload, resolve_system, simulate
+from twinsweep.core.run import load_run_inputs, simulate
 data, system, backfill = sys.argv[1:4]
 cfg = RunConfig(data=data, system=system, policy="fcfs", backfill=backfill, sample_period=60)
-t0 = time.perf_counter(); wl = load_run_workload(cfg); sysm = resolve_system(cfg, wl); t_load = time.perf_counter() - t0
+t0 = time.perf_counter(); wl, sysm = load_run_inputs(cfg); t_load = time.perf_counter() - t0
 t0 = time.perf_counter(); c0 = time.process_time(); res = simulate(cfg, workload=wl, system=sysm); t_sim = time.perf_counter() - t0; c_sim = time.process_time() - c0
 w = res.manifest["window"]
 print(json.dumps({"load_s": t_load, "sim_s": t_sim, "cpu_s": c_sim, "jobs": len(res.jobs), "span_s": w["duration"],
@@ -54,10 +54,10 @@ print(json.dumps({"load_s": t_load, "sim_s": t_sim, "cpu_s": c_sim, "jobs": len(
 WEEK = r"""
 import sys, time
 from twinsweep.core.config import RunConfig
-from twinsweep.core.run import load_run_workload, resolve_system, simulate
+from twinsweep.core.run import load_run_inputs, simulate
 cfg = RunConfig(data="pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz", policy="fcfs", backfill="easy", start=144 * 86400,
                 duration=7 * 86400, sample_period=1)
-wl = load_run_workload(cfg); sysm = resolve_system(cfg, wl)
+wl, sysm = load_run_inputs(cfg)
 for _ in range(3):
     simulate(cfg, workload=wl, system=sysm)
 best_c = best_w = 1e9
