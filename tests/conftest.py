@@ -47,7 +47,22 @@ def data_path(rel: str) -> Path:
     p = data_dir() / rel
     if p.exists():
         return p
-    skip_or_fail(f"test data {rel!r} not found under {data_dir()}; set {DATA_ENV} to the folder holding the traces")
+    skip_or_fail(f"test data {rel!r} not found under {data_dir()}; set {DATA_ENV} to the folder holding the traces"
+                 + _fetch_hint(rel))
+
+
+def _fetch_hint(rel: str) -> str:
+    """``; or download it: twinsweep data fetch NAME`` when the fetch catalogue (core/fetch_catalogue.toml)
+    lists the file, else ``""``."""
+    from twinsweep.core.errors import UnknownNameError
+    from twinsweep.core.fetch import find
+
+    name = Path(rel).name
+    try:
+        find(name)
+    except UnknownNameError:
+        return ""
+    return f"; or download it: `twinsweep data fetch {name}`"
 
 
 #: Seconds each cached load took (rel -> s), for speed checks without loading twice.
