@@ -29,6 +29,7 @@ import importlib.util
 import json
 import math
 import os
+import select
 import shlex
 import shutil
 import subprocess
@@ -49,6 +50,12 @@ PROTOCOL_VERSION = 1
 DECISIONS = ("EXECUTE_JOB", "REJECT_JOB", "CALL_ME_LATER")
 
 _QUOTE_MAX = 400  # characters of a reply quoted in an error
+
+#: Seconds the twin waits for one reply of a child-process scheduler before it stops the run with a
+#: ProtocolError (a hung or deadlocked scheduler; :class:`ProcessTransport` ``reply_timeout``). Ten
+#: minutes: far above any real scheduling pass (Slurm's own backfill cycle is capped at
+#: ``bf_max_time``, default 30 s; slurm.conf(5)), so only a scheduler that stopped answering meets it.
+REPLY_TIMEOUT_S = 600.0
 
 
 def _quote(text: str) -> str:
@@ -85,19 +92,45 @@ class ProcessTransport:
     reply per line on its stdout (flushed after each). Its stderr goes to a temporary file whose
     last lines are quoted when it fails.
 
-    Args: ``argv`` (the command as a list), ``label`` (the command as written, for messages).
+    Args: ``argv`` (the command as a list), ``label`` (the command as written, for messages),
+    ``reply_timeout`` (s, > 0; default :data:`REPLY_TIMEOUT_S`): the longest wait for one reply.
     Raises ConfigError when the command cannot be started.
     """
 
-    def __init__(self, argv: list[str], label: str | None = None):
+    def __init__(self, argv: list[str], label: str | None = None, reply_timeout: float = REPLY_TIMEOUT_S):
+        if not reply_timeout > 0:
+            raise ConfigError(f"scheduler reply timeout: expected seconds > 0, got {reply_timeout!r}")
         self.label = label or shlex.join(argv)
+        self.reply_timeout = float(reply_timeout)
         self._err = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
         try:
+            # binary pipes, unbuffered reads: replies are read from the file descriptor into our own
+            # line buffer, so a wait for the next line can time out (select) without data hidden in
+            # a Python-side buffer
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
-                                         text=True, encoding="utf-8", bufsize=1)
+                                         bufsize=0)
         except OSError as exc:
             self._err.close()
             raise ConfigError(f"scheduler {self.label!r}: cannot start it ({exc.strerror or exc})") from None
+        self._out_fd = self.proc.stdout.fileno()
+        self._buf = b""
+
+    def _readline(self, now) -> bytes:
+        """The child's next reply line (with its newline), b"" at end of output. Raises ProtocolError
+        when no full line arrives within ``reply_timeout`` (the child is killed)."""
+        while b"\n" not in self._buf:
+            ready, _, _ = select.select([self._out_fd], [], [], self.reply_timeout)
+            if not ready:
+                self.proc.kill()
+                raise ProtocolError(f"external scheduler {self.label!r} did not reply to the message at now = {now} "
+                                    f"within {self.reply_timeout:g} s (stopped){self._stderr_tail()}")
+            chunk = os.read(self._out_fd, 1 << 16)
+            if not chunk:
+                line, self._buf = self._buf, b""
+                return line
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line + b"\n"
 
     def _stderr_tail(self) -> str:
         try:
@@ -117,15 +150,18 @@ class ProcessTransport:
 
     def exchange(self, message: dict) -> tuple[Any, str]:
         """Send ``message``, return ``(reply, reply text)``. Raises ProtocolError when the child
-        exits or its reply is not one JSON object on one line."""
+        exits, does not reply within ``reply_timeout``, or its reply is not one JSON object on one
+        line (UTF-8)."""
         line = json.dumps(message, separators=(",", ":"))
         try:
-            self.proc.stdin.write(line + "\n")
-            self.proc.stdin.flush()
+            data = memoryview((line + "\n").encode("utf-8"))
+            while data:  # an unbuffered pipe write may take part of a long message
+                data = data[self.proc.stdin.write(data):]
         except (BrokenPipeError, OSError):
             raise self._died(f"before the message at now = {message.get('now')}") from None
-        text = self.proc.stdout.readline()
-        if not text:
+        raw = self._readline(message.get("now"))
+        text = raw.decode("utf-8", errors="replace")
+        if not raw:
             raise self._died(f"without replying to the message at now = {message.get('now')}")
         try:
             return json.loads(text), text
@@ -235,15 +271,16 @@ def check_scheduler(spec: Any) -> None:
             raise ConfigError(f"scheduler {spec!r}: no script file {script!r} (relative to {os.getcwd()})")
 
 
-def connect(spec: Any):
-    """A transport for a run's ``scheduler``: a command line (:class:`ProcessTransport`),
-    ``inproc:MODULE:NAME`` or an object with ``handle`` (:class:`InProcessTransport`), or a transport
-    (an object with ``exchange`` and ``close``) as it is. Raises ConfigError."""
+def connect(spec: Any, reply_timeout: float = REPLY_TIMEOUT_S):
+    """A transport for a run's ``scheduler``: a command line (:class:`ProcessTransport`, waiting at
+    most ``reply_timeout`` s for each reply), ``inproc:MODULE:NAME`` or an object with ``handle``
+    (:class:`InProcessTransport`), or a transport (an object with ``exchange`` and ``close``) as it
+    is. Raises ConfigError."""
     if isinstance(spec, str):
         if spec.startswith("inproc:"):
             return InProcessTransport(_load_inproc(spec), spec)
         check_scheduler(spec)
-        return ProcessTransport(_argv(spec), spec)
+        return ProcessTransport(_argv(spec), spec, reply_timeout=reply_timeout)
     if callable(getattr(spec, "exchange", None)) and callable(getattr(spec, "close", None)):
         return spec
     return InProcessTransport(spec)

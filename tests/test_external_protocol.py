@@ -129,6 +129,41 @@ def test_process_transport_errors(tmp_path):
         _run_cmd(f"{sys.executable} {dies}")
 
 
+def test_a_scheduler_that_stops_replying_is_stopped_after_the_reply_timeout(tmp_path):
+    from twinsweep.core.external import ProcessTransport
+
+    hangs = tmp_path / "hangs.py"
+    hangs.write_text("import sys, time\nsys.stdin.readline()\nprint('thinking', file=sys.stderr, flush=True)\n"
+                     "time.sleep(60)\n")
+    t = ProcessTransport([sys.executable, str(hangs)], "hangs", reply_timeout=0.5)
+    try:
+        with pytest.raises(ProtocolError, match=r"'hangs' did not reply to the message at now = 7 within 0.5 s.*thinking"):
+            t.exchange({"now": 7, "events": []})
+        assert t.proc.wait(timeout=5) is not None  # killed, not left behind
+    finally:
+        t.close()
+    with pytest.raises(ConfigError, match="reply timeout"):
+        ProcessTransport([sys.executable, "-c", "pass"], reply_timeout=0)
+
+
+def test_process_transport_reads_replies_split_across_writes_and_long_messages(tmp_path):
+    """Replies arrive in pieces (a slow writer) and a long message (> a pipe buffer) goes through."""
+    from twinsweep.core.external import ProcessTransport
+
+    echo = tmp_path / "echo.py"
+    echo.write_text("import json, sys, time\nfor line in sys.stdin:\n    m = json.loads(line)\n"
+                    "    out = json.dumps({'events': [], 'n': len(m['pad'])})\n"
+                    "    sys.stdout.write(out[:5]); sys.stdout.flush(); time.sleep(0.05)\n"
+                    "    sys.stdout.write(out[5:] + '\\n'); sys.stdout.flush()\n")
+    t = ProcessTransport([sys.executable, str(echo)], "echo", reply_timeout=30)
+    try:
+        for n in (3, 300_000):
+            reply, text = t.exchange({"now": 1, "pad": "x" * n})
+            assert reply == {"events": [], "n": n} and text.endswith("\n")
+    finally:
+        t.close()
+
+
 def _run_cmd(cmd):
     win, t0, t1 = select_window(frame([{"submit": 0, "run": 10, "limit": 20, "nodes": 2}]), None, None, False, True)
     return Engine(win, System(name="tiny", title="tiny", nodes=4), "external", "none", True, [100.0], 10.0, t0, t1,
