@@ -52,7 +52,8 @@ class Outcome:
 
     ``ok``: fn returned; ``result``: its return value; ``error``: ``"Type: message"`` when it
     raised (or the worker died); ``traceback``: formatted traceback text; ``wall_s``: seconds spent
-    in fn; ``worker``: ``host:pid`` that ran it; ``errno``: the ``OSError.errno`` when fn raised an
+    in fn (wall clock); ``cpu_s``: CPU seconds the worker process spent in fn (user + system of all
+    its threads, ``time.process_time``; 0.0 when fn never ran: a dead worker, a lost task); ``worker``: ``host:pid`` that ran it; ``errno``: the ``OSError.errno`` when fn raised an
     OSError (e.g. ENOSPC: the disk is full, which the caller may treat as fatal), else None.
     """
 
@@ -63,6 +64,7 @@ class Outcome:
     traceback: str | None = None
     wall_s: float = 0.0
     worker: str = ""
+    cpu_s: float = 0.0
     errno: int | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -82,16 +84,19 @@ def worker_id() -> str:
 
 
 def call_safely(fn: RunFn, task: Task, shared_value: Any) -> Outcome:
-    """Run ``fn(task.payload, shared_value)`` and turn any exception into a failed Outcome."""
-    t0 = time.perf_counter()
+    """Run ``fn(task.payload, shared_value)`` and turn any exception into a failed Outcome (with the
+    wall and CPU seconds fn took: ``Outcome.wall_s`` / ``cpu_s``)."""
+    c0, t0 = time.process_time(), time.perf_counter()
     try:
         result = fn(task.payload, shared_value)
-        return Outcome(task.key, True, result=result, wall_s=time.perf_counter() - t0, worker=worker_id())
+        return Outcome(task.key, True, result=result, wall_s=time.perf_counter() - t0, worker=worker_id(),
+                       cpu_s=time.process_time() - c0)
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, none stops the batch
         if _is_interrupt(exc):
             raise KeyboardInterrupt from exc
         return Outcome(task.key, False, error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(),
-                       wall_s=time.perf_counter() - t0, worker=worker_id(), errno=_errno_of(exc))
+                       wall_s=time.perf_counter() - t0, worker=worker_id(), errno=_errno_of(exc),
+                       cpu_s=time.process_time() - c0)
 
 
 def _errno_of(exc: BaseException) -> int | None:
