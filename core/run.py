@@ -17,6 +17,7 @@ import os
 import platform
 import time
 import warnings as _pywarnings  # simulate() has a local list named warnings
+import weakref
 from pathlib import Path
 from typing import Any, Callable
 
@@ -130,6 +131,57 @@ def load_run_workload(config: RunConfig) -> Workload:
     return load_run_inputs(config)[0]
 
 
+#: Per-process cache of prepared windows (:func:`_prepared_window`): the runs of a sweep that share
+#: a dataset, seed and window (its policy x backfill variants) prepare it once per worker. Keyed
+#: by the workload's and system's identity (weak references: a freed workload is never matched)
+#: and the config fields the preparation reads; bounded by entries and by the rows held.
+_WINDOWS: dict[tuple, tuple] = {}
+_WINDOWS_MAX = 32
+_WINDOWS_MAX_ROWS = 2_000_000
+
+
+def _prepared_window(config: RunConfig, workload: Workload, system: System, replay: bool, queue_cancelled: bool):
+    """``(span, frame, t0, t1, node_power_w)`` of a run: the trace's :func:`core.tracespan.trace_span`
+    (the window checked against it), the workload in whole nodes and perturbed by the config's
+    seed, cut to its window (:func:`core.engine.select_window`) and the jobs' node power
+    (:func:`core.power.job_node_power_w`, a read-only array). These depend only on the workload,
+    the system and the config's perturbation, seed, window, kill and ``queue_cancelled``, so a
+    process computes them once for all the runs that share them (:data:`_WINDOWS`); ``frame`` is
+    shared by those runs and only read by them. Raises ConfigError as those functions do (an
+    empty trace, a window outside the trace, a duration of too many timeline bins)."""
+    key = (id(workload), id(system), config.perturbation, config.seed, config.start, config.duration,
+           config.sample_period if config.duration is not None else None, replay, bool(config.kill), queue_cancelled)
+    hit = _WINDOWS.get(key)
+    if hit is not None and hit[0]() is workload and hit[1]() is system:
+        return hit[2]
+    wl = workload.with_nodes(system.cores_per_node)
+    wl = perturb(wl, config.perturbation, config.seed)
+    if len(wl) == 0:
+        raise ConfigError(f"{workload.source}: the trace holds no job lines; nothing to simulate")
+    span = trace_span(workload)  # of the trace as recorded: every seed of a window is judged alike
+    span.check_window(config.start, config.duration, workload.source)
+    if config.duration is not None and config.duration // config.sample_period > MAX_TIMELINE_BINS:
+        raise ConfigError(
+            f"duration {config.duration} s at sample_period {config.sample_period} s gives "
+            f"{config.duration // config.sample_period:,} timeline bins (limit {MAX_TIMELINE_BINS:,}); "
+            "choose a shorter duration or a longer --sample-period")
+    frame, t0, t1 = select_window(wl.jobs, config.start, config.duration, replay, config.kill,
+                                  system.default_time_limit, system.kill_grace_s, queue_cancelled=queue_cancelled)
+    frame.attrs["source"] = workload.source
+    npow = np.asarray(job_node_power_w(system, frame))
+    npow.setflags(write=False)  # shared by the runs of this window: a write would be a bug
+    value = (span, frame, t0, t1, npow)
+    try:
+        refs = (weakref.ref(workload), weakref.ref(system))
+    except TypeError:  # not weak-referenceable: not cached
+        return value
+    _WINDOWS[key] = (*refs, value)
+    while len(_WINDOWS) > _WINDOWS_MAX or (
+            len(_WINDOWS) > 1 and sum(len(v[2][1]) for v in _WINDOWS.values()) > _WINDOWS_MAX_ROWS):
+        _WINDOWS.pop(next(iter(_WINDOWS)))
+    return value
+
+
 def simulate(config: RunConfig, workload: Workload | None = None, system: System | None = None,
              progress: Callable[[int, int], None] | None = None) -> RunResult:
     """Run the twin once.
@@ -151,27 +203,13 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         workload, system = load_run_inputs(config, system)
     if system is None:
         system = resolve_system(config.system, workload)
-    wl = workload.with_nodes(system.cores_per_node)
-    wl = perturb(wl, config.perturbation, config.seed)
     replay = config.policy == "replay"
-    if len(wl) == 0:
-        raise ConfigError(f"{workload.source}: the trace holds no job lines; nothing to simulate")
-    span = trace_span(workload)  # of the trace as recorded: every seed of a window is judged alike
-    span.check_window(config.start, config.duration, workload.source)
-    if config.duration is not None and config.duration // config.sample_period > MAX_TIMELINE_BINS:
-        raise ConfigError(
-            f"duration {config.duration} s at sample_period {config.sample_period} s gives "
-            f"{config.duration // config.sample_period:,} timeline bins (limit {MAX_TIMELINE_BINS:,}); "
-            "choose a shorter duration or a longer --sample-period")
     queue_cancelled = config.option_dict.get("queue_cancelled")
     if queue_cancelled is None:
         queue_cancelled = system.queue_cancelled
-    frame, t0, t1 = select_window(wl.jobs, config.start, config.duration, replay, config.kill,
-                                  system.default_time_limit, system.kill_grace_s, queue_cancelled=queue_cancelled)
-    frame.attrs["source"] = workload.source
+    span, frame, t0, t1, npow = _prepared_window(config, workload, system, replay, bool(queue_cancelled))
     if t1 is None:  # an open window lasts at least until its last submission / recorded end
         _check_timeline_size(frame, t0, config.sample_period, workload.source, replay or not config.kill)
-    npow = job_node_power_w(system, frame)
     cb = None
     if progress is not None:
         cb = lambda t: progress(t, -1 if t1 is None else t1)  # noqa: E731

@@ -1,5 +1,6 @@
 """simulate / write_run / `twinsweep run`: outputs, names, determinism, errors."""
 
+import dataclasses
 import hashlib
 import json
 import subprocess
@@ -163,3 +164,37 @@ def test_arrow_tables_equal_pandas_conversion():
         assert jt.column("node_ids").combine_chunks().equals(ids)
         assert jt.drop_columns(["node_ids"]).equals(expect, check_metadata=True)
     assert run_mod._arrow_table(df[["f"]]).column("f").null_count == 1  # NaN is a null, as from_pandas makes it
+
+
+@pytest.mark.filterwarnings("ignore::twinsweep.core.run.ReplayOversubscribedWarning")
+def test_prepared_window_shared_by_variants_changes_nothing(tmp_path):
+    """The runs of one (workload, seed, window) share a prepared window in a process
+    (core.run._WINDOWS): every variant's files are byte-identical to the same run with the cache
+    emptied first, and the shared frame and node power are not changed by the runs."""
+    from twinsweep.core import run as run_mod
+    from twinsweep.core.run import load_run_inputs
+
+    base = RunConfig(data="pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz", start=144 * 86400, duration=86400,
+                     perturbation=Perturbation(runtime_sigma=0.2, submit_jitter_s=300), seed=3)
+    wl, system = load_run_inputs(base)
+    variants = [("fcfs", "easy"), ("sjf", "conservative"), ("ljf", "none"), ("replay", "none"), ("fcfs", "easy")]
+    cached = []
+    run_mod._WINDOWS.clear()
+    for i, (pol, bf) in enumerate(variants):
+        cfg = dataclasses.replace(base, policy=pol, backfill=bf)
+        cached.append(digest(write_run(simulate(cfg, workload=wl, system=system), tmp_path / f"c{i}")))
+    # the variants other than replay shared one window (replay selects its own)
+    assert len(run_mod._WINDOWS) == 2
+    entry = next(v[2] for k, v in run_mod._WINDOWS.items() if not k[7])  # k[7]: replay
+    frame_before = entry[1].copy()
+    assert not entry[4].flags.writeable
+    for i, (pol, bf) in enumerate(variants):
+        run_mod._WINDOWS.clear()
+        cfg = dataclasses.replace(base, policy=pol, backfill=bf)
+        assert digest(write_run(simulate(cfg, workload=wl, system=system), tmp_path / f"u{i}")) == cached[i], (pol, bf)
+    pd.testing.assert_frame_equal(entry[1], frame_before)
+    # another seed or window is another entry, never the cached one
+    run_mod._WINDOWS.clear()
+    simulate(dataclasses.replace(base, seed=4), workload=wl, system=system)
+    simulate(dataclasses.replace(base, start=145 * 86400), workload=wl, system=system)
+    assert len(run_mod._WINDOWS) == 2
