@@ -358,15 +358,20 @@ _SCHEMAS: dict[tuple, pa.Schema] = {}
 _SCHEMAS_MAX = 64
 
 
-def _arrow_schema(df: pd.DataFrame) -> pa.Schema:
-    """The schema ``pa.Table.from_pandas(df, preserve_index=False)`` gives ``df`` once its object
+def _arrow_schema(df: pd.DataFrame, names: list | None = None, series: list | None = None) -> pa.Schema:
+    """The schema ``pa.Table.from_pandas(df[names], preserve_index=False)`` gives once ``df``'s object
     columns are cast to ``"string"`` (as :func:`_arrow_table` does): types and pandas metadata
     depend only on the column names and dtypes then, so it is computed on a zero-row frame once
-    per signature and reused."""
-    sig = tuple((str(c), str(t)) for c, t in df.dtypes.items())
+    per signature and reused. ``names``: the columns (default all), ``series``: those columns
+    already taken out of ``df`` (their dtypes give the signature without building ``df.dtypes``)."""
+    if names is None:
+        names = list(df.columns)
+    if series is None:
+        series = [df[c] for c in names]
+    sig = tuple((str(c), str(s.dtype)) for c, s in zip(names, series))
     schema = _SCHEMAS.get(sig)
     if schema is None:
-        empty = df.iloc[:0].copy()
+        empty = df.iloc[:0][names].copy()
         for c in empty.columns:
             if empty[c].dtype == object:
                 empty[c] = empty[c].astype("string")
@@ -393,13 +398,16 @@ def _arrow_column(s: pd.Series, typ: pa.DataType) -> pa.Array:
     return pa.array(s, type=typ, from_pandas=True)
 
 
-def _arrow_table(df: pd.DataFrame) -> pa.Table:
-    """``df`` as an Arrow table, equal (values, types, schema and pandas metadata) to
-    ``pa.Table.from_pandas(df, preserve_index=False)`` of ``df`` with its object columns cast to
-    ``"string"`` (tests/test_run_outputs.py checks this), but about 5x cheaper on a run's tables
-    (one pass per column, the schema computed once per signature: :func:`_arrow_schema`)."""
-    schema = _arrow_schema(df)
-    cols = [_arrow_column(df[c], f.type) for c, f in zip(df.columns, schema)]
+def _arrow_table(df: pd.DataFrame, skip: str | None = None) -> pa.Table:
+    """``df`` (without its column ``skip``) as an Arrow table, equal (values, types, schema and pandas
+    metadata) to ``pa.Table.from_pandas(df.drop(columns=[skip]), preserve_index=False)`` with the
+    object columns cast to ``"string"`` (tests/test_run_outputs.py checks this), but about 5x
+    cheaper on a run's tables (one pass per column, no copy of the frame, the schema computed once
+    per signature: :func:`_arrow_schema`)."""
+    names = [c for c in df.columns if c != skip]
+    series = [df[c] for c in names]
+    schema = _arrow_schema(df, names, series)
+    cols = [_arrow_column(s, f.type) for s, f in zip(series, schema)]
     return pa.Table.from_arrays(cols, schema=schema)
 
 
@@ -474,7 +482,7 @@ def _nominal_view(res, system: System, grown: System, too_big: pd.DataFrame):
 def _jobs_table(jobs: pd.DataFrame) -> pa.Table:
     """jobs.parquet's table: the jobs frame (object columns as strings) with ``node_ids`` as
     ``list<int32>`` in its place (not in the pandas metadata, as ``Table.add_column`` leaves it)."""
-    table = _arrow_table(jobs.drop(columns=["node_ids"]))
+    table = _arrow_table(jobs, skip="node_ids")
     pos = list(jobs.columns).index("node_ids")
     return table.add_column(pos, "node_ids", _node_ids_array(jobs["node_ids"]))
 

@@ -158,6 +158,7 @@ def test_arrow_tables_equal_pandas_conversion():
         expect = pa.Table.from_pandas(ref, preserve_index=False)
         got = run_mod._arrow_table(frame.drop(columns=["node_ids"]))
         assert got.equals(expect, check_metadata=True)
+        assert run_mod._arrow_table(frame, skip="node_ids").equals(expect, check_metadata=True)  # no drop copy
         ids = pa.array([None if v is None else list(v) for v in frame["node_ids"]], type=pa.list_(pa.int32()))
         jt = run_mod._jobs_table(frame)
         assert jt.column_names == list(frame.columns)
