@@ -307,7 +307,7 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
                     bar.retry_round(len(todo), round_no)
                 needed = {it.dataset for it in todo}
                 shared = {name: (datasets[name].workload, datasets[name].system) for name in needed}
-                tasks = (Task(it.key, make_payload(it, store.runs_dir, ship=ship["on"]), it.dataset) for it in todo)
+                tasks = _TaskStream(todo, store.runs_dir, ship["on"])
                 again = []
                 for outcome in bk.run(tasks, run_fn, shared):
                     it = by_key[outcome.key]
@@ -369,6 +369,28 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
         build_outputs(store.root, res)
     res.wall_s = time.perf_counter() - t0
     return res
+
+
+class _TaskStream:
+    """The backend's tasks of a round: one :class:`backends.base.Task` per item, built as the
+    backend takes them (a payload is built only when its run is dispatched, so the driver never
+    holds every payload of a large sweep at once) but *sized* (``len``), so that a backend that
+    batches runs per dispatch (``ray``: :func:`backends.ray_backend.auto_runs_per_call`) sizes its
+    batches from the number of runs instead of the short batches it uses for a stream of unknown
+    length."""
+
+    def __init__(self, items, runs_dir: Path, ship: bool):
+        self._items, self._runs_dir, self._ship = list(items), runs_dir, ship
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self):
+        from twinsweep.backends.base import Task
+        from .runner import make_payload
+
+        for it in self._items:
+            yield Task(it.key, make_payload(it, self._runs_dir, ship=self._ship), it.dataset)
 
 
 def _is_batch_queue(name: str) -> bool:

@@ -170,3 +170,28 @@ def test_tune_gives_the_local_pool_the_results_folders_cache(tmp_path, monkeypat
 
     run_tune(_spec(tmp_path, trials=1), test=False)
     assert seen and all(kw.get("cache_dir") == str(tmp_path / "out" / ".cache") for n, kw in seen if n == "local")
+
+
+def test_a_round_hands_the_backend_a_sized_stream_of_tasks(tmp_path, monkeypatch):
+    """The sweep gives its backend the round's tasks as a sized collection (so that ``ray`` sizes
+    its batches from the number of runs) whose tasks are built as they are taken, one per missing
+    run, each naming its dataset; the runs complete as before."""
+    import twinsweep.backends.base as base
+    from twinsweep.backends.local import LocalBackend
+
+    seen = []
+
+    class Spy(LocalBackend):
+        def run(self, tasks, fn, shared=None):
+            seen.append(len(tasks))
+            keys = []
+            for t in tasks:
+                keys.append(t.key)
+                assert t.payload["key"] == t.key and t.shared in shared
+            assert len(keys) == seen[-1] == len(set(keys))
+            yield from super().run(list(tasks), fn, shared)  # walked again: the same tasks
+
+    monkeypatch.setattr(base, "make_backend", lambda *a, **k: Spy(workers=1))
+    spec = write_spec(tmp_path, seeds=1)
+    res = run_sweep(spec, report=False)
+    assert res.ran == res.planned == seen[0] and len(seen) == 1
