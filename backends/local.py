@@ -43,7 +43,10 @@ _FN: RunFn | None = None
 
 #: Modules the forkserver imports once for every worker it forks (what a sweep's run function
 #: needs). A module that fails to import there is only skipped (the worker imports it itself).
-PRELOAD = ["twinsweep.sweep.runner", "twinsweep.core.run", "pandas", "pyarrow.parquet"]
+#: ``twinsweep.sweep.warm`` runs one tiny simulation at import (:func:`sweep.runner.warm_up`), so
+#: that the run path's lazy imports and numba's compiled passes are loaded once in the server
+#: instead of in every worker's first run.
+PRELOAD = ["twinsweep.sweep.runner", "twinsweep.core.run", "pandas", "pyarrow.parquet", "twinsweep.sweep.warm"]
 
 
 def _mp_context():

@@ -147,3 +147,21 @@ def test_ray_batches_carry_several_runs_and_a_crash_fails_only_its_run(ray_sessi
     assert not got["c13"].ok and got["c13"].error.startswith("WorkerDied")
     for i in (1, 2, 3, 4):
         assert got[f"c{i}"].ok and got[f"c{i}"].result["value"] == i * i + 10
+
+
+def test_forkserver_warm_up_runs_and_leaves_nothing(tmp_path, monkeypatch):
+    """The local pool's forkserver preloads twinsweep.sweep.warm, whose import runs
+    sweep.runner.warm_up: it must succeed on the current run path (it returns -1.0 instead of
+    raising, which would leave every worker cold without a word) and write nothing, not even its
+    temporary trace; its module is on the preload list; and a run's CPU is in the Outcome."""
+    import tempfile
+
+    from twinsweep.backends import local
+    from twinsweep.sweep import runner
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert runner.warm_up() >= 0.0
+    assert list(tmp_path.iterdir()) == []
+    assert "twinsweep.sweep.warm" in local.PRELOAD
+    out = next(make_backend("local", workers=1).run([Task("a", 3)], square_or_fail))
+    assert out.ok and 0.0 <= out.cpu_s <= out.wall_s + 0.05
