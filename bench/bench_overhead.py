@@ -243,7 +243,7 @@ def _run_phase(backend_name: str, spec_path: Path, work: Path, warm: bool) -> di
         fail(f"{backend_name}: {len(bad)} runs failed: {bad[0].error}")
         return {}
     sim = sum(json.loads((runs_dir / o.key / "timing.json").read_text())["wall_time_s"] for o in outs)
-    return {"runs": len(outs), "wall": wall, "own_wall": sum(o.wall_s for o in outs),
+    return {"runs": len(outs), "wall": wall, "own_wall": sum(o.wall_s for o in outs), "cpu_by_key": {o.key: o.cpu_s for o in outs},
             "own_cpu": sum(o.cpu_s for o in outs), "sim": sim, "start": start, "worker_cpu": meter.worker_cpu,
             "workers": len(meter.workers), "other_cpu": meter.other_cpu, "driver_cpu": meter.driver}
 
@@ -266,13 +266,26 @@ def bench_backends(spec_path: Path, work: Path) -> int:
     counts other programs' use of the cores on a loaded machine as overhead too. Both shares are
     printed with the load average; the driver's CPU and that of the other processes (forkserver,
     Ray's daemons) are printed beside them (not worker time). The share of simulate alone
-    (``timing.json``, the figure recorded before) is printed too.
+    (``timing.json``, the figure recorded before) is printed too. ``Outcome.cpu_s`` is the whole
+    worker process's CPU while a run works, which in a Ray actor includes Ray's own threads: for
+    ``ray`` the same runs' own CPU measured on ``local`` is printed as a cross-check against the
+    Ray workers' CPU.
     """
+    local_cpu: dict[bool, dict[str, float]] = {}
     for name, warm in (("local", False), ("local", True), ("ray", False), ("ray", True)):
         load0 = os.getloadavg()[0]
         d = _run_phase(name, spec_path, work, warm)
         if not d:
             return 1
+        if name == "local":
+            local_cpu[warm] = d["cpu_by_key"]
+        cross = ""
+        if name != "local" and local_cpu.get(warm):
+            # Outcome.cpu_s is the worker process's CPU, which in a Ray actor includes Ray's own threads
+            # while a run works: the same runs' CPU on the local pool is the reference without them
+            ref = sum(local_cpu[warm].get(k, 0.0) for k in d["cpu_by_key"])
+            cross = (f"; cross-check, the same runs' own CPU on local ({ref:.1f} s) = "
+                     f"{100 * ref / d['worker_cpu']:.0f} % of these workers' CPU")
         load = (load0 + os.getloadavg()[0]) / 2
         wt = 2 * d["wall"]
         share_cpu = d["own_cpu"] / d["worker_cpu"] if d["worker_cpu"] > 0 else float("nan")
@@ -285,7 +298,7 @@ def bench_backends(spec_path: Path, work: Path) -> int:
               f"{d['wall']:.1f} s = {100 * share_wall:.0f} % {goal_text('>= 80 %', share_wall >= 0.8)}; "
               f"simulate alone (timing.json) {d['sim']:.1f} s = {100 * d['sim'] / wt:.0f} % of 2 x wall; "
               f"outside the workers: driver {d['driver_cpu']:.1f} s CPU, other processes {d['other_cpu']:.1f} s CPU"
-              + st, flush=True)
+              + st + cross, flush=True)
         record(f"overhead/backends/{name}-{label}",
                f"quickstart run phase ({d['runs']} runs), `{name}`, 2 workers, {label} "
                f"({'started and one run done before' if warm else 'start-up inside the phase'}): the runs' own time "
