@@ -279,22 +279,23 @@ def bench_backends(spec_path: Path, work: Path) -> int:
             return 1
         if name == "local":
             local_cpu[warm] = d["cpu_by_key"]
-        cross = ""
+        load = (load0 + os.getloadavg()[0]) / 2
+        wt = 2 * d["wall"]
+        share_cpu = d["own_cpu"] / d["worker_cpu"] if d["worker_cpu"] > 0 else float("nan")
+        share_wall = d["own_wall"] / wt
+        cross, met = "", share_cpu >= 0.8
         if name != "local" and local_cpu.get(warm):
             # Outcome.cpu_s is the worker process's CPU, which in a Ray actor includes Ray's own threads
             # while a run works: the same runs' CPU on the local pool is the reference without them
             ref = sum(local_cpu[warm].get(k, 0.0) for k in d["cpu_by_key"])
             cross = (f"; cross-check, the same runs' own CPU on local ({ref:.1f} s) = "
                      f"{100 * ref / d['worker_cpu']:.0f} % of these workers' CPU")
-        load = (load0 + os.getloadavg()[0]) / 2
-        wt = 2 * d["wall"]
-        share_cpu = d["own_cpu"] / d["worker_cpu"] if d["worker_cpu"] > 0 else float("nan")
-        share_wall = d["own_wall"] / wt
+            met = met and ref / d["worker_cpu"] >= 0.8  # the goal holds only if both say so
         label = "warm" if warm else "cold"
         st = f"; start-up {d['start']['wall']:.1f} s wall, {d['start']['cpu']:.1f} s driver CPU" if warm else ""
         print(f"[backends] {name:5} {label}, 2 workers, {d['runs']} runs, load average {load:.1f}: "
               f"CPU: runs' own {d['own_cpu']:.1f} s of the workers' {d['worker_cpu']:.1f} s = {100 * share_cpu:.0f} % "
-              f"{goal_text('>= 80 %', share_cpu >= 0.8)}; wall: runs' own {d['own_wall']:.1f} s of 2 x "
+              f"{goal_text('>= 80 %' + (', with the cross-check' if cross else ''), met)}; wall: runs' own {d['own_wall']:.1f} s of 2 x "
               f"{d['wall']:.1f} s = {100 * share_wall:.0f} % {goal_text('>= 80 %', share_wall >= 0.8)}; "
               f"simulate alone (timing.json) {d['sim']:.1f} s = {100 * d['sim'] / wt:.0f} % of 2 x wall; "
               f"outside the workers: driver {d['driver_cpu']:.1f} s CPU, other processes {d['other_cpu']:.1f} s CPU"
@@ -305,9 +306,9 @@ def bench_backends(spec_path: Path, work: Path) -> int:
                "(run function: simulate + outputs + commit) as a share of the worker time (CPU of the worker "
                "processes in the phase; wall: 2 x the phase's wall)",
                f"CPU {100 * share_cpu:.0f} % ({d['own_cpu']:.1f} of {d['worker_cpu']:.1f} CPU-s), wall "
-               f"{100 * share_wall:.0f} % ({d['own_wall']:.1f} of {wt:.1f} worker-s; phase {d['wall']:.1f} s); "
-               f"load {load:.1f}",
-               goal=">= 80 % (CPU)", met=share_cpu >= 0.8, command="python bench/bench_overhead.py backends")
+               f"{100 * share_wall:.0f} % ({d['own_wall']:.1f} of {wt:.1f} worker-s; phase {d['wall']:.1f} s)"
+               + cross.replace("; cross-check", "; cross-check:") + f"; load {load:.1f}",
+               goal=">= 80 % (CPU)", met=met, command="python bench/bench_overhead.py backends")
     return 0
 
 
