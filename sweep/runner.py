@@ -118,7 +118,7 @@ def warm_up() -> float:
         with tempfile.TemporaryDirectory(prefix="twinsweep-warm-") as tmp, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             trace = Path(tmp) / "warm.swf"
-            trace.write_text(_WARM_SWF)
+            atomic_write_text(trace, _WARM_SWF, sync=False)
             cfg = RunConfig(data=str(trace), policy="sjf", backfill="conservative", sample_period=60, cooling=True)
             simulate(cfg, *load_run_inputs(cfg))
     except Exception:  # noqa: BLE001 - a warm-up that fails only costs the speed-up
