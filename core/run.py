@@ -133,8 +133,10 @@ def load_run_workload(config: RunConfig) -> Workload:
 
 #: Per-process cache of prepared windows (:func:`_prepared_window`): the runs of a sweep that share
 #: a dataset, seed and window (its policy x backfill variants) prepare it once per worker. Keyed
-#: by the workload's and system's identity (weak references: a freed workload is never matched)
-#: and the config fields the preparation reads; bounded by entries and by the rows held.
+#: by the identity of the workload, its jobs frame and the system (weak references: a freed or
+#: replaced one is never matched; a workload's jobs are never changed in place, as everywhere in
+#: the twin: a change assigns a new frame) and the config fields the preparation reads; bounded by
+#: entries and by the rows held.
 _WINDOWS: dict[tuple, tuple] = {}
 _WINDOWS_MAX = 32
 _WINDOWS_MAX_ROWS = 2_000_000
@@ -149,11 +151,11 @@ def _prepared_window(config: RunConfig, workload: Workload, system: System, repl
     process computes them once for all the runs that share them (:data:`_WINDOWS`); ``frame`` is
     shared by those runs and only read by them. Raises ConfigError as those functions do (an
     empty trace, a window outside the trace, a duration of too many timeline bins)."""
-    key = (id(workload), id(system), config.perturbation, config.seed, config.start, config.duration,
+    key = (id(workload), id(workload.jobs), id(system), config.perturbation, config.seed, config.start, config.duration,
            config.sample_period if config.duration is not None else None, replay, bool(config.kill), queue_cancelled)
     hit = _WINDOWS.get(key)
-    if hit is not None and hit[0]() is workload and hit[1]() is system:
-        return hit[2]
+    if hit is not None and hit[0]() is workload and hit[1]() is workload.jobs and hit[2]() is system:
+        return hit[3]
     wl = workload.with_nodes(system.cores_per_node)
     wl = perturb(wl, config.perturbation, config.seed)
     if len(wl) == 0:
@@ -172,12 +174,12 @@ def _prepared_window(config: RunConfig, workload: Workload, system: System, repl
     npow.setflags(write=False)  # shared by the runs of this window: a write would be a bug
     value = (span, frame, t0, t1, npow)
     try:
-        refs = (weakref.ref(workload), weakref.ref(system))
+        refs = (weakref.ref(workload), weakref.ref(workload.jobs), weakref.ref(system))
     except TypeError:  # not weak-referenceable: not cached
         return value
     _WINDOWS[key] = (*refs, value)
     while len(_WINDOWS) > _WINDOWS_MAX or (
-            len(_WINDOWS) > 1 and sum(len(v[2][1]) for v in _WINDOWS.values()) > _WINDOWS_MAX_ROWS):
+            len(_WINDOWS) > 1 and sum(len(v[3][1]) for v in _WINDOWS.values()) > _WINDOWS_MAX_ROWS):
         _WINDOWS.pop(next(iter(_WINDOWS)))
     return value
 

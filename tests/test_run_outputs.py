@@ -186,7 +186,7 @@ def test_prepared_window_shared_by_variants_changes_nothing(tmp_path):
         cached.append(digest(write_run(simulate(cfg, workload=wl, system=system), tmp_path / f"c{i}")))
     # the variants other than replay shared one window (replay selects its own)
     assert len(run_mod._WINDOWS) == 2
-    entry = next(v[2] for k, v in run_mod._WINDOWS.items() if not k[7])  # k[7]: replay
+    entry = next(v[3] for k, v in run_mod._WINDOWS.items() if not k[8])  # k[8]: replay
     frame_before = entry[1].copy()
     assert not entry[4].flags.writeable
     for i, (pol, bf) in enumerate(variants):
@@ -199,3 +199,7 @@ def test_prepared_window_shared_by_variants_changes_nothing(tmp_path):
     simulate(dataclasses.replace(base, seed=4), workload=wl, system=system)
     simulate(dataclasses.replace(base, start=145 * 86400), workload=wl, system=system)
     assert len(run_mod._WINDOWS) == 2
+    # a workload whose jobs frame was replaced is another workload
+    wl.jobs = wl.jobs.copy()
+    simulate(base, workload=wl, system=system)
+    assert len(run_mod._WINDOWS) == 3
