@@ -44,8 +44,16 @@ _FONT = "font-family:system-ui,sans-serif"
 _AXIS, _GRID, _TEXT = "#555555", "#e2e2e2", "#222222"
 
 
+_NUMS: dict[float, str] = {}  # coordinate -> text: a chart repeats few distinct 0.1 px values
+
+
 def _num(x: float) -> str:
-    return f"{x:.1f}".rstrip("0").rstrip(".") if abs(x) < 1e9 else "0"
+    s = _NUMS.get(x)
+    if s is None:
+        s = f"{x:.1f}".rstrip("0").rstrip(".") if abs(x) < 1e9 else "0"
+        if x != 0 and len(_NUMS) < 65536:  # never 0: -0.0 == 0.0 but reads "-0"
+            _NUMS[x] = s
+    return s
 
 
 def _esc(s: object) -> str:
