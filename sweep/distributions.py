@@ -635,8 +635,10 @@ def pooled_distributions(root: str | os.PathLike, scheduler: str | None = None, 
         lo, hi, _ = quantile_positions(n[codes_with][:, None], all_q[None, :])
         t_code = np.repeat(codes_with, 2 * len(all_q))
         t_rank = np.concatenate([lo, hi], axis=1).ravel()
-        pair = np.unique(np.stack([t_code, t_rank], axis=1), axis=0) if len(t_code) else np.zeros((0, 2), "int64")
-        t_code, t_rank = pair[:, 0].astype("int64"), pair[:, 1].astype("int64")
+        # distinct (code, rank) pairs in (code, rank) order, as one int key (rank < span)
+        span = int(t_rank.max()) + 1 if len(t_rank) else 1
+        pair = np.unique(t_code.astype("int64") * span + t_rank.astype("int64"))
+        t_code, t_rank = pair // span, pair % span
         files = sorted(str(p) for p in stage.glob("part-*.npz"))
         if len(t_code):
             real_hist = real.set_index(["code", "digit"])[["count", "vmin", "vmax"]]
