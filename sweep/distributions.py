@@ -55,7 +55,8 @@ joined). Workers of a cluster must see the results folder (shared filesystem), a
 workers do. On Slurm, start a Dask cluster with ``dask-jobqueue`` (docs/aggregation.md) and pass
 its scheduler address. A sweep whose files fit in a single partition is computed in-process by
 the same functions without Dask's scheduler (``scheduler="inline"``, chosen automatically then:
-importing ``dask.dataframe`` alone costs 1.5–2.5 s on a 2-core machine, more than the work).
+importing ``dask.dataframe`` alone costs 1.5–2.5 s on a 2-core machine, more than the work); it
+keeps the partition's sorted (code, key) arrays in memory instead of staging them to a file.
 """
 
 from __future__ import annotations
@@ -204,9 +205,18 @@ def _swing_values(d: Path, swings: Sequence[str]) -> dict[str, tuple[np.ndarray 
 
 # ------------------------------------------------------------------------------------ partitions
 def _scan_partition(part: tuple[int, list[tuple[str, int]]], metrics: Sequence[str], stage_dir: str) -> pd.DataFrame:
-    """Scan one partition of runs: stage its (code, key) pairs sorted, return the top-digit
-    histogram (see the module doc) as rows of ``_HIST_META``."""
-    index, runs = part
+    """Scan one partition of runs: stage its (code, key) pairs sorted in ``stage_dir``, return the
+    top-digit histogram (see the module doc) as rows of ``_HIST_META``."""
+    hist, c, keys = _scan_values(part, metrics)
+    np.savez(Path(stage_dir) / f"part-{part[0]:06d}.npz", codes=c, keys=keys)
+    return hist
+
+
+def _scan_values(part: tuple[int, list[tuple[str, int]]], metrics: Sequence[str]
+                 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """The scan of :func:`_scan_partition` without staging: ``(histogram, codes, keys)``, codes and
+    keys sorted by (code, key)."""
+    _, runs = part
     codes, values, extra = [], [], []
     for run_dir, vcode in runs:
         rv = run_values(run_dir, metrics)
@@ -228,7 +238,6 @@ def _scan_partition(part: tuple[int, list[tuple[str, int]]], metrics: Sequence[s
     keys = float_keys(v)
     order = np.lexsort((keys, c))
     c, keys, v = c[order], keys[order], v[order]
-    np.savez(Path(stage_dir) / f"part-{index:06d}.npz", codes=c, keys=keys)
     digit = (keys >> np.uint64(64 - _DIGIT_BITS)).astype("int64")
     hist = _runs_of(c, digit, v)
     if extra:
@@ -236,7 +245,7 @@ def _scan_partition(part: tuple[int, list[tuple[str, int]]], metrics: Sequence[s
         ex = pd.DataFrame({"code": e[:, 0], "digit": e[:, 1], "count": e[:, 2], "sum": 0.0, "vmin": np.nan,
                            "vmax": np.nan})
         hist = pd.concat([hist, ex], ignore_index=True) if len(hist) else ex
-    return hist.astype(_HIST_META)
+    return hist.astype(_HIST_META), c, keys
 
 
 def _runs_of(c: np.ndarray, digit: np.ndarray, v: np.ndarray) -> pd.DataFrame:
@@ -280,11 +289,17 @@ def _gather(starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def _refine_partition(path: str, buckets: dict[str, np.ndarray], means: np.ndarray | None) -> pd.DataFrame:
-    """One staged partition: collected values (kind 1) of the buckets to collect, next-digit
-    histograms (kind 0) of the buckets to refine, and per-code squared deviations from ``means``
-    (kind 2, when given). Rows of ``_REFINE_META``."""
+    """One staged partition (the ``.npz`` file at ``path``): collected values (kind 1) of the buckets
+    to collect, next-digit histograms (kind 0) of the buckets to refine, and per-code squared
+    deviations from ``means`` (kind 2, when given). Rows of ``_REFINE_META``."""
     with np.load(path) as z:
         c, keys = z["codes"], z["keys"]
+    return _refine_values(c, keys, buckets, means)
+
+
+def _refine_values(c: np.ndarray, keys: np.ndarray, buckets: dict[str, np.ndarray], means: np.ndarray | None
+                   ) -> pd.DataFrame:
+    """:func:`_refine_partition` of one partition's sorted ``(codes, keys)`` in memory."""
     parts = []
     if len(buckets["bid"]) and len(c):
         code, level, prefix = buckets["code"], buckets["level"], buckets["prefix"]
@@ -336,20 +351,29 @@ def _reduce_refine(frame):
 
 # ------------------------------------------------------------------------------------ executors
 class _Inline:
-    """The partition functions called in this process, reduced with pandas (no Dask scheduler)."""
+    """The partition functions called in this process, reduced with pandas (no Dask scheduler); the
+    sorted (code, key) arrays of the partitions stay in memory instead of being staged to files
+    (``refine`` ignores ``files``): the inline path runs for a sweep that fits one partition."""
 
     name = "inline"
 
+    def __init__(self):
+        self._staged: list[tuple[np.ndarray, np.ndarray]] = []
+
     def scan(self, parts, metrics, stage):
-        frames = [_scan_partition(p, metrics, stage) for p in parts]
+        frames = []
+        for p in parts:
+            hist, c, keys = _scan_values(p, metrics)
+            frames.append(hist)
+            self._staged.append((c, keys))
         return _reduce_scan(pd.concat(frames, ignore_index=True))
 
     def refine(self, files, buckets, means):
-        frames = [_refine_partition(f, buckets, means) for f in files]
+        frames = [_refine_values(c, keys, buckets, means) for c, keys in self._staged]
         return _reduce_refine(pd.concat(frames, ignore_index=True))
 
     def close(self):
-        pass
+        self._staged.clear()
 
 
 class _Dask:
@@ -611,8 +635,10 @@ def pooled_distributions(root: str | os.PathLike, scheduler: str | None = None, 
         lo, hi, _ = quantile_positions(n[codes_with][:, None], all_q[None, :])
         t_code = np.repeat(codes_with, 2 * len(all_q))
         t_rank = np.concatenate([lo, hi], axis=1).ravel()
-        pair = np.unique(np.stack([t_code, t_rank], axis=1), axis=0) if len(t_code) else np.zeros((0, 2), "int64")
-        t_code, t_rank = pair[:, 0].astype("int64"), pair[:, 1].astype("int64")
+        # distinct (code, rank) pairs in (code, rank) order, as one int key (rank < span)
+        span = int(t_rank.max()) + 1 if len(t_rank) else 1
+        pair = np.unique(t_code.astype("int64") * span + t_rank.astype("int64"))
+        t_code, t_rank = pair // span, pair % span
         files = sorted(str(p) for p in stage.glob("part-*.npz"))
         if len(t_code):
             real_hist = real.set_index(["code", "digit"])[["count", "vmin", "vmax"]]

@@ -173,31 +173,53 @@ def kendall_w(ranks: np.ndarray) -> dict[str, float]:
     return out
 
 
+class BlockPivot:
+    """The (block, variant) cell of every row of ``df`` (one row per run, with a ``variant`` column),
+    found once, so that several metrics are pivoted without factorising the blocks again
+    (:func:`pivot_blocks` for one metric).
+
+    ``blocks``: the distinct ``block_cols`` tuples that occur in ``df``, sorted (never the product
+    of every column's values: datasets with different window names do not make empty blocks);
+    tuples for several block columns, plain values for one (as ``pandas.pivot_table``).
+    :meth:`values` gives the blocks x variants array of one metric."""
+
+    def __init__(self, df: pd.DataFrame, variants: list[str], block_cols=("window", "seed")):
+        cols = list(block_cols)
+        self.variants = list(variants)
+        if len(df):
+            codes, levels = zip(*(pd.factorize(df[c], sort=True, use_na_sentinel=False) for c in cols))
+            shape = [max(len(u), 1) for u in levels]
+            flat = np.ravel_multi_index(codes, shape) if len(cols) > 1 else codes[0]
+            uniq, r = np.unique(flat, return_inverse=True)  # sorted: lexicographic in the sorted levels
+            parts = np.unravel_index(uniq, shape) if len(cols) > 1 else (uniq,)
+            blocks = list(zip(*(np.asarray(u, dtype=object)[p] for u, p in zip(levels, parts))))
+            self.blocks = blocks if len(cols) > 1 else [b[0] for b in blocks]
+        else:
+            r, self.blocks = np.zeros(0, dtype="int64"), []
+        pos = {v: i for i, v in enumerate(self.variants)}
+        self._r = np.asarray(r, dtype="int64").ravel()
+        self._c = np.fromiter((pos.get(v, -1) for v in df["variant"].tolist()), dtype="int64", count=len(df))
+        self._df = df
+
+    def values(self, metric: str) -> np.ndarray:
+        """Blocks x variants float64 array of ``metric``: a cell holds the first non-NaN value of its
+        (block, variant) in ``df`` order, NaN when there is none (a missing variant ranks worst); rows
+        of variants not in ``variants`` are ignored."""
+        vals = pd.to_numeric(self._df[metric], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+        ok = (self._c >= 0) & ~np.isnan(vals)
+        out = np.full((len(self.blocks), len(self.variants)), np.nan)
+        out[self._r[ok][::-1], self._c[ok][::-1]] = vals[ok][::-1]  # reversed: the first value of a cell is written last
+        return out
+
+
 def pivot_blocks(df: pd.DataFrame, metric: str, variants: list[str],
                  block_cols=("window", "seed")) -> tuple[np.ndarray, list[tuple]]:
     """``df`` (one row per run, with a ``variant`` column) -> (blocks x variants array of
-    ``metric``, block labels). Blocks are the distinct ``block_cols`` tuples that occur in ``df``,
-    sorted (never the product of every column's values: datasets with different window names do not
-    make empty blocks); a cell holds the first non-NaN value of its (block, variant) in ``df`` order, NaN when there is
-    none (a missing variant ranks worst). Rows of variants not in ``variants`` are ignored. The
-    same result as ``pandas.pivot_table(aggfunc="first")`` reindexed to ``variants``, without its
-    cost (one factorisation, one scatter)."""
-    cols = list(block_cols)
-    codes, levels = zip(*(pd.factorize(df[c], sort=True, use_na_sentinel=False) for c in cols)) if len(df) else ((), ())
-    if len(df):
-        flat = np.ravel_multi_index(codes, [max(len(u), 1) for u in levels]) if len(cols) > 1 else codes[0]
-        uniq, r = np.unique(flat, return_inverse=True)  # sorted: lexicographic in the sorted levels
-        parts = np.unravel_index(uniq, [max(len(u), 1) for u in levels]) if len(cols) > 1 else (uniq,)
-        blocks = list(zip(*(np.asarray(u, dtype=object)[p] for u, p in zip(levels, parts))))
-        blocks = blocks if len(cols) > 1 else [b[0] for b in blocks]
-    else:
-        r, blocks = np.zeros(0, dtype="int64"), []
-    c = pd.Index(list(variants)).get_indexer(df["variant"])
-    vals = pd.to_numeric(df[metric], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
-    ok = (c >= 0) & ~np.isnan(vals)
-    out = np.full((len(blocks), len(variants)), np.nan)
-    out[r[ok][::-1], c[ok][::-1]] = vals[ok][::-1]  # reversed: the first value of a cell is written last
-    return out, blocks  # tuples for several block columns, plain values for one (as pivot_table)
+    ``metric``, block labels): :class:`BlockPivot` for one metric. The same result as
+    ``pandas.pivot_table(aggfunc="first")`` reindexed to ``variants``, without its cost (one
+    factorisation, one scatter)."""
+    p = BlockPivot(df, variants, block_cols)
+    return p.values(metric), p.blocks  # tuples for several block columns, plain values for one (as pivot_table)
 
 
 def incomplete_blocks(runs: pd.DataFrame, plan: pd.DataFrame,

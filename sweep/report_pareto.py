@@ -66,15 +66,16 @@ def pareto_table(runs: pd.DataFrame, variants: list[str], x: str, y: str, direct
     for ds, g in runs.groupby("dataset", sort=False):
         vs = [v for v in variants if v in set(g["variant"])]
         agg = g.groupby("variant", sort=False)[[x, y]].agg(["mean", "std", "count"])
-        pts = {v: (float(agg.at[v, (x, "mean")]), float(agg.at[v, (y, "mean")])) for v in vs}
+        a = {k: agg[k].to_dict() for k in agg.columns}  # (metric, stat) -> variant -> value; no .at per cell
+        pts = {v: (float(a[(x, "mean")][v]), float(a[(y, "mean")][v])) for v in vs}
         ok = [v for v in vs if np.isfinite(pts[v]).all()]
         front = {ok[i] for i in pareto_front([pts[v] for v in ok], dirs)}
         for v in vs:
             if v in ok:
                 dom = [u for u in ok if u != v and pareto_front([pts[v], pts[u]], dirs) == [1]]
-            rows.append({"dataset": ds, "variant": v, "blocks": int(min(agg.at[v, (x, "count")], agg.at[v, (y, "count")])),
-                         "x_metric": x, "x_mean": pts[v][0], "x_std": float(agg.at[v, (x, "std")]),
-                         "y_metric": y, "y_mean": pts[v][1], "y_std": float(agg.at[v, (y, "std")]),
+            rows.append({"dataset": ds, "variant": v, "blocks": int(min(a[(x, "count")][v], a[(y, "count")][v])),
+                         "x_metric": x, "x_mean": pts[v][0], "x_std": float(a[(x, "std")][v]),
+                         "y_metric": y, "y_mean": pts[v][1], "y_std": float(a[(y, "std")][v]),
                          "front": v in front, "dominated_by": ", ".join(dom) if v in ok else "—"})
     return pd.DataFrame(rows)
 

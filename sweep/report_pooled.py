@@ -99,21 +99,24 @@ def _figures(pg, qt: pd.DataFrame, metrics: list[str], variants: list[str], assu
     metric with the quantile function of every variant, in the page's variant styles. A value axis
     starts at zero; one whose positive values span more than two decades is symmetric-log (linear
     below the 5th percentile of the positive values), so that the bulk and the tail both show."""
-    for (ds, win), g in qt.groupby(["dataset", "window"], sort=False):
+    # row positions per (dataset, window, metric) and per variant in it, in file order (two groupings,
+    # not a sub-frame per group: the quantile table has one row per variant, metric and percentile)
+    by_metric = qt.groupby(["dataset", "window", "metric"], sort=False).indices
+    by_variant = qt.groupby(["dataset", "window", "metric", "variant"], sort=False).indices
+    q_all, v_all = qt["q"].to_numpy(dtype="float64"), qt["value"].to_numpy(dtype="float64")
+    none = np.zeros(0, dtype="int64")
+    for ds, win in dict.fromkeys(k[:2] for k in by_metric):
         panels = []
-        by_metric = dict(tuple(g.groupby("metric", sort=False)))
         for m in metrics:
-            gm = by_metric.get(m, g.iloc[:0])
             s = POOLED_DISPLAY[m][1]
-            vals = gm["value"].to_numpy(dtype="float64") / s
+            vals = v_all[by_metric.get((ds, win, m), none)] / s
             fin = vals[np.isfinite(vals)]
             pos = fin[fin > 0]
             symlog = float(np.quantile(pos, 0.05)) if len(pos) and pos.max() / pos.min() > 100 else None
             hi = float(fin.max()) if len(fin) else 1.0
             lo = min(0.0, float(fin.min())) if len(fin) else 0.0
-            by_variant = dict(tuple(gm.groupby("variant", sort=False)))
-            series = [Series(v, by_variant[v]["q"].to_numpy(dtype="float64") * 100,
-                             by_variant[v]["value"].to_numpy(dtype="float64") / s) for v in variants if v in by_variant]
+            rows = {v: by_variant[(ds, win, m, v)] for v in variants if (ds, win, m, v) in by_variant}
+            series = [Series(v, q_all[i] * 100, v_all[i] / s) for v, i in rows.items()]
             panels.append(LinePanel(series, (lo, hi * 1.04 if hi > 0 else 1.0), (0.0, 100.0),
                                     title=_label(m, assumed), xlabel="percentile", symlog=symlog))
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in f"{ds}_{win}")

@@ -9,6 +9,7 @@ stated error beside the differences between variants (:mod:`twinsweep.sweep.twin
 from __future__ import annotations
 
 import html
+import types
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,12 @@ def _pct(x: float | None, signed: bool = False) -> str:
         text = text.replace("-", "−")
         text = ("+" if not text.startswith("−") and text.strip("0.") else "") + text
     return f"{text} %"
+
+
+def _rows(df: pd.DataFrame) -> list[types.SimpleNamespace]:
+    """The rows of ``df`` with attribute access, as ``df.itertuples()`` gives them, without the
+    namedtuple class ``itertuples`` builds on every call (~1 ms each)."""
+    return [types.SimpleNamespace(**r) for r in df.to_dict("records")]
 
 
 def _obj(o: str, directions: dict[str, str]) -> str:
@@ -77,26 +84,34 @@ def _cell(r) -> str:
 
 
 def _conclusions(pg, conc: pd.DataFrame, directions: dict[str, str], baselines: dict[str, str | None]) -> None:
+    recs = _rows(conc)
+    by_scope: dict[str, list] = {}  # the trade-off rows per scope, in table order
+    for r in recs:
+        if r.objective == TRADEOFF:
+            by_scope.setdefault(r.scope, []).append(r)
     items = []
-    for scope, g in conc[conc["objective"] == TRADEOFF].groupby("scope", sort=False):
+    for scope, g in by_scope.items():
         what = "Across all datasets" if scope == OVERALL else f"On {scope}"
-        n = int(g["blocks"].iloc[0])
+        n = int(g[0].blocks)
         few = (f" ({n} blocks: too few for a sign test at 5 %, which needs ≥ {MIN_BLOCKS})" if n < MIN_BLOCKS
                else "")
         items.append(f"<li>{html.escape(what)}: "
                      + "; ".join(html.escape(conclusion_text(r, directions, test=n >= MIN_BLOCKS))
-                                 for r in g.itertuples()) + f"{html.escape(few)}.</li>")
+                                 for r in g) + f"{html.escape(few)}.</li>")
     if items:
         pg.raw(f"<p>The verdict's recommendations for the stated trade-off, block by block:</p>"
                f"<ul class=\"verdict\">{''.join(items)}</ul>")
+    by_objective: dict[tuple, list] = {}  # the rows per (scope, objective), in table order
+    for r in recs:
+        by_objective.setdefault((r.scope, r.objective), []).append(r)
     rows = []
-    for (scope, o), g in conc.groupby(["scope", "objective"], sort=False):
-        cells = {r.against: _cell(r) for r in g.itertuples()}
+    for (scope, o), g in by_objective.items():
+        cells = {r.against: _cell(r) for r in g}
         base = baselines.get(scope)
-        no_base = ("— (it is the baseline)" if base == g["a"].iloc[0] else "— (the runner-up is the baseline)"
+        no_base = ("— (it is the baseline)" if base == g[0].a else "— (the runner-up is the baseline)"
                    if base is not None else "—")
-        rows.append({"scope": scope, "objective": objective_label(o, directions), "recommended": g["a"].iloc[0],
-                     "blocks": int(g["blocks"].iloc[0]), "against the runner-up": cells.get("runner-up", "—"),
+        rows.append({"scope": scope, "objective": objective_label(o, directions), "recommended": g[0].a,
+                     "blocks": int(g[0].blocks), "against the runner-up": cells.get("runner-up", "—"),
                      "against the baseline": cells.get("baseline", no_base)})
     pg.p(f"Every objective: the recommended variant against the runner-up and the baseline, block by block "
          f"(p: two-sided sign test, from {MIN_BLOCKS} blocks).")
@@ -143,7 +158,7 @@ def _twin_errors(pg, runs: pd.DataFrame, variants: list[str], verdict: Verdict, 
         out = pd.DataFrame({"variant": list(dict.fromkeys(g["variant"]))})
         for m, gm in g.groupby("metric", sort=False):
             cells = {r.variant: _pct(r.difference, signed=True) + (f" — {r.label}" if r.label else "")
-                     for r in gm.itertuples()}
+                     for r in _rows(gm)}
             out[f"{metric(m).label}: vs {gm['reference'].iloc[0]}"] = [cells.get(v, "—") for v in out["variant"]]
         pg.table(out, key_cols=1, max_cols=3, cls="t verdict-table")
     pg.csv(table, "twin_error.csv")

@@ -32,6 +32,7 @@ import numpy as np
 
 from twinsweep.core.metrics import format_number
 
+from .aggregate import lerp, quantile_positions
 from .plotting import VariantStyle
 
 __all__ = ["WIDTH", "Series", "LinePanel", "ScatterPoint", "ScatterPanel", "box_strips", "line_panels",
@@ -43,8 +44,16 @@ _FONT = "font-family:system-ui,sans-serif"
 _AXIS, _GRID, _TEXT = "#555555", "#e2e2e2", "#222222"
 
 
+_NUMS: dict[float, str] = {}  # coordinate -> text: a chart repeats few distinct 0.1 px values
+
+
 def _num(x: float) -> str:
-    return f"{x:.1f}".rstrip("0").rstrip(".") if abs(x) < 1e9 else "0"
+    s = _NUMS.get(x)
+    if s is None:
+        s = f"{x:.1f}".rstrip("0").rstrip(".") if abs(x) < 1e9 else "0"
+        if x != 0 and len(_NUMS) < 65536:  # never 0: -0.0 == 0.0 but reads "-0"
+            _NUMS[x] = s
+    return s
 
 
 def _esc(s: object) -> str:
@@ -214,11 +223,23 @@ def box_strips(panels: Sequence[tuple[str, Mapping[str, np.ndarray]]], variants:
     return _svg(rows * (ph + 8), body, label)
 
 
+def _quartiles(d: np.ndarray) -> tuple[float, float, float]:
+    """Type-7 quartiles and median of ``d`` (no NaN, not empty), bit for bit as
+    ``numpy.quantile(d, [0.25, 0.5, 0.75])``, from one sort (:func:`sweep.aggregate.lerp`)."""
+    s = np.sort(d)
+    lo, hi, g = quantile_positions(len(s), _QUARTILES)
+    q1, med, q3 = lerp(s[lo], s[hi], g).tolist()
+    return q1, med, q3
+
+
+_QUARTILES = np.array([0.25, 0.5, 0.75])
+
+
 def _box(sc: _Scale, d: np.ndarray, cy: float, st: VariantStyle, name: str) -> str:
-    q1, med, q3 = np.quantile(d, [0.25, 0.5, 0.75])
+    q1, med, q3 = _quartiles(d)
     iqr = q3 - q1
     lo, hi = d[d >= q1 - 1.5 * iqr].min(), d[d <= q3 + 1.5 * iqr].max()
-    X = sc(np.array([lo, q1, med, q3, hi]))
+    X = sc(np.array([lo, q1, med, q3, hi])).tolist()
     dash = f' stroke-dasharray="{st.dash}"' if st.dash else ""
     tip = (f"{name}: median {format_number(med)}, quartiles {format_number(q1)}–{format_number(q3)}, "
            f"range {format_number(d.min())}–{format_number(d.max())}, {len(d)} run(s)")
@@ -233,8 +254,8 @@ def _box(sc: _Scale, d: np.ndarray, cy: float, st: VariantStyle, name: str) -> s
              f'fill="{st.color}" fill-opacity="0.18" stroke="{st.color}" stroke-width="1.3"/>',
              f'<line x1="{_num(X[2])}" x2="{_num(X[2])}" y1="{_num(cy - 6)}" y2="{_num(cy + 6)}" stroke="#111111" '
              'stroke-width="2"/>']
-    xs = sc(d)
-    jit = np.linspace(-3.5, 3.5, len(d)) if len(d) > 1 else np.zeros(1)
+    xs = sc(d).tolist()
+    jit = (np.linspace(-3.5, 3.5, len(d)) if len(d) > 1 else np.zeros(1)).tolist()
     parts += [f'<circle cx="{_num(x)}" cy="{_num(cy + j)}" r="2.2" fill="{st.color}" fill-opacity="0.85"/>'
               for x, j in zip(xs, jit)]
     return "".join(parts) + "</g>"
@@ -275,21 +296,23 @@ def _path(sx: _Scale, sy: _Scale, s: Series) -> str:
     if not len(x):
         return ""
     px, py = np.round(sx(x), 1), np.round(sy(y), 1)
-    if not s.step:
-        return "M" + "L".join(f"{_num(a)} {_num(b)}" for a, b in zip(px, py))
+    if not s.step:  # Python floats: formatted ~40 % faster than numpy scalars, same text
+        return "M" + "L".join(f"{_num(a)} {_num(b)}" for a, b in zip(px.tolist(), py.tolist()))
     keep = np.r_[True, py[1:] != py[:-1]]  # a step function changes only where its value does
     end = px[-1] if len(px) < 2 else px[-1] + (px[-1] - px[-2])
     px, py = px[keep], py[keep]
     col = np.floor(px).astype("int64")
     if len(px) <= 2 * (abs(sx.p1 - sx.p0) + 1):
-        cmds = [f"M{_num(px[0])} {_num(py[0])}"] + [f"H{_num(a)}V{_num(b)}" for a, b in zip(px[1:], py[1:])]
+        cmds = [f"M{_num(px[0])} {_num(py[0])}"] + [f"H{_num(a)}V{_num(b)}"
+                                                    for a, b in zip(px[1:].tolist(), py[1:].tolist())]
         return "".join(cmds) + f"H{_num(end)}"
     # M4: per pixel column the first, lowest, highest and last value
     starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
     last = np.r_[starts[1:] - 1, len(py) - 1]
-    lo, hi = np.minimum.reduceat(py, starts), np.maximum.reduceat(py, starts)
+    lo, hi = np.minimum.reduceat(py, starts).tolist(), np.maximum.reduceat(py, starts).tolist()
+    px, py, last = px.tolist(), py.tolist(), last.tolist()
     cmds = [f"M{_num(px[0])} {_num(py[0])}"]
-    for i, st in enumerate(starts):
+    for i, st in enumerate(starts.tolist()):
         if i:
             cmds.append(f"H{_num(px[st])}V{_num(py[st])}")
         vs = (lo[i], hi[i], py[last[i]]) if py[st] <= py[last[i]] else (hi[i], lo[i], py[last[i]])
@@ -434,7 +457,7 @@ def scatter_panels(panels: Sequence[ScatterPanel], variants: Sequence[str], styl
             st = styles[q.variant]
             X, Y = sx(np.asarray(q.dots_x, dtype="float64")), sy(np.asarray(q.dots_y, dtype="float64"))
             body += [f'<circle cx="{_num(a)}" cy="{_num(b)}" r="2" fill="{st.color}" fill-opacity="0.5"/>'
-                     for a, b in zip(X, Y) if math.isfinite(a) and math.isfinite(b)]
+                     for a, b in zip(X.tolist(), Y.tolist()) if math.isfinite(a) and math.isfinite(b)]
         pts = [(float(sx(a)), float(sy(b))) for a, b in p.line]
         pts = [(a, b) for a, b in pts if math.isfinite(a) and math.isfinite(b)]
         if len(pts) > 1:

@@ -39,7 +39,7 @@ import pandas as pd
 
 from twinsweep.core.metrics import format_number, metric
 
-from .ranking import BLOCK_COLS, block_ranks, past_end_blocks, pivot_blocks
+from .ranking import BLOCK_COLS, BlockPivot, block_ranks, past_end_blocks
 
 __all__ = ["ObjectiveVerdict", "ScopeVerdict", "Verdict", "BlockScores", "block_scores", "compute_verdict",
            "default_baseline", "TRADEOFF", "OVERALL", "MIN_BLOCKS", "cost_text"]
@@ -210,9 +210,10 @@ def block_scores(g: pd.DataFrame, variants: list[str], directions: dict[str, str
         return None
     values: dict[str, np.ndarray] = {}
     ranks: dict[str, np.ndarray] = {}
-    labels: list = []
+    pivot = BlockPivot(g, vs, block_cols=_BLOCK)
+    labels = pivot.blocks
     for m in metrics:
-        values[m], labels = pivot_blocks(g, m, vs, block_cols=_BLOCK)
+        values[m] = pivot.values(m)
         ranks[m] = block_ranks(values[m], directions.get(m) or metric(m).direction)
     if not labels:
         return None
