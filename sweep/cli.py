@@ -8,6 +8,7 @@ Subcommands: ``run`` (one twin run), ``systems`` (named systems and their source
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -477,7 +478,33 @@ def _cmd_validate(args) -> int:
     return 0
 
 
+#: Variables OpenBLAS reads for its thread count when it loads (with numpy), first set wins
+#: (OpenBLAS ``driver/others/openblas_env.c``).
+_BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def _one_blas_thread(argv: list[str]) -> None:
+    """Load numpy with one OpenBLAS thread in a ``twinsweep run`` process, unless the user set a
+    thread count (any of :data:`_BLAS_THREAD_VARS`) or numpy is loaded already.
+
+    OpenBLAS starts its thread pool (one thread per core) when numpy is imported; on this
+    project's 2-core machine that start costs about 0.05 s CPU of the run's ~1 s, for nothing:
+    the twin is single-threaded and its one BLAS call is a 10-row vector-matrix product of the
+    cooling model (``core/cooling/dynamics.py``, ``--cooling`` only), far below the size at which
+    OpenBLAS splits work across threads. Outputs are unchanged (``bench/output_hashes.py``). The
+    variable is removed again once numpy has loaded, so processes the run starts (an external
+    scheduler) inherit the user's environment, not ours."""
+    if not argv or argv[0] != "run" or "numpy" in sys.modules or any(v in os.environ for v in _BLAS_THREAD_VARS):
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401 - OpenBLAS reads its thread count now, once per process
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
+
+
 def main(argv=None) -> int:
+    _one_blas_thread(sys.argv[1:] if argv is None else list(argv))
     from twinsweep.core.errors import TwinError
 
     parser = build_parser()

@@ -1,0 +1,39 @@
+"""The `twinsweep run` process itself (issue 14: the whole process's CPU): numpy is loaded with one
+OpenBLAS thread for a run unless the user chose a thread count, and the user's environment is what
+the run's own child processes see."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+CHILD = r"""
+import json, os, sys
+from twinsweep.sweep.cli import _one_blas_thread, _BLAS_THREAD_VARS
+out = {}
+_one_blas_thread(["sweep", "study.toml"])                      # not a run: nothing happens
+out["other"] = ["numpy" in sys.modules, {v: os.environ.get(v) for v in _BLAS_THREAD_VARS}]
+os.environ["OMP_NUM_THREADS"] = "3"                            # the user's choice wins
+_one_blas_thread(["run", "--data", "x"])
+out["user"] = ["numpy" in sys.modules, {v: os.environ.get(v) for v in _BLAS_THREAD_VARS}]
+del os.environ["OMP_NUM_THREADS"]
+_one_blas_thread(["run", "--data", "x"])
+out["run"] = ["numpy" in sys.modules, {v: os.environ.get(v) for v in _BLAS_THREAD_VARS},
+              len(os.listdir("/proc/self/task"))]
+print(json.dumps(out))
+"""
+
+
+def test_a_run_loads_numpy_with_one_blas_thread_and_leaves_the_environment_alone():
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                                                               "OMP_NUM_THREADS")}
+    r = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env, check=True)
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    none = {"OPENBLAS_NUM_THREADS": None, "GOTO_NUM_THREADS": None, "OMP_NUM_THREADS": None}
+    assert out["other"] == [False, none]
+    assert out["user"] == [False, {**none, "OMP_NUM_THREADS": "3"}]
+    # loaded now, with OpenBLAS's pool of one (the main thread: no worker thread started), and the
+    # variable gone again, so an external scheduler the run starts inherits the user's environment
+    assert out["run"] == [True, none, 1]
