@@ -37,3 +37,27 @@ def test_a_run_loads_numpy_with_one_blas_thread_and_leaves_the_environment_alone
     # loaded now, with OpenBLAS's pool of one (the main thread: no worker thread started), and the
     # variable gone again, so an external scheduler the run starts inherits the user's environment
     assert out["run"] == [True, none, 1]
+
+
+def _subcommands(parser):
+    import argparse
+
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def test_a_subcommand_built_alone_parses_and_helps_as_in_the_full_parser():
+    """`twinsweep run` builds only the run subparser (start-up): that parser is the full one's, in
+    its help and in what it parses; any other first word builds them all."""
+    from twinsweep.sweep.cli import _OWN_COMMANDS, build_parser
+
+    full = build_parser()
+    assert set(_OWN_COMMANDS) < set(_subcommands(full))
+    for name in _OWN_COMMANDS:
+        alone = build_parser(name)
+        assert list(_subcommands(alone)) == [name]
+        assert _subcommands(alone)[name].format_help() == _subcommands(full)[name].format_help()
+    argv = ["run", "--data", "x.swf", "--policy", "fcfs", "--backfill", "easy", "--out", "o", "--start", "2d",
+            "--duration", "90m", "--option", "a=1", "--quiet"]
+    assert vars(build_parser("run").parse_args(argv)) == vars(full.parse_args(argv))
+    for other in ("sweep", "tune", "--help", "bogus", None):
+        assert set(_subcommands(build_parser(other))) == set(_subcommands(full))
