@@ -8,6 +8,8 @@ Subcommands: ``run`` (one twin run), ``systems`` (named systems and their source
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import os
 import sys
 from pathlib import Path
@@ -133,8 +135,9 @@ def _write_accounts(args, res, console) -> None:
 
 
 def _cmd_run(args) -> int:
-    from twinsweep.core.config import Perturbation, RunConfig
-    from twinsweep.core.run import prepare_out_dir
+    with _start_up():  # the engine, pyarrow.parquet
+        from twinsweep.core.config import Perturbation, RunConfig
+        from twinsweep.core.run import prepare_out_dir
 
     if args.quiet:  # nothing is printed: rich (about 0.1 s of imports) stays out of the process
         console = None
@@ -517,12 +520,31 @@ _OWN_COMMANDS = {"run": _add_run_parser, "systems": _add_systems_parser, "data":
                  "incentives": _add_incentives_parser, "validate": _add_validate_parser}
 
 
+@contextlib.contextmanager
+def _start_up():
+    """Imports without the cyclic garbage collector: importing numpy, pandas and pyarrow creates
+    some 10^5 long-lived objects (functions, classes, dicts of modules) and none of them is
+    garbage, yet every few hundred allocations the collector walks the young ones and now and
+    then all of them; switched off while the modules load, a `twinsweep run` spends about 0.1 s
+    less CPU on its imports here (0.76-0.91 -> 0.61-0.77 s for numpy + pyarrow + pandas, 2 cores).
+    The collector is on again (if it was) before any work: a run's own objects are collected as
+    always."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    _one_blas_thread(argv)
-    from twinsweep.core.errors import TwinError
+    with _start_up():  # numpy, pandas (twinsweep.core), the registries; the parser
+        _one_blas_thread(argv)
+        from twinsweep.core.errors import TwinError
 
-    parser = build_parser(argv[0] if argv else None)
+        parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

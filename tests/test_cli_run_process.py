@@ -61,3 +61,29 @@ def test_a_subcommand_built_alone_parses_and_helps_as_in_the_full_parser():
     assert vars(build_parser("run").parse_args(argv)) == vars(full.parse_args(argv))
     for other in ("sweep", "tune", "--help", "bogus", None):
         assert set(_subcommands(build_parser(other))) == set(_subcommands(full))
+
+
+def test_start_up_pauses_the_garbage_collector_and_restores_it():
+    """The CLI's imports run with the cyclic collector off; it is back on afterwards (also after an
+    error), and left off when the caller had it off."""
+    import gc
+
+    import pytest
+
+    from twinsweep.sweep.cli import _start_up
+
+    assert gc.isenabled()
+    with _start_up():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(KeyError):
+        with _start_up():
+            raise KeyError("x")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with _start_up():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
