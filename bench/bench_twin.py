@@ -103,7 +103,7 @@ def probed(*a, **k):  # core.run is loaded by now (the run command's start-up); 
         probe(run, name)
     return work(*a, **k)
 cli._simulate_and_write = probed
-rc = cli.main(sys.argv[1:])
+rc = cli.main()  # the command line of this process, as `python -m twinsweep` runs it
 end = cpu()
 (l0, l1, s0, s1, w0, w1) = marks
 print(json.dumps({"rc": rc, "imports": l0, "load": l1 - l0, "simulate": s1 - s0, "write": w1 - w0,

@@ -65,7 +65,7 @@ def test_a_subcommand_built_alone_parses_and_helps_as_in_the_full_parser():
 
 def test_start_up_pauses_the_garbage_collector_and_restores_it():
     """The CLI's imports run with the cyclic collector off; it is back on afterwards (also after an
-    error), and left off when the caller had it off."""
+    error), and left off when the caller had it off; nothing is frozen unless asked."""
     import gc
 
     import pytest
@@ -73,9 +73,10 @@ def test_start_up_pauses_the_garbage_collector_and_restores_it():
     from twinsweep.sweep.cli import _start_up
 
     assert gc.isenabled()
+    frozen = gc.get_freeze_count()
     with _start_up():
         assert not gc.isenabled()
-    assert gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
     with pytest.raises(KeyError):
         with _start_up():
             raise KeyError("x")
@@ -87,3 +88,13 @@ def test_start_up_pauses_the_garbage_collector_and_restores_it():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_process_command_line_freezes_its_start_up():
+    """main() of the process's own command line freezes what its start-up loaded (gc.freeze);
+    the collector runs as before afterwards."""
+    code = ("import gc, json\nfrom twinsweep.sweep.cli import _start_up\n"
+            "with _start_up(freeze=True):\n    import fractions\n"
+            "print(json.dumps([gc.get_freeze_count() > 1000, gc.isenabled()]))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == [True, True]
