@@ -5,7 +5,9 @@ A :class:`Registry` maps names to plug-in objects of one kind. Plug-ins arrive t
 ending in the same table:
 
 * built-ins call :meth:`Registry.register` when their module is imported (as a decorator or a
-  call);
+  call); a kind with many built-ins may :meth:`Registry.declare` them (name -> module) so that a
+  module is imported only when one of its names is looked up (the trace formats: a run whose trace
+  comes from the parse cache imports no loader at all);
 * third-party packages declare a Python entry point in the registry's group (e.g.
   ``[project.entry-points."twinsweep.policies"] mypolicy = "mypkg.policy:MyPolicy"``); the entry
   point's name is the plug-in's name and its object is loaded on first use, so a plug-in that is
@@ -25,6 +27,7 @@ looked up by name, with the valid names in every error.
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 from importlib import metadata
 from typing import Callable, Generic, Iterator, TypeVar
@@ -36,6 +39,40 @@ T = TypeVar("T")
 #: Entry-point groups read by the twin's registries (documented in docs/plugins.md).
 ENTRY_POINT_GROUPS = ("twinsweep.policies", "twinsweep.backfill", "twinsweep.loaders",
                       "twinsweep.backends", "twinsweep.metrics")
+
+#: The process's installed entry points, group -> name -> entry point: read once for every group
+#: (:func:`installed_entry_points`). One ``importlib.metadata`` scan reads every installed
+#: distribution's ``entry_points.txt`` (about 8 ms CPU for the ~150 distributions of this
+#: project's environment); a ``twinsweep run`` reads four groups (the CLI's policy and backfill
+#: names, the metric plug-ins of the stats, the loaders), so one scan instead of one per group.
+_SCAN: dict[str, dict[str, metadata.EntryPoint]] | None = None
+_SCAN_LOCK = threading.Lock()
+
+
+def installed_entry_points(group: str) -> dict[str, metadata.EntryPoint]:
+    """The installed entry points of ``group``, name -> :class:`importlib.metadata.EntryPoint`
+    (a copy; the same as ``{ep.name: ep for ep in metadata.entry_points(group=group)}``: where
+    two distributions declare one name the later one wins). The installed distributions are
+    scanned once per process for all groups (:data:`_SCAN`); :func:`forget_entry_points` (or
+    :meth:`Registry.refresh`) makes the next call scan again."""
+    global _SCAN
+    with _SCAN_LOCK:
+        if _SCAN is None:
+            scan: dict[str, dict[str, metadata.EntryPoint]] = {}
+            found = metadata.entry_points()
+            # Python 3.11: a SelectableGroups dict (group -> EntryPoints) whose dict methods are
+            # deprecated, read through dict's own; 3.12+: one EntryPoints sequence
+            for ep in ([e for eps in dict.values(found) for e in eps] if isinstance(found, dict) else found):
+                scan.setdefault(ep.group, {})[ep.name] = ep
+            _SCAN = scan
+        return dict(_SCAN.get(group, {}))
+
+
+def forget_entry_points() -> None:
+    """Drop the process's scan of installed entry points (after installing a plug-in package)."""
+    global _SCAN
+    with _SCAN_LOCK:
+        _SCAN = None
 
 
 class Registry(Generic[T]):
@@ -56,6 +93,8 @@ class Registry(Generic[T]):
         self.group = group
         self._check = check
         self._items: dict[str, T] = {}
+        self._declared: dict[str, str] = {}  # built-in name -> module that registers it, not imported yet
+        self._builtin_rank: dict[str, int] = {}  # declared names in declaration order (in_order's order)
         self._entry_points: dict[str, metadata.EntryPoint] | None = None
         self._lock = threading.RLock()
 
@@ -75,6 +114,9 @@ class Registry(Generic[T]):
             return deco
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"{self.kind} plug-in: a name must be a non-empty string, got {name!r}")
+        module = self._declared.get(name)
+        if module is not None and module not in sys.modules:  # another module takes a built-in's name:
+            self._import_declared([module])                   # the built-in first, as if imported eagerly
         with self._lock:
             old = self._items.get(name)
             if old is not None and old is not obj and not replace:
@@ -85,12 +127,37 @@ class Registry(Generic[T]):
             if self._check is not None:
                 self._check(name, obj)
             self._items[name] = obj
+            self._declared.pop(name, None)
         return obj
+
+    def declare(self, name: str, module: str) -> None:
+        """Announce the built-in ``name``, registered by ``module`` when that module is imported,
+        without importing it: :meth:`get` of the name imports the module, :meth:`in_order` and
+        :meth:`items` import every declared module, :meth:`names` and ``in`` list declared names
+        as they are. Declared names keep their declaration order in :meth:`in_order`, ahead of
+        names registered otherwise, whatever order their modules are imported in. A name
+        registered already is left as it is."""
+        with self._lock:
+            self._builtin_rank.setdefault(name, len(self._builtin_rank))
+            if name not in self._items:
+                self._declared[name] = module
+
+    def _import_declared(self, modules: list[str]) -> None:
+        # importing outside the lock: a module registers (takes the lock) while it is imported
+        for mod in dict.fromkeys(modules):
+            importlib.import_module(mod)
+        with self._lock:
+            missing = [(n, m) for n, m in self._declared.items() if m in modules and m in sys.modules]
+        if missing:
+            raise ConfigError(f"{self.kind} {missing[0][0]!r}: declared as registered by module {missing[0][1]!r}, "
+                              "which did not register it")
 
     def unregister(self, name: str) -> None:
         """Remove ``name`` (tests and interactive sessions). Unknown names are ignored."""
         with self._lock:
             self._items.pop(name, None)
+            self._declared.pop(name, None)
+            self._builtin_rank.pop(name, None)
 
     # -- lookup ----------------------------------------------------------------------------------
     def get(self, name: str) -> T:
@@ -100,6 +167,10 @@ class Registry(Generic[T]):
         obj = self._items.get(name)
         if obj is not None:
             return obj
+        module = self._declared.get(name) if isinstance(name, str) else None
+        if module is not None:
+            self._import_declared([module])
+            return self._items[name]
         if not isinstance(name, str):
             raise UnknownNameError(self.kind, repr(name), self.names())
         ep = self._installed().get(name)
@@ -122,10 +193,10 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         """Every valid name, registered or installed, sorted."""
-        return sorted(set(self._items) | set(self._installed()))
+        return sorted(set(self._items) | set(self._declared) | set(self._installed()))
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and (name in self._items or name in self._installed())
+        return isinstance(name, str) and (name in self._items or name in self._declared or name in self._installed())
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
@@ -138,11 +209,15 @@ class Registry(Generic[T]):
         """``(name, plug-in)`` in registration order: the built-ins as their modules registered
         them, then the installed plug-ins not loaded yet (by name, loaded now). The order in which
         a kind breaks ties (e.g. two loaders that give a file the same detection score). Raises
-        ConfigError when an installed plug-in cannot be loaded (naming it)."""
+        ConfigError when an installed plug-in cannot be loaded (naming it). Declared built-ins
+        (:meth:`declare`) are imported now and come first, in their declaration order."""
+        if self._declared:
+            self._import_declared(list(self._declared.values()))
         for name in sorted(self._installed()):
             if name not in self._items:
                 self.get(name)
-        return list(self._items.items())
+        rank = self._builtin_rank
+        return sorted(self._items.items(), key=lambda kv: (0, rank[kv[0]]) if kv[0] in rank else (1, 0))
 
     def _installed(self) -> dict[str, metadata.EntryPoint]:
         if self.group is None:
@@ -150,11 +225,13 @@ class Registry(Generic[T]):
         if self._entry_points is None:
             with self._lock:
                 if self._entry_points is None:
-                    self._entry_points = {ep.name: ep for ep in metadata.entry_points(group=self.group)}
+                    self._entry_points = installed_entry_points(self.group)
         return self._entry_points
 
     def refresh(self) -> None:
-        """Read the installed entry points again (after installing a plug-in package)."""
+        """Read the installed entry points again (after installing a plug-in package): the
+        process's scan (:func:`installed_entry_points`) is dropped too."""
+        forget_entry_points()
         with self._lock:
             self._entry_points = None
 

@@ -34,7 +34,8 @@ LAZY_PACKAGES = {
     "scipy": "statistics of reports/validation only; ~0.2 s import kept out of runs and the CLI start-up",
     "pyarrow": "Parquet I/O paths of the sweep layer; kept out of the CLI start-up",
     "pandas": "tables of the sweep layer's outputs; kept out of the CLI start-up (tune, expand)",
-    "numpy": "sweep/report paths only; kept out of the CLI start-up",
+    "numpy": "sweep/report paths only; kept out of the CLI start-up (`twinsweep run` loads it first, with one "
+             "OpenBLAS thread: sweep.cli._one_blas_thread)",
 }
 
 #: Why a standard-library module is imported inside a function ((importer, module) -> reason).

@@ -10,7 +10,8 @@ from importlib import metadata
 import pytest
 
 from twinsweep.core.errors import ConfigError, UnknownNameError
-from twinsweep.core.registry import Registry, load_object
+from twinsweep.core import registry
+from twinsweep.core.registry import Registry, installed_entry_points, load_object
 
 
 class _A:
@@ -66,6 +67,39 @@ def test_dotted_path_is_imported_and_registered(monkeypatch):
         load_object("tw_no_such_module_xyz:Thing")
 
 
+def _flat(found):
+    """``metadata.entry_points()`` as one list of entry points (3.11: a dict of groups)."""
+    return [e for g in dict.values(found) for e in g] if isinstance(found, dict) else list(found)
+
+
+def test_one_scan_serves_every_group_and_matches_importlib_per_group(monkeypatch):
+    """The installed entry points are scanned once per process for all groups (a run reads four:
+    policies, backfills, metrics, loaders), and each group's table is what
+    ``importlib.metadata.entry_points(group=...)`` gives, in its order; refresh() scans again."""
+    calls = []
+    real = metadata.entry_points
+
+    def counting(**kw):
+        calls.append(kw)
+        return real(**kw)
+
+    monkeypatch.setattr(registry, "_SCAN", None)
+    monkeypatch.setattr(metadata, "entry_points", counting)
+    groups = sorted({e.group for e in _flat(real())}) + ["twinsweep.policies", "twinsweep.metrics"]
+    tables = {g: installed_entry_points(g) for g in groups}
+    assert calls == [{}]
+    for g in groups:
+        expect = {e.name: e for e in real(group=g)}
+        assert list(tables[g].items()) == list(expect.items()), g
+    assert any(tables.values())  # this environment has installed entry points (pytest's own, at least)
+    reg = Registry("widget", group="twinsweep.policies")
+    reg.names()
+    assert calls == [{}]
+    reg.refresh()
+    reg.names()
+    assert calls == [{}, {}]
+
+
 def test_entry_points_are_listed_before_loading_and_loaded_on_get(monkeypatch):
     mod = types.ModuleType("tw_fake_ep")
     mod.Widget = _B
@@ -75,12 +109,64 @@ def test_entry_points_are_listed_before_loading_and_loaded_on_get(monkeypatch):
     real = metadata.entry_points
 
     def fake(**kw):
+        if not kw:  # the registries' one scan of every group
+            return [*_flat(real()), *eps]
         return [e for e in eps if e.group == kw.get("group")] if kw.get("group") == "twinsweep.test" else real(**kw)
 
     monkeypatch.setattr(metadata, "entry_points", fake)
+    monkeypatch.setattr(registry, "_SCAN", None)  # this process may have scanned before the fake
     reg = Registry("widget", group="twinsweep.test")
     reg.register("builtin", _A)
     assert reg.names() == ["broken", "builtin", "installed"]
     assert reg.get("installed") is _B
     with pytest.raises(ConfigError, match="'broken': the installed plug-in 'tw_fake_ep:Missing'"):
         reg.get("broken")
+
+
+def _plugin_modules(tmp_path, monkeypatch, **bodies):
+    """Modules ``tw_decl_<name>`` written to ``tmp_path`` (on sys.path, forgotten afterwards)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name, body in bodies.items():
+        (tmp_path / f"tw_decl_{name}.py").write_text(body)
+        monkeypatch.delitem(sys.modules, f"tw_decl_{name}", raising=False)
+
+
+def test_declared_builtins_import_on_first_use_and_keep_their_order(tmp_path, monkeypatch):
+    """declare(): names listed without importing their module; get() imports only the module of
+    that name; in_order() imports every declared module and lists declared names first in their
+    declaration order, whatever order the modules were imported in (a detection tie-break)."""
+    reg = Registry("widget")
+    monkeypatch.setitem(sys.modules, "tw_decl_registry", types.SimpleNamespace(REG=reg))
+    src = "import tw_decl_registry as r\nclass {c}: pass\nr.REG.register({n!r}, {c})\n"
+    _plugin_modules(tmp_path, monkeypatch,
+                    one=src.format(c="One", n="one"),
+                    two=src.format(c="Two", n="two") + "class Three: pass\nr.REG.register('three', Three)\n")
+    reg.register("early", _A)  # registered before the declarations: after them in in_order
+    for name, mod in (("one", "tw_decl_one"), ("two", "tw_decl_two"), ("three", "tw_decl_two")):
+        reg.declare(name, mod)
+    assert "tw_decl_one" not in sys.modules and "tw_decl_two" not in sys.modules
+    assert reg.names() == ["early", "one", "three", "two"] and "three" in reg
+    assert reg.get("three").__name__ == "Three"  # imports tw_decl_two (which registers two and three) only
+    assert "tw_decl_two" in sys.modules and "tw_decl_one" not in sys.modules
+    assert [n for n, _ in reg.in_order()] == ["one", "two", "three", "early"]
+    assert "tw_decl_one" in sys.modules
+
+
+def test_a_declared_name_taken_by_another_module_conflicts_as_if_imported_eagerly(tmp_path, monkeypatch):
+    """Registering a declared built-in's name from elsewhere imports the built-in first, so the
+    duplicate is refused (or replaced with replace=True) exactly as when built-ins load eagerly;
+    a declared module that does not register its name is one clear error; unregister forgets."""
+    reg = Registry("widget")
+    monkeypatch.setitem(sys.modules, "tw_decl_registry", types.SimpleNamespace(REG=reg))
+    _plugin_modules(tmp_path, monkeypatch,
+                    b1="import tw_decl_registry as r\nclass B1: pass\nr.REG.register('b1', B1)\n",
+                    silent="X = 1\n")
+    reg.declare("b1", "tw_decl_b1")
+    with pytest.raises(ConfigError, match="'b1' is already registered"):
+        reg.register("b1", _A)
+    assert reg.register("b1", _A, replace=True) is _A and reg.get("b1") is _A
+    reg.declare("ghost", "tw_decl_silent")
+    with pytest.raises(ConfigError, match="'ghost': declared as registered by module 'tw_decl_silent'"):
+        reg.get("ghost")
+    reg.unregister("ghost")
+    assert "ghost" not in reg and "ghost" not in reg.names()

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from conftest import data_path
-from twinsweep.core.loaders import _cache, load_workload
+from twinsweep.core.loaders import BUILTIN_FORMATS, _cache, load_workload
 from twinsweep.core.loaders import _registry
 
 FIELDS = ("epoch", "checksum", "source", "format", "header", "procs_unit", "skipped_lines", "provenance", "traces")
@@ -146,3 +146,31 @@ def test_run_outputs_do_not_depend_on_the_cache(tmp_path, cache, monkeypatch):
     assert list(cache.iterdir())
     assert set(outs[0]) >= {"jobs.parquet", "timeline.parquet", "stats.json", "manifest.json"}
     assert outs[0] == outs[1] == outs[2]
+
+
+def test_a_hit_in_a_fresh_process_imports_no_loader(tmp_path):
+    """A trace read from the cache needs no parser: a new process (as each `twinsweep run` is) that
+    loads a cached SWF file imports none of the format modules (core.loaders declares them and
+    imports one when its format is looked up, all when a file's format is detected), and gets the
+    parsed Workload's checksum and rows. The first process (a miss) detects and parses, so it
+    imports them all."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    trace = _swf(tmp_path / "t.swf")
+    code = (
+        "import json, sys\n"
+        "from twinsweep.core.loaders import load_workload, BUILTIN_FORMATS\n"
+        f"wl = load_workload({str(trace)!r})\n"
+        "mods = sorted({'twinsweep.core.loaders.' + m for _, m in BUILTIN_FORMATS} & set(sys.modules))\n"
+        "print(json.dumps({'mods': mods, 'checksum': wl.checksum, 'n': len(wl), 'format': wl.format}))\n"
+    )
+    env = {**os.environ, "TWINSWEEP_CACHE": str(tmp_path / "cache")}
+    runs = [json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                                      check=True).stdout.strip().splitlines()[-1]) for _ in range(2)]
+    assert runs[0]["mods"] == sorted({f"twinsweep.core.loaders.{m}" for _, m in BUILTIN_FORMATS})  # a miss ...
+    assert runs[1]["mods"] == []                                                                   # a hit
+    assert runs[0]["checksum"] == runs[1]["checksum"] and runs[0]["n"] == runs[1]["n"] == 6000
+    assert runs[1]["format"] == "swf"
