@@ -275,14 +275,31 @@ def informed_calendar(schedule: pd.DataFrame, nodes: int, t0: int, t1: int,
     return layered_calendar(edges, down, nodes)
 
 
+def censor_at(schedule: pd.DataFrame, t1: int) -> pd.DataFrame:
+    """The schedule as it was known at ``t1``: jobs submitted from ``t1`` on are dropped, and a job
+    started at or after ``t1`` is "still queued at ``t1``" (start = end = ``t1``: it occupies
+    nothing before ``t1`` and is overtaken by no one before it). What the estimators compute over
+    a window ending at ``t1`` then reads no start recorded at or after ``t1`` (:func:`held_from`
+    and :func:`first_starters` otherwise compare the starts of later jobs). Returns a new frame."""
+    sched = schedule.loc[schedule["submit_time"].to_numpy(dtype="int64") < t1].copy()
+    st = sched["start_time"].astype("Int64")
+    late = (st >= t1).fillna(False).to_numpy()
+    if late.any():
+        sched["start_time"] = st.mask(late, int(t1))
+        sched["end_time"] = sched["end_time"].astype("Int64").mask(late, int(t1))
+    return sched
+
+
 def blind_constant(schedule: pd.DataFrame, nodes: int, fit0: int, fit1: int,
                    block_s: int = BLOCK_S, startable=None, grid_s: int = QUEUE_GRID_S,
                    latency_s: int = SCHED_LATENCY_S) -> tuple[int, int]:
     """Nodes to take out of service for the whole trace, fitted on ``[fit0, fit1)`` only: the
     median (rounded down) over the fitting window's blocks of :func:`block_down_nodes`, clipped so
     that the largest job of the fitting window still fits (a constant hold would otherwise keep
-    full-machine jobs queued for ever). Returns ``(clipped, median)``."""
-    _, down = block_down_nodes(schedule, nodes, fit0, fit1, block_s, startable, grid_s, latency_s)
+    full-machine jobs queued for ever). Only what was recorded before ``fit1`` is read
+    (:func:`censor_at`): blind mode must not change when the starts of the reported window do.
+    Returns ``(clipped, median)``."""
+    _, down = block_down_nodes(censor_at(schedule, fit1), nodes, fit0, fit1, block_s, startable, grid_s, latency_s)
     med = int(np.floor(np.median(down))) if len(down) else 0
     sub = schedule["submit_time"].to_numpy(dtype="int64")
     n = schedule["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=0)

@@ -251,3 +251,20 @@ def test_scheduling_cycle(backfill):
     assert _run_cycle(100, rep, policy="replay").jobs["start_time"].tolist() == [0, 150, 230]
     with pytest.raises(ConfigError, match="scheduling_cycle_s"):
         System(name="t", title="t", nodes=10, scheduling_cycle_s=1.5)
+
+
+def test_blind_constant_reads_nothing_recorded_after_the_fitting_window():
+    """Fitting window [0, 200), blocks of 100 s: X (6 of 10 nodes) on [0, 300), A (2 nodes)
+    waits from 0 to 250. C (submitted at 210, 2 nodes, A's limit) starts at 220, before A: read
+    in full, it shows A held for a reason of its own and nothing is down; censored at 200 (what
+    was known then: A still queued), A says 3 down in both blocks: median 3, below the 4 nodes the
+    window's largest job (X) leaves. Moving the starts of the reported window changes nothing."""
+    B, G = 100, 10
+    rows = lambda c_start: _sched([(0, 0, 300, 6), (0, 250, 260, 2), (210, c_start, c_start + 10, 2)]).assign(  # noqa: E731
+        time_limit=[300.0, 100.0, 100.0])
+    full = av.block_down_nodes(rows(220), 10, 0, 200, block_s=B, grid_s=G, latency_s=0)[1].tolist()
+    assert full == [0, 0]
+    for c_start in (220, 240, 400):
+        assert av.blind_constant(rows(c_start), 10, 0, 200, block_s=B, grid_s=G, latency_s=0) == (3, 3)
+    cen = av.censor_at(rows(220), 200)
+    assert cen["start_time"].tolist() == [0, 200] and cen["end_time"].tolist() == [300, 200]
