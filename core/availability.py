@@ -116,9 +116,10 @@ def held_from(sub: np.ndarray, st: np.ndarray, n: np.ndarray, lim: np.ndarray) -
     that asks for at least as many nodes and at least as long a time limit (``-inf`` limits:
     unknown, compared as equal). Under FCFS order with EASY or conservative backfilling, with or
     without clock rules that cap limits, such a job starting proves there was room for this one
-    too (it fits wherever the later one fits and delays nothing the later one does not), so from
-    then on its wait is not a shortage of nodes: a user or system hold, a dependency, a per-user
-    or per-queue run limit, a class order. Arrays of one length (jobs that ran); float64 result.
+    too (it fits wherever the later one fits and delays nothing the later one does not), so its
+    wait — at least from then on; :func:`first_starters` drops all of it, as the hold may have
+    begun before the overtaking shows it — is not a shortage of nodes: a user or system hold, a
+    dependency, a per-user or per-queue run limit, a class or fair-share order. Arrays of one length (jobs that ran); float64 result.
     Cost: for each job, a vectorised look at the jobs submitted while it waited."""
     order = np.argsort(sub, kind="stable")
     so, sto, no, lo = sub[order], st[order], n[order], lim[order]
@@ -143,8 +144,8 @@ def first_starters(schedule: pd.DataFrame, grid: np.ndarray, startable=None,
     at ``t`` had it had the nodes: ``inf`` when there is none. The queue at ``t`` is the jobs
     submitted at least ``latency_s`` (:data:`SCHED_LATENCY_S`) before ``t`` and not yet started
     (jobs that never ran are not counted; a younger job may be waiting for the scheduler's next
-    pass), less those held for a
-    reason of their own (ever overtaken, :func:`held_from`), in submit order. A would-be starter is
+    pass), less those held for a reason of their own (ever overtaken, :func:`held_from`), in
+    submit order. A would-be starter is
     - the *head* (the first job): when it fits in the free nodes it starts;
     - a job behind it whose time limit ends before the recorded start of every job ahead of it
       (``t + limit <= min start``): it delays no reservation (an earlier job's reservation is
