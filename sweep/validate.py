@@ -349,10 +349,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     # a site whose rules hold jobs back by the clock: idle nodes while every queued job was held
     # are not down (core/availability.py, startable); the rules are the site's declared policy
     startable = _clock_rules(base_cfg)
-    if startable is not None:
-        reference_est = reference.assign(time_limit=wl_nodes.jobs["time_limit"].astype("float64").to_numpy())
-    else:
-        reference_est = reference
+    # the requested limits (a user's request, not recorded state) let the estimator tell a job
+    # held for a reason of its own from one waiting for nodes (core.availability.held_from)
+    reference_est = reference.assign(time_limit=wl_nodes.jobs["time_limit"].astype("float64").to_numpy())
     blind_down, blind_median = _avail.blind_constant(reference_est, nodes, fit[0], fit[1], startable=startable)
     # the constant hold lasts beyond any job (the engine stops once only holds are left)
     sys_blind = dataclasses.replace(sysobj, availability=_avail.constant_calendar(blind_down, span0, 2 ** 40))

@@ -78,27 +78,97 @@ def test_estimators_by_hand():
     # block [0, 100): 6 of 10 nodes busy; only 10-node jobs wait: a queue held for a wide head
     # (EASY's drain) says nothing about nodes down
     wide = [(0, 0, 100, 6), (0, 100, 150, 10), (0, 200, 300, 10)]
-    edges, down = av.block_down_nodes(_sched(wide), 10, 0, 300, block_s=B, grid_s=G)
+    edges, down = av.block_down_nodes(_sched(wide), 10, 0, 300, block_s=B, grid_s=G, latency_s=0)
     assert edges.tolist() == [0, 100, 200, 300] and down.tolist() == [0, 0, 0]
-    # a 2-node job waited all along block 0 while 4 nodes were never used: they were down;
-    # block [100, 200) peaks at 12 busy (a log busier than the machine) -> 0; [200, 300) full -> 0
-    s = _sched(wide + [(0, 100, 120, 2)])
-    edges, down = av.block_down_nodes(s, 10, 0, 300, block_s=B, grid_s=G)
-    assert down.tolist() == [4, 0, 0]
-    assert av.smallest_waiting(s, np.array([0, 50, 100, 150, 250]))[:3].tolist() == [2, 2, 10]
-    # with a site rule that holds every job of limit > 50 s, the 2-node job (limit 100) does not count
+    # a 2-node job queued *behind* the wide head may be kept by the head's reservation: still 0
+    behind = _sched(wide + [(0, 100, 120, 2)])
+    assert av.block_down_nodes(behind, 10, 0, 300, block_s=B, grid_s=G, latency_s=0)[1].tolist() == [0, 0, 0]
+    assert av.first_starters(behind, np.array([0, 50, 100, 150, 250]), latency_s=0)[:3].tolist() == [10, 10, 10]
+    # the 2-node job at the head waited along block 0 while 4 nodes were never used: at least
+    # 4 - 2 + 1 = 3 were down (with 2 usable it would have started); block [100, 200) peaks at
+    # 12 busy (a log busier than the machine) -> 0; [200, 300) full -> 0
+    s = _sched([(0, 100, 120, 2)] + wide)
+    edges, down = av.block_down_nodes(s, 10, 0, 300, block_s=B, grid_s=G, latency_s=0)
+    assert down.tolist() == [3, 0, 0]
+    assert av.first_starters(s, np.array([0, 50, 100, 150, 250]), latency_s=0)[:3].tolist() == [2, 2, 10]
+    # with a site rule that holds every job of limit > 50 s, the 2-node job (limit 100) does not
+    # count, nor do the 10-node jobs: no head the rules let start
     s_lim = s.assign(time_limit=[100, 100, 100, 100])
-    _e, held = av.block_down_nodes(s_lim, 10, 0, 300, block_s=B, grid_s=G, startable=lambda lim, t: lim <= 50)
+    _e, held = av.block_down_nodes(s_lim, 10, 0, 300, block_s=B, grid_s=G, startable=lambda lim, t: lim <= 50, latency_s=0)
     assert held.tolist() == [0, 0, 0]
-    _e, free = av.block_down_nodes(s_lim, 10, 0, 300, block_s=B, grid_s=G, startable=lambda lim, t: True)
-    assert free.tolist() == [4, 0, 0]
-    # blind: median of [4, 0, 0] = 0 on the whole window; on [0, 100) alone 4, clipped to 0 as a
+    _e, free = av.block_down_nodes(s_lim, 10, 0, 300, block_s=B, grid_s=G, startable=lambda lim, t: True, latency_s=0)
+    assert free.tolist() == [3, 0, 0]
+    # blind: median of [3, 0, 0] = 0 on the whole window; on [0, 100) alone 3, clipped to 0 as a
     # 10-node job was submitted in it (it must still fit)
-    bc = lambda sch, a, b: av.blind_constant(sch, 10, a, b, block_s=B)  # noqa: E731
-    assert bc(s, 0, 300) == (0, 0) and bc(s, 0, 100) == (0, 4)
-    small = _sched([(0, 0, 100, 6), (0, 100, 150, 3)])  # a 3-node job waits while 4 nodes idle
-    assert av.blind_constant(small, 10, 0, 100, block_s=B) == (4, 4)
+    bc = lambda sch, a, b: av.blind_constant(sch, 10, a, b, block_s=B, grid_s=G, latency_s=0)  # noqa: E731
+    assert bc(s, 0, 300) == (0, 0) and bc(s, 0, 100) == (0, 3)
+    small = _sched([(0, 0, 100, 6), (0, 100, 150, 3)])  # a 3-node job waits while 4 nodes free
+    assert av.blind_constant(small, 10, 0, 100, block_s=B, grid_s=G, latency_s=0) == (2, 2)
     assert av.constant_calendar(0, 0, 10) == () and av.constant_calendar(2, 0, 10) == ((0, 10, 2),)
+
+
+def test_job_behind_the_head_counts_when_it_delays_no_reservation():
+    """Hand-computed: 10 nodes, X holds 6 on [0, 200); the head W (10 nodes) starts at 200; J
+    (2 nodes, limit L) waits behind it. Blocks of 100 s, queue looked at every 10 s. In [0, 100)
+    and [100, 200) 4 nodes are never used; J would have been backfilled at t had 2 of them been
+    usable when t + L <= 200 (W's start: J delays no reservation). L = 100: at all 10 looks of
+    block 0, so at least 4 - 2 + 1 = 3 down; in block 1 only at its look at 100 (1 of 10: no
+    majority): 0. L = 150: at 6 of block 0's looks (t <= 50): 3; L = 160: at 5 of 10 (t <= 40),
+    not more than half: 0. No known limit: nothing (W is wider than 4)."""
+    B, G = 100, 10
+    rows = [(0, 0, 200, 6), (0, 200, 300, 10), (0, 300, 310, 2)]
+    down = lambda sch: av.block_down_nodes(sch, 10, 0, 300, block_s=B, grid_s=G, latency_s=0)[1].tolist()  # noqa: E731
+    assert down(_sched(rows).assign(time_limit=[200.0, 100.0, 100.0])) == [3, 0, 0]
+    assert down(_sched(rows).assign(time_limit=[200.0, 100.0, 150.0])) == [3, 0, 0]
+    assert down(_sched(rows).assign(time_limit=[200.0, 100.0, 160.0])) == [0, 0, 0]
+    assert down(_sched(rows)) == [0, 0, 0]
+    assert av.first_starters(_sched(rows).assign(time_limit=[200.0, 100.0, 100.0]),
+                             np.array([0, 100, 110, 250]), latency_s=0).tolist() == [2, 2, 10, 2]
+
+
+def test_held_from_by_hand():
+    """A job is held for a reason of its own from the first start of a job submitted after it
+    that asks for at least its nodes and its limit (unknown limits compare as equal)."""
+    inf = np.inf
+    sub = np.array([0, 10, 20, 30, 40])
+    st = np.array([500, 100, 60, 45, 50])
+    n = np.array([4, 4, 2, 8, 3])
+    lim = np.array([100.0, 100.0, 500.0, 50.0, 200.0])
+    # job 0 (4 nodes, 100 s): overtaken by 1 at 100 (4, 100 s: as large) -- 2 is smaller, 3 is
+    # shorter, 4 is smaller; job 1 (start 100): 3 is shorter, 2 and 4 smaller: never held; job 2
+    # (2 nodes, 500 s, start 60): 4 (3 nodes, 200 s) is shorter -> never; 3 and 4: nobody after
+    # them starts before them
+    assert av.held_from(sub, st, n, lim).tolist() == [100, inf, inf, inf, inf]
+    # limits unknown (-inf): nodes alone decide: 0 is overtaken by 3 (8 nodes) at 45; 2 (2 nodes,
+    # start 60) by 3 at 45 and 4 at 50: 45; 1 by 3 at 45
+    unk = np.full(5, -np.inf)
+    assert av.held_from(sub, st, n, unk).tolist() == [45, 45, 45, inf, inf]
+
+
+def test_held_job_is_no_evidence_of_nodes_down():
+    """Hand-computed: 10 nodes, X holds 6 on [0, 300); A (2 nodes, limit 100) waits from 0 to 250.
+    Blocks of 100 s, queue looked at every 10 s. Alone, A at the head of the queue with 4 nodes
+    never used says at least 4 - 2 + 1 = 3 were down in [0, 100) and [100, 200); in [200, 300)
+    2 are never used (A itself runs on [250, 260)): 1 (A waits at all 5 looks before 250):
+    [3, 3, 1]. B (2 nodes) submitted at 110 starts at 120: with a
+    limit >= A's, B proves there was room for A (A waited for a reason of its own, and none of
+    its wait is evidence): [0, 0, 0] once B's own 10 s wait is put down to scheduler latency; with a shorter limit B may have been backfilled ahead of A:
+    [3, 1, 1] (in [100, 200) B and X peak at 8 busy: 2 never used)."""
+    B, G = 100, 10
+    x = (0, 0, 300, 6, 300)
+    a = (0, 250, 260, 2, 100)
+    rows = lambda *r: _sched(r).assign(time_limit=[float(v[4]) for v in r])  # noqa: E731
+    down = lambda sch: av.block_down_nodes(sch, 10, 0, 300, block_s=B, grid_s=G, latency_s=0)[1].tolist()  # noqa: E731
+    assert down(rows(x, a)) == [3, 3, 1]
+    # B itself waited 10 s (its one look, at 110) with 2 nodes never used: with no scheduler
+    # latency that says 1 down; a job queued less than latency_s is not evidence
+    assert down(rows(x, a, (110, 120, 130, 2, 100))) == [0, 1, 0]
+    late = av.block_down_nodes(rows(x, a, (110, 120, 130, 2, 100)), 10, 0, 300, block_s=B, grid_s=G, latency_s=G)
+    assert late[1].tolist() == [0, 0, 0]
+    assert down(rows(x, a, (110, 120, 130, 2, 50))) == [3, 1, 1]
+    # the stacked calendar of [3, 1, 1]: 1 node on [0, 300), 2 more on [0, 100)
+    assert av.informed_calendar(rows(x, a, (110, 120, 130, 2, 50)), 10, 0, 300, block_s=B, grid_s=G, latency_s=0) == \
+        ((0, 100, 2), (0, 300, 1))
 
 
 def test_informed_calendar_is_stacked_contiguous_periods():
@@ -181,3 +251,20 @@ def test_scheduling_cycle(backfill):
     assert _run_cycle(100, rep, policy="replay").jobs["start_time"].tolist() == [0, 150, 230]
     with pytest.raises(ConfigError, match="scheduling_cycle_s"):
         System(name="t", title="t", nodes=10, scheduling_cycle_s=1.5)
+
+
+def test_blind_constant_reads_nothing_recorded_after_the_fitting_window():
+    """Fitting window [0, 200), blocks of 100 s: X (6 of 10 nodes) on [0, 300), A (2 nodes)
+    waits from 0 to 250. C (submitted at 210, 2 nodes, A's limit) starts at 220, before A: read
+    in full, it shows A held for a reason of its own and nothing is down; censored at 200 (what
+    was known then: A still queued), A says 3 down in both blocks: median 3, below the 4 nodes the
+    window's largest job (X) leaves. Moving the starts of the reported window changes nothing."""
+    B, G = 100, 10
+    rows = lambda c_start: _sched([(0, 0, 300, 6), (0, 250, 260, 2), (210, c_start, c_start + 10, 2)]).assign(  # noqa: E731
+        time_limit=[300.0, 100.0, 100.0])
+    full = av.block_down_nodes(rows(220), 10, 0, 200, block_s=B, grid_s=G, latency_s=0)[1].tolist()
+    assert full == [0, 0]
+    for c_start in (220, 240, 400):
+        assert av.blind_constant(rows(c_start), 10, 0, 200, block_s=B, grid_s=G, latency_s=0) == (3, 3)
+    cen = av.censor_at(rows(220), 200)
+    assert cen["start_time"].tolist() == [0, 200] and cen["end_time"].tolist() == [300, 200]
