@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import operator
 from typing import Any, Mapping, Sequence
 
 from .backfill import BACKFILLS, Backfill
@@ -178,6 +179,9 @@ class QueueScheduler:
         cls = type(policy)
         self._observe = policy.observe if cls.observe is not Policy.observe else None
         self._on_start = policy.on_start if cls.on_start is not Policy.on_start else None
+        bcls = type(backfill)
+        self._next_wake = backfill.next_wake if bcls.next_wake is not Backfill.next_wake else None
+        self._wake = None  # the last wake-up time handed to the engine (not handed twice)
 
     @property
     def stats(self) -> dict[str, int]:
@@ -212,18 +216,22 @@ class QueueScheduler:
         self.backfill.on_remove(job, now)
         return True
 
-    def schedule(self, now: int, cluster: Cluster) -> None:
+    def schedule(self, now: int, cluster: Cluster) -> int | None:
+        """One pass at ``now``: start the jobs the backfill variant selects. Returns the variant's
+        :meth:`~Backfill.next_wake` time (s, > now) when it has one the engine was not given
+        yet, else None. Raises RuntimeError for a selected job that is not queued or a wake-up
+        time that is not an integer > ``now``."""
         if self._observe is not None:  # usage hook: every pass, even with an empty queue
             self._observe(now, cluster)
         if not self._q:
-            return
+            return None
         if self.policy.dynamic:
             for j in self._q:
                 self._k[j] = self._key(j, now)
             self._q.sort(key=self._k.__getitem__)
         started = self.backfill.select(now, self._q, cluster)
         if not started:
-            return
+            return self._wake_up(now, cluster) if self._next_wake is not None else None
         keys = self._k
         for j in started:
             if keys.pop(j, None) is None:
@@ -236,6 +244,25 @@ class QueueScheduler:
         else:
             s = set(started)
             self._q = [j for j in self._q if j not in s]
+        return self._wake_up(now, cluster) if self._next_wake is not None else None
+
+    def _wake_up(self, now: int, cluster: Cluster) -> int | None:
+        """The backfill variant's next wake-up after the pass at ``now`` (None if none, or if it is
+        the one handed to the engine last: the engine holds it already)."""
+        got = self._next_wake(now, self._q, cluster)
+        if got is None:
+            return None
+        try:
+            wake = operator.index(got)
+        except TypeError:
+            wake = None
+        if wake is None or wake <= now:
+            raise RuntimeError(f"backfill {self.backfill.name!r}: next_wake returned {got!r} at {now} s "
+                               "(expected an integer time > now, or None)")
+        if wake == self._wake:
+            return None
+        self._wake = wake
+        return wake
 
 
 class ReplayScheduler:

@@ -23,11 +23,11 @@ MONDAY = 4 * 86400  # 1970-01-05 00:00, a Monday: clock_offset_s that makes trac
 H = 3600
 
 
-def _engine(jobs, nodes, policy="fcfs", backfill="easy", options=None, partition=None):
+def _engine(jobs, nodes, policy="fcfs", backfill="easy", options=None, partition=None, cycle=0):
     f = frame(jobs)
     if partition is not None:
         f["partition"] = partition
-    system = System(name="tiny", title="tiny", nodes=nodes)
+    system = System(name="tiny", title="tiny", nodes=nodes, scheduling_cycle_s=cycle)
     win, t0, t1 = select_window(f, None, None, policy == "replay", True, None)
     res = Engine(win, system, policy, backfill, True, [100.0] * len(win), 10.0, t0, t1, options=options).run()
     return res.jobs["start_time"].astype("Int64").tolist(), res
@@ -70,6 +70,97 @@ def test_windows_holds_jobs_until_the_rules_let_them_start(inner):
     plain, _ = _engine(jobs, 4, backfill=inner)
     starts, _ = _engine(jobs, 4, backfill="windows", options={"inner": inner})
     assert starts == plain == [0, 0, 7 * H, 12 * H]
+
+
+_RULE_SETS = [
+    dict(sync="mon-fri 07:00 16:00", caps="mon-fri 07:00-16:00 4:00; mon-thu 16:00-24:00 15:00",
+         sync_until="1970-01-12", caps_until="1970-01-19"),
+    dict(sync="sat,sun 12:00; wed 03:30"),
+    dict(caps="mon-sun 01:00-03:00 0:30; fri 03:00-09:00 2:00"),
+]
+
+
+@pytest.mark.parametrize("rules", range(len(_RULE_SETS)))
+def test_next_allowed_is_the_first_allowed_minute(rules):
+    """ClockRules.next_allowed against an independent minute-by-minute scan of allowed() (every
+    rule time is a whole minute, so the first allowed time after now + 1 is one): limits from 30 min to 70 h,
+    from times over two and a half weeks; None when the scan finds nothing within 3 weeks and no
+    rule ends later (the rules then repeat every week)."""
+    r = ClockRules(WindowsOptions(clock_offset_s=MONDAY, **_RULE_SETS[rules]))
+    for limit in (1800, 4 * H, 9 * H, 15 * H + 60, 63 * H, 70 * H):
+        for now in range(0, 18 * 86400, 17 * 3600 + 420):
+            got = r.next_allowed(limit, now)
+            scan = next((w for w in [now + 1, *range(now + 60, now + 21 * 86400, 60)] if r.allowed(limit, w)), None)
+            assert got == scan, (rules, limit, now)
+
+
+def test_windows_wakes_the_engine_at_a_synchronization_point():
+    """4 nodes, a synchronization point Monday 07:00 and nothing submitted or ending then: the
+    8 h job submitted at 05:00 would run across 07:00, waits, and starts at 07:00 itself (the
+    variant's next_wake) instead of at the next event (the submission at 10:00); with a cap of
+    3 h until 12:00 it starts at 12:00; with a scheduling cycle of 1,000 s at the first
+    multiple after 07:00 (26,000 s). A held job wider than the free nodes wakes nothing: with a
+    1 h cap from 01:00 to 06:00, a 4-node 3 h job held at 05:00 while a 1-node job runs from
+    00:00 to 09:00 starts at that end, and the engine has no step at 06:00 (no pass then); a
+    3-node job, which fits, starts at 06:00."""
+    jobs = [dict(submit=0, run=H, limit=H, nodes=1), dict(submit=5 * H, run=H, limit=8 * H, nodes=1),
+            dict(submit=10 * H, run=H, limit=H, nodes=1)]
+    opts = {"inner": "easy", "sync": "mon 07:00", "clock_offset_s": MONDAY}
+    starts, res = _engine(jobs, 4, backfill="windows", options=opts)
+    assert starts == [0, 7 * H, 10 * H]
+    assert res.counts["windows_held_passes"] == 1  # at 05:00 only
+    starts, _ = _engine(jobs, 4, backfill="windows", options={**opts, "caps": "mon 00:00-12:00 3:00"})
+    assert starts == [0, 12 * H, 10 * H]
+    starts, _ = _engine(jobs, 4, backfill="windows", options=opts, cycle=1000)
+    assert starts == [0, 26000, 10 * H]
+    caps = {"inner": "easy", "caps": "mon 01:00-06:00 1:00", "clock_offset_s": MONDAY}
+    wide = [dict(submit=0, run=9 * H, limit=10 * H, nodes=1), dict(submit=5 * H, run=H, limit=3 * H, nodes=4)]
+    starts, res = _engine(wide, 4, backfill="windows", options=caps)
+    assert starts == [0, 9 * H]
+    assert res.steps["time"].tolist() == [0, 5 * H, 9 * H, 10 * H]
+    wide[1]["nodes"] = 3
+    starts, res = _engine(wide, 4, backfill="windows", options=caps)
+    assert starts == [0, 6 * H]
+    assert res.steps["time"].tolist() == [0, 5 * H, 6 * H, 7 * H, 9 * H]
+
+
+class _FakeCluster:
+    def __init__(self, free):
+        self.free_nodes, self.total_nodes, self.running, self.now = free, 4, [], 0
+
+
+def test_windows_next_wake_by_hand():
+    """Direct calls: the held job with the shortest limit that fits in the free nodes decides;
+    nothing held, or nothing held that fits, is None."""
+    from twinsweep.core.backfill.windows import Windows
+    from twinsweep.core.jobview import JobView
+
+    limits, nodes = [8 * H, 12 * H, H, 30 * H], [1, 1, 3, 1]
+    view = JobView([0] * 4, nodes, limits, range(4), [0.0] * 4, ["u"] * 4, ["a"] * 4)
+    bf = Windows(view, {"sync": "mon-fri 07:00 16:00", "clock_offset_s": MONDAY})
+    assert bf.next_wake(5 * H, [0, 1], _FakeCluster(4)) == 7 * H  # 8 h fits 07:00 -> 16:00 (9 h)
+    assert bf.next_wake(5 * H, [1], _FakeCluster(4)) == 16 * H  # 12 h: 16:00 -> Tue 07:00 (15 h)
+    assert bf.next_wake(5 * H, [3], _FakeCluster(4)) == 4 * 86400 + 16 * H  # 30 h: Friday 16:00 -> Monday 07:00
+    assert bf.next_wake(5 * H, [0], _FakeCluster(0)) is None  # does not fit in the free nodes
+    assert bf.next_wake(5 * H, [2], _FakeCluster(4)) is None  # 1 h at 05:00 is allowed: nothing held
+
+
+def test_scheduler_refuses_a_wake_up_not_after_now():
+    from twinsweep.core.backfill import BACKFILLS, Backfill
+
+    class Stuck(Backfill):
+        def select(self, now, queue, cluster):
+            return []
+
+        def next_wake(self, now, queue, cluster):
+            return now
+
+    BACKFILLS.register("stuck-wake", Stuck, replace=True)
+    try:
+        with pytest.raises(RuntimeError, match=r"next_wake returned 0 at 0 s \(expected an integer time > now"):
+            _engine([dict(submit=0, run=H, limit=H, nodes=1)], 2, backfill="stuck-wake")
+    finally:
+        BACKFILLS.unregister("stuck-wake")
 
 
 def test_queue_class_orders_by_declared_class_then_fcfs():

@@ -43,9 +43,12 @@ class Backfill(abc.ABC):
     Class attributes: ``name`` (the registered name, set at registration when empty),
     ``Options`` (a frozen dataclass subclassing :class:`BackfillOptions`).
 
-    Hook (a no-op here): :meth:`on_remove`, called when a queued job leaves the queue without
+    Hooks (no-ops here): :meth:`on_remove`, called when a queued job leaves the queue without
     starting (cancelled by its user, run option ``queue_cancelled``); a variant that keeps state
-    between passes drops what it kept about that job.
+    between passes drops what it kept about that job. :meth:`next_wake`, called after each pass
+    that had a queue: a variant whose decisions change with the clock alone (not only at job
+    ends and submissions, e.g. the ``windows`` variant's synchronization points) returns the
+    next time it could start a job it refuses now, and the engine runs a pass then.
 
     Instance attributes: ``static_queue`` (set by the scheduler: True when the queue order of
     queued jobs never changes between passes, i.e. the policy is not dynamic; a variant may then
@@ -83,6 +86,23 @@ class Backfill(abc.ABC):
         Returns: a list of distinct queued jobs whose nodes fit together in ``free_nodes``; the
         scheduler raises RuntimeError otherwise.
         """
+
+    def next_wake(self, now: int, queue: Sequence[int], cluster) -> int | None:
+        """Hook: the earliest time (s, an int > ``now``) at which this variant could start a job
+        of ``queue`` that it refuses at ``now`` for a reason other than a running job ending (a
+        rule of the clock, say), or None (default: the variant's decisions change only at events,
+        job ends and submissions, which run a pass anyway).
+
+        Called by the scheduler right after :meth:`select` at the same ``now``, with the queue
+        left after its starts (same ``cluster``: its ``free_nodes`` already count them). The
+        engine adds the time as a timer (core/kernel.py: a pass at that second, with a
+        scheduling cycle at its next multiple), so a job starts at the synchronisation point
+        itself instead of at the next event. A wake-up that starts nothing costs one pass; a
+        time <= ``now`` is a bug in the variant (RuntimeError from the scheduler). Free nodes
+        only grow at job ends (events), so a variant need not wake for a job that does not fit
+        in ``cluster.free_nodes``.
+        """
+        return None
 
     def on_remove(self, job: int, now: int) -> None:
         """Hook: queued ``job`` left the queue at ``now`` without starting (cancelled); between

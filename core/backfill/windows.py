@@ -23,9 +23,12 @@ clock is ``now + clock_offset_s`` seconds since 1970-01-01 00:00 of the site's c
 its Unix start time plus the site clock's offset from UTC), so weekdays and hours are those of
 the site. Only requests and the clock are read (no run time: DESIGN.md §3.3).
 
-Limitation: the engine runs passes at job ends and submissions (DESIGN.md §3.2), not at a
-synchronization point or a period boundary itself; a job that becomes startable there starts at
-the next event. Option grammar (checked before the run, one ConfigError naming the bad part):
+A job held back by a rule becomes startable only at a synchronization point, at the end of a cap
+period or at a rule's ``*_until`` date (:meth:`ClockRules.next_allowed`); the variant's
+:meth:`~Windows.next_wake` returns the earliest such time for the held jobs that fit in the free
+nodes, and the engine runs a pass then (a job refused at 05:00 because it would run across 07:00
+starts at 07:00, not at the next job end or submission). Option grammar (checked before the
+run, one ConfigError naming the bad part):
 
 * ``sync``: groups ``DAYS HH:MM [HH:MM ...]`` separated by ``;`` — e.g. ``"mon-fri 07:00 16:00"``;
 * ``caps``: groups ``DAYS HH:MM-HH:MM CAP`` separated by ``;`` — e.g.
@@ -162,6 +165,10 @@ class ClockRules:
         self.sync_until = _date(options.sync_until, "sync_until")
         self.caps_until = _date(options.caps_until, "caps_until")
         self.offset = int(options.clock_offset_s)
+        # week offsets at which a held job may become startable: the synchronization points
+        # (the next point moves a period further) and the ends of cap periods
+        self._turns = tuple(sorted(set(self.sync) | {b % _WEEK for _a, b, _c in self.caps}))
+        self._untils = tuple(sorted(u for u in (self.sync_until, self.caps_until) if u is not None))
 
     @property
     def active(self) -> bool:
@@ -187,6 +194,38 @@ class ClockRules:
                 return False
         return True
 
+    def next_allowed(self, limit: int, now: int) -> int | None:
+        """The earliest trace time ``w > now`` (s) at which a job with time limit ``limit`` (s)
+        may start (:meth:`allowed`), or None when no such time exists (the rules, as they stand
+        after their last ``*_until`` date, never let it start).
+
+        Where it is allowed is a union of intervals closed on the left: the sync rule holds on
+        ``[point, next point - limit]``, a cap on the complement of its periods ``[a, b)``, and a
+        rule ends at its ``*_until`` date; so the left end of any allowed interval is a
+        synchronization point, a cap period's end or an ``*_until`` date, and only those are
+        tried (after ``now + 1``, for a job allowed already). Between two ``*_until`` dates the
+        rules repeat every week: when no candidate of one week works, the next date is the only
+        hope."""
+        if self.allowed(limit, int(now) + 1):  # already inside an allowed interval
+            return int(now) + 1
+        w = int(now) + self.offset
+        while True:
+            day = w // _DAY
+            monday = (day - (day + 3) % 7) * _DAY  # 1970-01-01 was a Thursday
+            pos = w - monday
+            turns = self._turns
+            k = bisect.bisect_right(turns, pos)
+            # candidates in (w, w + one week], in time order: the rest of this week, then the next
+            cands = [monday + p for p in turns[k:]] + [monday + _WEEK + p for p in turns[:k]]
+            cands += [u for u in self._untils if w < u <= w + _WEEK]
+            for c in sorted(cands):
+                if self.allowed(limit, c - self.offset):
+                    return c - self.offset
+            later = [u for u in self._untils if u > w + _WEEK]
+            if not later:
+                return None
+            w = later[0] - 1  # the date itself is the first candidate of the next round
+
 
 @BACKFILLS.register("windows")
 class Windows(Backfill):
@@ -202,17 +241,42 @@ class Windows(Backfill):
         self.rules = ClockRules(self.options)
         self.inner = BACKFILLS.get(self.options.inner)(jobs, {}, self.context)
         self.stats = {"windows_held_passes": 0}
+        self._held: tuple[int, list[int]] | None = None  # (now, jobs held back) of the last select()
 
     def allowed(self, job: int, now: int) -> bool:
         """True when ``job`` may start at ``now`` (s from the trace epoch) under the rules."""
         return self.rules.allowed(self.jobs.time_limit[job], now)
 
     def select(self, now, queue, cluster):
-        ok = [j for j in queue if self.allowed(j, now)]
-        self.stats["windows_held_passes"] += len(queue) - len(ok)
+        ok, held = [], []
+        for j in queue:
+            (ok if self.allowed(j, now) else held).append(j)
+        self._held = (now, held)
+        self.stats["windows_held_passes"] += len(held)
         # the startable subset changes with the clock: a variant must not reuse state across passes
         self.inner.static_queue = self.static_queue and not self.rules.active
         started = self.inner.select(now, ok, cluster)
         for k, v in self.inner.stats.items():
             self.stats[k] = v
         return started
+
+    def next_wake(self, now, queue, cluster):
+        """The earliest time a job held back at ``now`` becomes startable under the rules
+        (:meth:`ClockRules.next_allowed`), counting only held jobs that fit in
+        ``cluster.free_nodes`` (a wider one needs a job end first, and an end runs a pass), else
+        the inner variant's wake-up (None for the built-ins). The rules are monotone in the time
+        limit (a shorter job is allowed wherever a longer one is), so the held job with the
+        shortest limit decides."""
+        cached = self._held
+        if cached is not None and cached[0] == now:  # select() at this pass: its held jobs, all still queued
+            held = cached[1]
+        else:
+            held = [j for j in queue if not self.allowed(j, now)]
+        nodes, limit, free = self.jobs.nodes, self.jobs.time_limit, cluster.free_nodes
+        shortest = min((limit[j] for j in held if nodes[j] <= free), default=None)
+        wake = self.rules.next_allowed(shortest, now) if shortest is not None else None
+        inner = None
+        if type(self.inner).next_wake is not Backfill.next_wake:
+            h = set(held)
+            inner = self.inner.next_wake(now, [j for j in queue if j not in h], cluster)
+        return min((w for w in (wake, inner) if w is not None), default=None)

@@ -5,7 +5,8 @@ Each suite is a class of pytest tests that needs one fixture naming the plug-in 
 
 * :class:`PolicyConformance` — fixture ``policy_name`` (and optionally ``policy_options``, a
   dict of run options such as ``accounts_in``);
-* :class:`BackfillConformance` — fixture ``backfill_name``;
+* :class:`BackfillConformance` — fixture ``backfill_name`` (and optionally ``backfill_options``,
+  a dict of the variant's options, e.g. clock rules for ``windows``);
 * :class:`BackendConformance` — fixture ``backend_factory``: a callable returning a new backend;
 * :class:`LoaderConformance` — fixtures ``loader_name`` and ``loader_sample`` (a file).
 
@@ -19,6 +20,8 @@ an :data:`NODES`-node machine (about a second of CPU per plug-in):
 * clear errors: an unknown option is a ConfigError naming it, before anything runs;
 * no clairvoyance: a subclass of the plug-in that reads a job's run time from the view it is
   given fails the run with :class:`~twinsweep.core.errors.ClairvoyanceError`;
+* wake-ups (backfill variants): every time :meth:`Backfill.next_wake` returns is None or an
+  integer > the pass's time, and the run still meets the schedule properties above;
 * backends: every task comes back exactly once, a failing task is an outcome (not an
   exception), shared values reach the run function, and twin runs give the same results as
   the ``local`` backend run serially.
@@ -166,35 +169,64 @@ class PolicyConformance:
 
 
 class BackfillConformance:
-    """What every backfill variant must do (module docstring). Fixture: ``backfill_name``."""
+    """What every backfill variant must do (module docstring). Fixture: ``backfill_name``;
+    optional ``backfill_options`` (the variant's options, checked like a run's)."""
 
     @pytest.fixture
     def backfill_name(self) -> str:
         raise NotImplementedError("a BackfillConformance subclass provides the backfill_name fixture")
 
+    @pytest.fixture
+    def backfill_options(self) -> dict:
+        return {}
+
     @pytest.mark.parametrize("kill", [True, False], ids=["kill", "nokill"])
     @pytest.mark.parametrize("policy", ["fcfs", "sjf", "ljf"])
-    def test_capacity_submit_and_completion(self, backfill_name, policy, kill):
-        cfg = RunConfig(data="conformance", policy=policy, backfill=backfill_name, kill=kill)
+    def test_capacity_submit_and_completion(self, backfill_name, backfill_options, policy, kill):
+        cfg = RunConfig(data="conformance", policy=policy, backfill=backfill_name, kill=kill,
+                        options=tuple(sorted(backfill_options.items())))
         _check_schedule(simulate(cfg, workload=random_workload(4), system=tiny_system()))
 
-    def test_same_seed_byte_identical_outputs(self, backfill_name, tmp_path):
-        runs = [simulate(_config("sjf", backfill_name, seed=5), workload=random_workload(5), system=tiny_system())
-                for _ in range(2)]
+    def test_same_seed_byte_identical_outputs(self, backfill_name, backfill_options, tmp_path):
+        runs = [simulate(_config("sjf", backfill_name, backfill_options, seed=5), workload=random_workload(5),
+                         system=tiny_system()) for _ in range(2)]
         assert _output_bytes(runs[0], tmp_path / "a") == _output_bytes(runs[1], tmp_path / "b")
 
-    def test_unknown_option_is_a_clear_error(self, backfill_name):
+    def test_unknown_option_is_a_clear_error(self, backfill_name, backfill_options):
         with pytest.raises(ConfigError, match="no_such_option_xyz"):
-            validate_scheduler("fcfs", backfill_name, {"no_such_option_xyz": 1})
+            validate_scheduler("fcfs", backfill_name, dict(backfill_options, no_such_option_xyz=1))
 
-    def test_reading_a_run_time_fails(self, backfill_name):
+    def test_reading_a_run_time_fails(self, backfill_name, backfill_options):
         name = f"clairvoyant-{backfill_name}"
         BACKFILLS.register(name, _cheat(BACKFILLS.get(backfill_name), "select"), replace=True)
         try:
             with pytest.raises(ClairvoyanceError, match="run_time"):
-                simulate(_config("fcfs", name), workload=random_workload(1), system=tiny_system())
+                simulate(_config("fcfs", name, backfill_options), workload=random_workload(1), system=tiny_system())
         finally:
             BACKFILLS.unregister(name)
+
+    def test_wake_ups_are_after_the_pass(self, backfill_name, backfill_options):
+        """Each next_wake value is None or an integer > now (the scheduler would raise otherwise;
+        recorded here so that the property is checked on the values themselves)."""
+        cls = BACKFILLS.get(backfill_name)
+        seen: list[tuple[int, object]] = []
+
+        def next_wake(self, now, queue, cluster):
+            w = cls.next_wake(self, now, queue, cluster)
+            seen.append((now, w))
+            return w
+
+        name = f"wake-recording-{backfill_name}"
+        BACKFILLS.register(name, type(f"WakeRecording{cls.__name__}", (cls,), {"next_wake": next_wake, "name": ""}),
+                           replace=True)
+        try:
+            res = simulate(_config("fcfs", name, backfill_options), workload=random_workload(6), system=tiny_system())
+        finally:
+            BACKFILLS.unregister(name)
+        _check_schedule(res)
+        assert seen, "next_wake was never called (the scheduler calls it after every pass with a queue)"
+        bad = [(now, w) for now, w in seen if w is not None and not (isinstance(w, int) and w > now)]
+        assert not bad, f"next_wake returned times not after the pass: {bad[:5]}"
 
 
 # -- backends ------------------------------------------------------------------------------------
