@@ -15,6 +15,12 @@ its goal (informed and restart |mean wait err| <= 20 %, |p95| <= 25 %, hourly oc
 >= 0.5; blind ranking tau >= 0.7 on every window), with the CPU time of each trace and the load
 average. A trace records a schedule when most of its jobs have a recorded wait (SWF field 3 !=
 -1); the others (LCG, LLNL-Atlas, NASA-iPSC) are listed as skipped with that reason.
+
+``--render-only --docs README.md docs/validation.md`` also writes the tables into those files,
+between the ``<!-- validate-all table -->`` and ``<!-- /validate-all table -->`` markers: the
+rows of every trace with a validation.json under ``--out`` are replaced (or added), the rows of
+the other traces are kept as they stand (a run of some traces updates their rows only), in
+:data:`ORDER`. Each trace's label gives its submit span and job count (a cut trace: the cut).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from pathlib import Path
 from twinsweep.core.atomic import atomic_write_text
 from twinsweep.core.data import data_dir
 from twinsweep.core.loaders import load_workload
-from twinsweep.sweep.validate import validate
+from twinsweep.sweep.validate import validate, write_validation
 
 #: Share of jobs with a recorded start a log needs to count as recording its schedule.
 MIN_RECORDED = 0.5
@@ -57,18 +63,21 @@ def _one(name: str, args) -> dict:
     rec = float(wl.jobs["recorded_start_time"].notna().mean())
     if rec < MIN_RECORDED:
         return {"skipped": f"{name}: only {rec:.0%} of jobs have a recorded start (no schedule to compare with)"}
-    label, note = name.removesuffix(".swf.gz"), None
+    note = None
     if len(wl) > args.max_jobs:
         note = f"{name}: cut to its first {args.max_jobs:,} jobs of {len(wl):,} (trace order)"
         wl = dataclasses.replace(wl, jobs=wl.jobs.iloc[:args.max_jobs].reset_index(drop=True))
-        label += f" (first {args.max_jobs // 1000}k jobs)"
     cpu0, t0 = time.process_time(), time.perf_counter()
+    folder_out = Path(args.out) / name.removesuffix(".swf.gz")
     v = validate(f"pwa-swf/{name}", restart=args.restart, sensitivity=args.sensitivity, workload=wl,
-                 noise_seeds=args.noise_seeds, windows=args.windows,
-                 out=Path(args.out) / name.removesuffix(".swf.gz"))
+                 noise_seeds=args.noise_seeds, windows=args.windows)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
+    v["cpu_s"], v["load_avg"] = round(cpu, 1), [round(x, 1) for x in os.getloadavg()]
+    if note:
+        v["cut"] = note
+    write_validation(v, folder_out)
     print(f"{name}: {cpu:.1f} s CPU, {wall:.1f} s wall ({v['timing_s']})", flush=True)
-    return {**_render(v, label, f"{cpu:.0f} s CPU"), "note": note}
+    return {**_render(v, _label(v), f"{cpu:.0f} s CPU"), "note": note}
 
 
 def _render(v: dict, label: str, cost: str) -> dict:
@@ -99,6 +108,54 @@ def _render(v: dict, label: str, cost: str) -> dict:
     return {"rows": rows, "rank_row": rank_row}
 
 
+#: Headers of the two tables (figures by mode; ranking stability and calibration).
+HEAD_MODES = ("| trace | site scheduler | mode | mean wait err | p95 wait err | bsld err | starts within 1 h | "
+              "median \\|start err\\| | hourly occupancy corr | noise floor of the mean wait err | goals (mean / p95 / corr) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|")
+HEAD_RANK = ("| trace | weeks | τ blind vs informed (min) | goal τ ≥ 0.7 | τ seeds (min) | top-3 same | kill grace "
+             "fitted | blind nodes down | node-hours inferred down | cost (all modes, noise floor, rankings) |",
+             "|---|---|---|---|---|---|---|---|---|---|")
+MARK_START, MARK_END = "<!-- validate-all table -->", "<!-- /validate-all table -->"
+
+
+def _label(v: dict) -> str:
+    """``NAME (D days, N jobs)``: the trace's submit span and its job count as validated (a cut
+    trace: the cut), from validation.json (compared jobs plus every exclusion)."""
+    span = v["windows"]["trace_submit_span"]
+    blind = v["modes"]["blind"]
+    n = blind["jobs_compared"] + sum(blind.get("exclusions", {}).values())
+    return f"{Path(v['trace']).name.removesuffix('.swf.gz')} ({(span[1] - span[0]) / 86400:.0f} days, {n:,} jobs)"
+
+
+def _key(row: str) -> str:
+    """The trace name of a table row (its first cell without the parenthesised span)."""
+    return row.split("|")[1].split(" (")[0].strip()
+
+
+def _order(name: str) -> tuple:
+    return (ORDER.index(name) if name in ORDER else len(ORDER), name)
+
+
+def merge_block(text: str, rows: list[str], rank_rows: list[str], where: str) -> str:
+    """``text`` with the tables between :data:`MARK_START` and :data:`MARK_END` replaced: rows of
+    the traces in ``rows`` / ``rank_rows`` replace theirs, the other traces' rows are kept.
+    Raises SystemExit naming ``where`` when the markers are missing."""
+    a, b = text.find(MARK_START), text.find(MARK_END)
+    if a < 0 or b < a:
+        raise SystemExit(f"{where}: no {MARK_START} ... {MARK_END} block to write the tables into")
+    old = [ln for ln in text[a + len(MARK_START):b].splitlines() if ln.startswith("| ") and not ln.startswith("| trace |")]
+    old_modes = [ln for ln in old if ln.count("|") == HEAD_MODES[1].count("|")]  # cells: as many as the separator's
+    old_rank = [ln for ln in old if ln.count("|") == HEAD_RANK[1].count("|")]
+
+    def merged(old_rows, new_rows):
+        new_keys = {_key(r) for r in new_rows}
+        keep = [r for r in old_rows if _key(r) not in new_keys]
+        return sorted(keep + new_rows, key=lambda r: _order(_key(r)))  # stable: a trace's modes keep their order
+
+    body = [*HEAD_MODES, *merged(old_modes, rows), "", *HEAD_RANK, *merged(old_rank, rank_rows)]
+    return text[:a] + MARK_START + "\n" + "\n".join(body) + "\n\n" + text[b:]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--traces", nargs="*", default=None, help="file names under pwa-swf/ (default: all)")
@@ -111,7 +168,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="out/validate-all")
     ap.add_argument("--render-only", action="store_true",
                     help="validate nothing: render table.md from the validation.json files already under --out")
+    ap.add_argument("--docs", nargs="*", default=[], metavar="FILE",
+                    help="with --render-only: write the tables into these files' validate-all block "
+                         "(README.md docs/validation.md), replacing the rows of the traces rendered")
     args = ap.parse_args(argv)
+    if args.docs and not args.render_only:
+        ap.error("--docs goes with --render-only (render the tables from the validation.json files written)")
     folder = data_dir() / "pwa-swf"
     names = args.traces or sorted((p.name for p in folder.glob("*.swf.gz")),
                                   key=lambda n: (ORDER.index(n.removesuffix(".swf.gz"))
@@ -124,8 +186,8 @@ def main(argv=None) -> int:
             f = Path(args.out) / n.removesuffix(".swf.gz") / "validation.json"
             if f.exists():
                 v = json.loads(f.read_text())
-                span = v["windows"]["trace_submit_span"]
-                results.append(_render(v, n.removesuffix(".swf.gz") + f" ({(span[1] - span[0]) / 86400:.0f} days)",
+                cpu = v.get("cpu_s")  # written by a run of this script (validate() records wall times only)
+                results.append(_render(v, _label(v), f"{cpu:.0f} s CPU" if cpu is not None else
                                        f"{v['timing_s']['total_s']:.0f} s wall"))
     elif args.parallel > 1:
         from concurrent.futures import ProcessPoolExecutor
@@ -139,12 +201,7 @@ def main(argv=None) -> int:
     notes = [res["note"] for res in results if res.get("note")]
     skipped = [res["skipped"] for res in results if "skipped" in res]
     load = os.getloadavg()
-    out = ["| trace | site scheduler | mode | mean wait err | p95 wait err | bsld err | starts within 1 h | "
-           "median \\|start err\\| | hourly occupancy corr | noise floor of the mean wait err | goals (mean / p95 / corr) |",
-           "|---|---|---|---|---|---|---|---|---|---|---|", *rows, "",
-           "| trace | weeks | τ blind vs informed (min) | goal τ ≥ 0.7 | τ seeds (min) | top-3 same | kill grace "
-           "fitted | blind nodes down | node-hours inferred down | cost (all modes, noise floor, rankings) |",
-           "|---|---|---|---|---|---|---|---|---|---|", *rank_rows, "",
+    out = [*HEAD_MODES, *rows, "", *HEAD_RANK, *rank_rows, "",
            f"Load average at the end: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min); "
            f"{args.parallel} trace(s) at once.",
            *[f"- {n}" for n in notes], *[f"- skipped: {s}" for s in skipped]]
@@ -152,6 +209,10 @@ def main(argv=None) -> int:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     atomic_write_text(Path(args.out) / "table.md", text)
     print("\n" + text)
+    for doc in args.docs:
+        p = Path(doc)
+        atomic_write_text(p, merge_block(p.read_text(), rows, rank_rows, doc))
+        print(f"tables written into {doc}")
     return 0
 
 

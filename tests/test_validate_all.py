@@ -1,0 +1,45 @@
+"""bench/validate_all.py writes its tables into the README and docs/validation.md (issue 15 item 5:
+the figures are produced by one command): merge_block replaces the rows of the traces rendered
+and keeps the others, in the script's trace order; a file without the markers is one error."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import validate_all as va  # noqa: E402
+
+
+def _mode_rows(name, tag):
+    return [f"| {name} (9 days) | fcfs + easy | {m} | {tag} | – | – | 0% | – | – | – |  |"
+            for m in ("blind", "informed", "restart")]
+
+
+def _rank_row(name, tag):
+    return f"| {name} (9 days) | 4 | {tag} | met | – | – | 0 s | 0 | 0.0% | 1 s CPU |"
+
+
+def test_merge_block_replaces_the_rendered_traces_and_keeps_the_others():
+    old = ["intro", va.MARK_START, *va.HEAD_MODES, *_mode_rows("KTH-SP2-1996-2.1-cln", "old"),
+           *_mode_rows("HPC2N-2002-2.2-cln", "old"), "", *va.HEAD_RANK, _rank_row("KTH-SP2-1996-2.1-cln", "old"),
+           _rank_row("HPC2N-2002-2.2-cln", "old"), "", va.MARK_END, "after"]
+    text = "\n".join(old) + "\n"
+    new = va.merge_block(text, _mode_rows("KTH-SP2-1996-2.1-cln", "new") + _mode_rows("LANL-CM5-1994-4.1-cln", "new"),
+                         [_rank_row("LANL-CM5-1994-4.1-cln", "new")], "doc")
+    lines = new.splitlines()
+    assert lines[0] == "intro" and lines[-1] == "after"
+    body = [ln for ln in lines if ln.startswith("| ") and not ln.startswith("| trace |")]
+    # trace order of the script: KTH, LANL-CM5, HPC2N; each trace's modes in their order
+    assert [(va._key(r), r.split("|")[3].strip(), r.split("|")[4].strip()) for r in body[:9]] == [
+        ("KTH-SP2-1996-2.1-cln", "blind", "new"), ("KTH-SP2-1996-2.1-cln", "informed", "new"),
+        ("KTH-SP2-1996-2.1-cln", "restart", "new"), ("LANL-CM5-1994-4.1-cln", "blind", "new"),
+        ("LANL-CM5-1994-4.1-cln", "informed", "new"), ("LANL-CM5-1994-4.1-cln", "restart", "new"),
+        ("HPC2N-2002-2.2-cln", "blind", "old"), ("HPC2N-2002-2.2-cln", "informed", "old"),
+        ("HPC2N-2002-2.2-cln", "restart", "old")]
+    assert [(va._key(r), r.split("|")[3].strip()) for r in body[9:]] == [
+        ("KTH-SP2-1996-2.1-cln", "old"), ("LANL-CM5-1994-4.1-cln", "new"), ("HPC2N-2002-2.2-cln", "old")]
+    assert va.merge_block(new, [], [], "doc") == new  # rendering nothing changes nothing
+    with pytest.raises(SystemExit, match="README.md: no <!-- validate-all table -->"):
+        va.merge_block("no markers\n", [], [], "README.md")
