@@ -110,10 +110,12 @@ class Kernel:
         canc = sorted((cancel_at[j], trace_index[j], j) for j in range(n) if cancel_at[j] >= 0 and status[j] is None)
         has_cancel = bool(canc)
 
+        pop_started = cluster.pop_started
+
         def apply_starts(s: int, t: int) -> None:
             """The starts the scheduler made through the cluster, at ``s`` (s), now ``t``."""
             nonlocal busy_power, running_count
-            for j, ids in cluster.pop_started():
+            for j, ids in pop_started():
                 placed[j] = ids
                 sim_start[j] = s
                 if has_cancel and cancel_at[j] >= 0:  # it runs until its user cancels it (or the kill)
@@ -128,10 +130,12 @@ class Kernel:
                 else:
                     heapq.heappush(end_heap, (e, trace_index[j], j))
 
+        release, remove_running = pool.release, cluster.remove_running
+
         def finish(j: int, t: int) -> None:
             nonlocal busy_power, running_count
-            pool.release(placed[j])
-            cluster.remove_running(sim_start[j] + limit[j], j)
+            release(placed[j])
+            remove_running(sim_start[j] + limit[j], j)
             busy_power -= nodes[j] * (npow[j] - idle_w)
             running_count -= 1
             if ended_cb is not None:
@@ -172,32 +176,33 @@ class Kernel:
         ns, nc = len(subs), len(canc)
         events = 0
         base_idle = N * idle_w
+        never = float("inf")  # the next time of an event source that has none left
+        sub_at = [sub_time[j] for j in subs] + [never]  # submission times, in submission order
+        stop = never if t1 is None else t1
+        schedule, queued, heappop, heappush = sched.schedule, sched.queued, heapq.heappop, heapq.heappush
         while True:
-            while ci < nc and sim_start[canc[ci][2]] is not None:  # started: it leaves by its end
-                ci += 1
-            cand = []
-            if p < ns:
-                cand.append(sub_time[subs[p]])
-            if end_heap:
-                cand.append(end_heap[0][0])
-            if timers:
-                cand.append(timers[0])
-            if ci < nc:
-                cand.append(canc[ci][0])
-            if not cand:
+            # the next event: the earliest of the next submission, end, timer and cancellation
+            t = sub_at[p]
+            if end_heap and end_heap[0][0] < t:
+                t = end_heap[0][0]
+            if timers and timers[0] < t:
+                t = timers[0]
+            if has_cancel:
+                while ci < nc and sim_start[canc[ci][2]] is not None:  # started: it leaves by its end
+                    ci += 1
+                if ci < nc and canc[ci][0] < t:
+                    t = canc[ci][0]
+            if t >= stop:  # the window's end, or no event left (t is inf)
                 break
-            t = min(cand)
-            if t1 is not None and t >= t1:
-                break
-            if cal is not None and events and p >= ns and not end_heap and not sched.queued():
+            if cal is not None and events and p >= ns and not end_heap and not queued():
                 break  # only availability periods are left: nothing to schedule any more
             cluster.now = t
             # 1. ends
             while end_heap and end_heap[0][0] == t:
-                _, _, j = heapq.heappop(end_heap)
+                _, _, j = heappop(end_heap)
                 finish(j, t)
             # 2. submissions, in trace order
-            while p < ns and sub_time[subs[p]] == t:
+            while sub_at[p] == t:
                 j = subs[p]
                 p += 1
                 if status[j] is not None:  # rejected or never ran: not queued
@@ -206,7 +211,7 @@ class Kernel:
                     counts["replay_start_imputed"] += 1
                 wake = sched.submit(j, t)
                 if wake is not None:
-                    heapq.heappush(timers, wake)
+                    heappush(timers, wake)
             # 3. cancellations of queued jobs
             while ci < nc and canc[ci][0] == t:
                 j = canc[ci][2]
@@ -215,7 +220,7 @@ class Kernel:
                     cancelled[j] = t
             # 4. timers: scheduler wake-ups, availability periods ending / starting, the drain
             while timers and timers[0] == t:
-                heapq.heappop(timers)
+                heappop(timers)
             if cal is not None:
                 cal.apply(t, pool, cluster)
                 if cal.draining:
@@ -223,14 +228,14 @@ class Kernel:
             # 5. passes (with a scheduling cycle only at its multiples; the next one is woken up)
             if cycle and t % cycle:
                 nxt = t - t % cycle + cycle
-                if nxt != next_wake and sched.queued():
-                    heapq.heappush(timers, nxt)
+                if nxt != next_wake and queued():
+                    heappush(timers, nxt)
                     next_wake = nxt
             else:
                 while True:
-                    wake = sched.schedule(t, cluster)
+                    wake = schedule(t, cluster)
                     if wake is not None:
-                        heapq.heappush(timers, wake)
+                        heappush(timers, wake)
                     apply_starts(t, t)
                     if not zero_started:
                         break
@@ -245,7 +250,7 @@ class Kernel:
                 self.progress(t)
             busy = N - pool.free - (cal.held if cal is not None else 0)
             pw = base_idle + busy_power
-            q = sched.queued()
+            q = queued()
             if steps_t and steps_t[-1] == t:
                 steps_busy[-1], steps_pow[-1], steps_q[-1], steps_r[-1] = busy, pw, q, running_count
             else:

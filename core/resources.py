@@ -21,51 +21,67 @@ class NodePool:
     when any is busy, repeated or out of range); ``release(ids)`` frees what an allocation returned.
     Raises RuntimeError on over-allocation or on releasing a free node (a bug in the caller).
 
-    Two representations of the free set, chosen by size (same results): up to
-    :data:`BITSET_MAX_NODES` nodes a Python integer used as a bit set (the lowest free node is
-    ``mask & -mask``: O(k) small big-integer operations); above it a numpy boolean array (one
-    vectorised O(n) scan per allocation, whatever the job size, and compact int32 placements).
+    The free set is a Python integer used as a bit set (bit i set: node i free). An allocation
+    walks it by *runs* of consecutive free nodes, lowest first: ``low = mask & -mask`` is the
+    run's first node and ``(mask + low) & mask`` the mask without that run (the carry clears it),
+    so taking k nodes costs a few big-integer operations per run of free nodes, not per node (a
+    machine's free nodes mostly form few runs). Up to :data:`BITSET_MAX_NODES` nodes placements
+    are lists of ints; above it int32 arrays (compact placements on large machines, e.g. Curie's
+    jobs.parquet ``node_ids``), whose release builds its mask per run of consecutive ids (numpy).
     """
 
     BITSET_MAX_NODES = 1024
-    __slots__ = ("n", "free", "_mask", "_is_free", "allocate", "allocate_ids", "release")
+    __slots__ = ("n", "free", "_mask", "_arrays")
 
     def free_ranges(self) -> list[tuple[int, int]]:
         """The free nodes as ascending inclusive ranges ``[(first, last), ...]``."""
-        if self.n <= self.BITSET_MAX_NODES:
-            free = np.array([(self._mask >> i) & 1 for i in range(self.n)], dtype=bool)
-        else:
-            free = self._is_free
-        d = np.diff(np.concatenate(([0], free.astype(np.int8), [0])))
-        starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1
-        return [(int(a), int(b)) for a, b in zip(starts, ends)]
+        out = []
+        mask = self._mask
+        while mask:
+            low = mask & -mask
+            above = (mask + low) & mask
+            first = low.bit_length() - 1
+            out.append((first, (mask ^ above).bit_length() - 1))
+            mask = above
+        return out
 
     def __init__(self, n: int):
         self.n = int(n)
         self.free = self.n
-        if self.n <= self.BITSET_MAX_NODES:
-            self._mask = (1 << self.n) - 1
-            self.allocate, self.allocate_ids, self.release = self._b_alloc, self._b_alloc_ids, self._b_release
-        else:
-            self._is_free = np.ones(self.n, dtype=bool)
-            self.allocate, self.allocate_ids, self.release = self._a_alloc, self._a_alloc_ids, self._a_release
+        self._mask = (1 << self.n) - 1
+        self._arrays = self.n > self.BITSET_MAX_NODES  # placements as int32 arrays
 
-    # -- bit set ------------------------------------------------------------------------------------
-    def _b_alloc(self, k: int) -> list[int]:
+    def allocate(self, k: int):
+        """The ``k`` lowest free node ids, taken (ascending list; int32 array on large machines)."""
         if k > self.free:
             raise RuntimeError(f"allocate({k}) with only {self.free} free nodes")
         mask = self._mask
-        out = []
-        append = out.append
-        for _ in range(k):
+        if k == 1:
             low = mask & -mask
-            append(low.bit_length() - 1)
-            mask ^= low
+            self._mask = mask ^ low
+            self.free -= 1
+            out = [low.bit_length() - 1]
+            return np.array(out, dtype=np.int32) if self._arrays else out
+        out: list[int] = []
+        while k:
+            low = mask & -mask
+            first = low.bit_length() - 1
+            above = (mask + low) & mask  # the mask without its lowest run of free nodes
+            run = (mask ^ above).bit_length() - first
+            if run >= k:
+                out.extend(range(first, first + k))
+                mask ^= ((1 << k) - 1) << first
+                break
+            out.extend(range(first, first + run))
+            mask = above
+            k -= run
         self._mask = mask
-        self.free -= k
-        return out
+        self.free -= len(out)
+        return np.array(out, dtype=np.int32) if self._arrays else out
 
-    def _b_alloc_ids(self, ids: Sequence[int]) -> list[int] | None:
+    def allocate_ids(self, ids: Sequence[int]):
+        """Take exactly the nodes ``ids`` (returned as given; an int32 array on large machines), or
+        return None and take nothing when any is busy, repeated or out of range."""
         ids = [int(i) for i in ids]
         m = 0
         for i in ids:
@@ -76,41 +92,41 @@ class NodePool:
             return None
         self._mask ^= m
         self.free -= len(ids)
-        return ids
+        return np.array(ids, dtype=np.int32) if self._arrays else ids
 
-    def _b_release(self, ids) -> None:
-        m = 0
-        for i in ids:
-            m |= 1 << i
+    def release(self, ids) -> None:
+        """Free the nodes ``ids`` (what an allocation returned)."""
+        if isinstance(ids, np.ndarray):
+            m = self._array_mask(ids)
+        elif len(ids) > 2 and ids[-1] - ids[0] == len(ids) - 1 and ids == list(range(ids[0], ids[-1] + 1)):
+            m = ((1 << len(ids)) - 1) << ids[0]  # one run of consecutive nodes (list compare in C)
+        else:
+            m = 0
+            for i in ids:
+                m |= 1 << i
         if self._mask & m or m.bit_count() != len(ids):
             raise RuntimeError("release of a node that is already free")
         self._mask |= m
         self.free += len(ids)
 
-    # -- numpy array --------------------------------------------------------------------------------
-    def _a_alloc(self, k: int) -> np.ndarray:
-        if k > self.free:
-            raise RuntimeError(f"allocate({k}) with only {self.free} free nodes")
-        ids = np.flatnonzero(self._is_free)[:k].astype(np.int32)
-        self._is_free[ids] = False
-        self.free -= k
-        return ids
-
-    def _a_alloc_ids(self, ids: Sequence[int]) -> np.ndarray | None:
-        a = np.asarray(ids, dtype=np.int64)
-        if a.size and (a.min() < 0 or a.max() >= self.n):
-            return None
-        if np.unique(a).size != a.size or not self._is_free[a].all():
-            return None
-        self._is_free[a] = False
-        self.free -= int(a.size)
-        return a.astype(np.int32)
-
-    def _a_release(self, ids) -> None:
-        if self._is_free[ids].any():
-            raise RuntimeError("release of a node that is already free")
-        self._is_free[ids] = True
-        self.free += len(ids)
+    @staticmethod
+    def _array_mask(ids: np.ndarray) -> int:
+        """The bit set of int32 node ids, built per run of consecutive ids (an allocation's runs);
+        a repeated id makes its bit count fall short of ``len(ids)``."""
+        k = len(ids)
+        if not k:
+            return 0
+        a = ids.astype(np.int64, copy=False)
+        first = int(a[0])
+        if int(a[-1]) - first == k - 1 and (k < 3 or bool((np.diff(a) == 1).all())):  # one run
+            return ((1 << k) - 1) << first
+        cut = np.flatnonzero(np.diff(a) != 1) + 1
+        starts = [0] + cut.tolist()
+        ends = cut.tolist() + [k]
+        m = 0
+        for f, b, e in zip(a[starts].tolist(), starts, ends):
+            m |= ((1 << (e - b)) - 1) << f
+        return m
 
 
 class Cluster:
@@ -119,8 +135,11 @@ class Cluster:
     Attributes: ``total_nodes``, ``free_nodes`` (int), ``now`` (s). ``running`` is the list of
     ``(expected_end, job)`` of running jobs, ascending (expected end = start + time limit, as the
     scheduler knows it; never the real run time; availability holds appear as one-node "jobs"
-    numbered past the window's jobs, ending when their period ends); ``changes`` counts every
-    change to it (a scheduler that keeps state between passes compares it).
+    numbered past the window's jobs, ending when their period ends); ``running_nodes`` the nodes
+    of each entry of ``running``, in the same order (so that a backfill variant can sum them with
+    C-level tools, e.g. ``itertools.accumulate``, instead of a Python loop over the running jobs);
+    ``changes`` counts every change to them (a scheduler that keeps state between passes compares
+    it). Only the Cluster's methods change ``running`` and ``running_nodes``.
 
     :meth:`start` starts a job now: it checks the fit, takes the nodes from the node pool, records
     the expected end and queues the start; the engine applies the queued starts after the call
@@ -133,13 +152,14 @@ class Cluster:
     requested, effective time limit in s; the JobView's lists, holds included).
     """
 
-    __slots__ = ("_pool", "_nodes", "_limit", "running", "now", "changes", "_started")
+    __slots__ = ("_pool", "_nodes", "_limit", "running", "running_nodes", "now", "changes", "_started")
 
     def __init__(self, pool: NodePool, nodes: Sequence[int], time_limit: Sequence[int]):
         self._pool = pool
         self._nodes = nodes
         self._limit = time_limit
         self.running: list[tuple[int, int]] = []
+        self.running_nodes: list[int] = []  # nodes of each entry of `running`, same order
         self.now = 0
         self.changes = 0  # count of changes to `running`: tells a scheduler the set changed
         self._started: list[tuple[int, object]] = []  # (job, node ids) started since the engine's last look
@@ -172,8 +192,7 @@ class Cluster:
         if k > pool.free:
             raise RuntimeError(f"scheduler started job {job} ({k} nodes) with {pool.free} free")
         self._started.append((job, pool.allocate(k)))
-        bisect.insort(self.running, (self.now + self._limit[job], job))
-        self.changes += 1
+        self._insert_running(self.now + self._limit[job], job, k)
 
     def try_start(self, job: int, nodes: Sequence[int]) -> bool:
         """Start ``job`` now on exactly the node ids ``nodes`` when they are ``nodes[job]``
@@ -184,8 +203,7 @@ class Cluster:
         if ids is None:
             return False
         self._started.append((job, ids))
-        bisect.insort(self.running, (self.now + self._limit[job], job))
-        self.changes += 1
+        self._insert_running(self.now + self._limit[job], job, len(nodes))
         return True
 
     def pop_started(self) -> list[tuple[int, object]]:
@@ -197,7 +215,13 @@ class Cluster:
 
     def add_running(self, expected_end: int, job: int) -> None:
         """Engine side: a running entry that is not a start (an availability hold)."""
-        bisect.insort(self.running, (expected_end, job))
+        self._insert_running(expected_end, job, self._nodes[job])
+
+    def _insert_running(self, expected_end: int, job: int, k: int) -> None:
+        entry = (expected_end, job)
+        i = bisect.bisect_right(self.running, entry)
+        self.running.insert(i, entry)
+        self.running_nodes.insert(i, k)
         self.changes += 1
 
     def remove_running(self, expected_end: int, job: int) -> None:
@@ -206,4 +230,5 @@ class Cluster:
         if i >= len(self.running) or self.running[i] != (expected_end, job):
             raise RuntimeError(f"job {job} is not running")
         del self.running[i]
+        del self.running_nodes[i]
         self.changes += 1
