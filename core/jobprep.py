@@ -20,8 +20,26 @@ from .system import System
 __all__ = ["effective_time_limit", "select_window", "cancel_times", "WindowJobs", "prepare_jobs"]
 
 
-def _int_or_none(a: pd.Series) -> list:
-    return [None if v is pd.NA else int(v) for v in a.astype("Int64").tolist()]
+def _int_or_none(a: pd.Series) -> tuple[list, np.ndarray, np.ndarray]:
+    """``(values, missing, zeroed)``: the column as a list of ints with None where missing, the
+    bool mask of the missing entries and an int64 array with 0 there (one C-level conversion; a
+    Python step only per missing entry)."""
+    v = a.astype("Int64")
+    missing = v.isna().to_numpy()
+    zeroed = v.to_numpy(dtype="int64", na_value=0)
+    out = zeroed.tolist()
+    for i in np.flatnonzero(missing).tolist():
+        out[i] = None
+    return out, missing, zeroed
+
+
+def _ints_nan_zero(x: np.ndarray) -> list:
+    """A float array as a list of ints (truncated toward zero, as ``int``), NaN as 0; a non-finite
+    value other than NaN raises OverflowError as ``int(inf)`` does."""
+    nan = np.isnan(x)
+    if np.isinf(x).any():
+        raise OverflowError("cannot convert float infinity to integer")
+    return np.where(nan, 0.0, x).astype(np.int64).tolist()
 
 
 def effective_time_limit(time_limit, run_time, default_time_limit: int | None):
@@ -165,19 +183,22 @@ def prepare_jobs(f: pd.DataFrame, system: System, kill: bool, replay: bool, t0: 
     n = len(f)
     N = system.nodes
     kill = kill and not replay
-    submit = f["submit_time"].astype("int64").tolist()
-    run = _int_or_none(f["run_time"])
-    nodes_raw = _int_or_none(f["nodes"])
+    submit_a = f["submit_time"].astype("int64").to_numpy()
+    submit = submit_a.tolist()
+    run, run_missing, run_v = _int_or_none(f["run_time"])
+    nodes_raw, nodes_missing, nodes_v = _int_or_none(f["nodes"])
     grace = int(getattr(system, "kill_grace_s", 0) or 0)  # s past the limit before the kill
     lim, imp = effective_time_limit(f["time_limit"].astype("float64").to_numpy(),
                                     f["run_time"].astype("float64").to_numpy(), system.default_time_limit)
-    limit = [0 if math.isnan(x) else int(x) for x in lim.tolist()]
+    limit = _ints_nan_zero(lim)
     cancel_at = [-1] * n
     if queue_cancelled and not replay:
         ct = cancel_times(f)
-        cancel_at = [-1 if math.isnan(x) else int(x) for x in ct.tolist()]
+        cancel_at = np.where(np.isnan(ct), -1, _ints_nan_zero(ct)).tolist()
     reason, status = [None] * n, [None] * n
-    for j in range(n):
+    # the rules below, tried only for the jobs that any of them can concern
+    maybe = run_missing | nodes_missing | (nodes_v <= 0) | (nodes_v > N)
+    for j in np.flatnonzero(maybe).tolist():
         if run[j] is None and cancel_at[j] < 0:
             status[j] = "not_run"
             reason[j] = "never ran in the trace (no run time recorded)"
@@ -192,14 +213,15 @@ def prepare_jobs(f: pd.DataFrame, system: System, kill: bool, replay: bool, t0: 
             reason[j] = ("cancelled while queued in the trace and has no time limit (none requested, no system "
                          "default): a scheduler cannot plan it")
             cancel_at[j] = -1
-    nodes = [x if x is not None else 0 for x in nodes_raw]
+    nodes = nodes_v.tolist()  # 0 when unknown
     # actual occupancy once started (a job cancelled while queued: set when it starts)
-    dur = [0] * n
-    for j in range(n):
-        if run[j] is not None:
-            dur[j] = min(run[j], limit[j] + grace) if kill else run[j]
+    if kill:
+        occ = np.minimum(run_v, np.asarray(limit, dtype=np.int64) + grace)
+    else:
+        occ = run_v
+    dur = np.where(run_missing, 0, occ).tolist()
     return WindowJobs(
-        n=n, submit=submit, sub_time=[max(s, t0) for s in submit], run=run, nodes=nodes, limit=limit,
+        n=n, submit=submit, sub_time=np.maximum(submit_a, t0).tolist(), run=run, nodes=nodes, limit=limit,
         imputed=imp.tolist(), dur=dur, status=status, reason=reason, cancel_at=cancel_at,
         trace_index=f["trace_index"].astype("int64").tolist(), prepop=f["prepopulated"].tolist(),
         rstart=f["replay_start"].astype("int64").tolist(), start_unknown=f["recorded_start_time"].isna().tolist(),

@@ -70,11 +70,17 @@ def job_outcomes(J: WindowJobs, k: KernelResult, t1: int | None, recorded_runnin
     return status, reason
 
 
-def _nullable_int(values: list) -> pd.arrays.IntegerArray:
-    """An ``Int64`` array from a list of ints and Nones (built as numpy values + mask)."""
-    mask = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
-    vals = np.fromiter((0 if v is None else v for v in values), dtype=np.int64, count=len(values))
-    return pd.arrays.IntegerArray(vals, mask)
+def _nullable_int(values: np.ndarray, mask: np.ndarray) -> pd.arrays.IntegerArray:
+    """An ``Int64`` array of int64 ``values`` with ``mask`` (True: missing; the value there is 0)."""
+    return pd.arrays.IntegerArray(np.where(mask, 0, values), mask)
+
+
+def _ints_and_none(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, missing)`` of a list of ints (seconds, < 2**53) and Nones: int64 values (0 where
+    None) and the bool mask of the Nones, through one C-level float64 conversion (None -> NaN)."""
+    f = np.array(values, dtype=np.float64)
+    missing = np.isnan(f)
+    return np.where(missing, 0.0, f).astype(np.int64), missing
 
 
 def jobs_table(frame: pd.DataFrame, J: WindowJobs, k: KernelResult, status: list, reason: list,
@@ -86,30 +92,39 @@ def jobs_table(frame: pd.DataFrame, J: WindowJobs, k: KernelResult, status: list
     ``energy_j`` = node power × nodes × simulated duration (up to ``t1``),
     ``avg_power_w`` = node power × nodes (NaN for jobs never started) and ``node_ids``."""
     n = J.n
-    start, end = k.start, k.end
     npow = np.asarray(node_power_w, dtype="float64")
-    jobs = frame.drop(columns=["replay_start"]).copy()
-    jobs["trace_status"] = jobs["status"]
-    jobs["status"] = status
-    jobs["reason"] = reason
-    jobs["prepopulated"] = [bool(J.prepop[j] and start[j] is not None) for j in range(n)]
-    jobs["time_limit"] = pd.array(np.asarray(J.limit[:n], dtype=np.int64), dtype="Int64")
-    jobs["time_limit_imputed"] = J.imputed
-    jobs["start_time"] = _nullable_int(start)
-    jobs["end_time"] = _nullable_int([end[j] if status[j] in ENDED else None for j in range(n)])
-    submit = J.submit
-    jobs["wait_time"] = _nullable_int([None if start[j] is None else start[j] - submit[j] for j in range(n)])
-    jobs["node_power_w"] = npow
-    started = np.fromiter((s is not None for s in start), dtype=bool, count=n)
-    s_arr = np.fromiter((0 if s is None else s for s in start), dtype=np.int64, count=n)
-    e_arr = np.fromiter((0 if s is None else e for s, e in zip(start, end)), dtype=np.int64, count=n)
+    s_arr, not_started = _ints_and_none(k.start[:n])
+    started = ~not_started
+    e_arr, _ = _ints_and_none(k.end[:n])  # an end is set exactly when a start is
+    st = np.asarray(status, dtype=object)
+    ended = np.zeros(n, dtype=bool)
+    for name in ENDED:
+        ended |= st == name
+    jobs = frame.drop(columns=["replay_start"])
+    cols = {
+        "trace_status": jobs["status"],  # a Series of the same index: aligned as is
+        "status": status,
+        "reason": reason,
+        "prepopulated": np.asarray(J.prepop[:n], dtype=bool) & started,
+        "time_limit": pd.array(np.asarray(J.limit[:n], dtype=np.int64), dtype="Int64"),
+        "time_limit_imputed": J.imputed,
+        "start_time": _nullable_int(s_arr, not_started),
+        "end_time": _nullable_int(e_arr, ~ended | not_started),  # cancelled in the queue: no end
+        "wait_time": _nullable_int(s_arr - np.asarray(J.submit[:n], dtype=np.int64), not_started),
+        "node_power_w": npow,
+    }
     if t1 is not None:  # a job running at the window end counts up to it
         e_arr = np.minimum(e_arr, t1)
     per_job_w = npow * np.asarray(J.nodes[:n], dtype=np.int64)
-    jobs["energy_j"] = np.where(started, per_job_w * (e_arr - s_arr), np.nan)
-    jobs["avg_power_w"] = np.where(started, per_job_w, np.nan)
-    jobs["node_ids"] = k.placed
-    return jobs.reset_index(drop=True)
+    cols["energy_j"] = np.where(started, per_job_w * (e_arr - s_arr), np.nan)
+    cols["avg_power_w"] = np.where(started, per_job_w, np.nan)
+    cols["node_ids"] = k.placed
+    # the frame's columns, then these (a column of the frame with one of these names is replaced
+    # where it stands); index 0..n-1 (as reset_index(drop=True), without copying the frame)
+    for name, col in cols.items():
+        jobs[name] = col
+    jobs.index = pd.RangeIndex(n)
+    return jobs
 
 
 def steps_table(k: KernelResult) -> pd.DataFrame:

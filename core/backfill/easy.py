@@ -57,12 +57,12 @@ class Easy(Backfill):
         # expected end counts as ending at now + 1 <= shadow) minus the head's
         last = bisect.bisect_right(running, (shadow, math.inf))
         extra = free - head_n + (freed[last - 1] if last else 0)
-        for k in range(i + 1, nq):
-            j = q[k]
+        room = shadow - now  # a later job whose limit is at most this ends by the shadow time
+        for j in itertools.islice(q, i + 1, None):
             n = nodes[j]
             if n > free:
                 continue
-            if now + limit[j] <= shadow:
+            if limit[j] <= room:
                 started.append(j)
             elif n <= extra:
                 started.append(j)
