@@ -166,11 +166,9 @@ class Kernel:
         replay = self.replay
         start_unknown = J.start_unknown
 
-        steps_t: list[int] = []
-        steps_busy: list[int] = []
-        steps_pow: list[float] = []
-        steps_q: list[int] = []
-        steps_r: list[int] = []
+        steps: list[tuple] = []  # (time, busy nodes, DC power, queued, running), one per timestamp
+        progress = self.progress
+        held = 0  # nodes the calendar holds (not busy)
         t1 = self.t1
         p = ci = 0
         ns, nc = len(subs), len(canc)
@@ -246,21 +244,18 @@ class Kernel:
                     if cal is not None and cal.draining:
                         cal.drain(t, pool, cluster)
             events += 1
-            if self.progress is not None and events % 10000 == 0:
-                self.progress(t)
-            busy = N - pool.free - (cal.held if cal is not None else 0)
-            pw = base_idle + busy_power
-            q = queued()
-            if steps_t and steps_t[-1] == t:
-                steps_busy[-1], steps_pow[-1], steps_q[-1], steps_r[-1] = busy, pw, q, running_count
+            if progress is not None and events % 10000 == 0:
+                progress(t)
+            if cal is not None:
+                held = cal.held
+            row = (t, N - pool.free - held, base_idle + busy_power, queued(), running_count)
+            if steps and steps[-1][0] == t:
+                steps[-1] = row
             else:
-                steps_t.append(t)
-                steps_busy.append(busy)
-                steps_pow.append(pw)
-                steps_q.append(q)
-                steps_r.append(running_count)
-        return KernelResult(start=sim_start, end=sim_end, placed=placed, cancelled=cancelled, steps_t=steps_t,
-                            steps_busy=steps_busy, steps_pow=steps_pow, steps_q=steps_q, steps_r=steps_r,
+                steps.append(row)
+        cols = [list(c) for c in zip(*steps)] if steps else [[] for _ in range(5)]
+        return KernelResult(start=sim_start, end=sim_end, placed=placed, cancelled=cancelled, steps_t=cols[0],
+                            steps_busy=cols[1], steps_pow=cols[2], steps_q=cols[3], steps_r=cols[4],
                             counts=counts)
 
     def _place(self, j: int, ids, counts: dict) -> None:

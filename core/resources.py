@@ -21,47 +21,53 @@ class NodePool:
     when any is busy, repeated or out of range); ``release(ids)`` frees what an allocation returned.
     Raises RuntimeError on over-allocation or on releasing a free node (a bug in the caller).
 
-    The free set is a Python integer used as a bit set (bit i set: node i free). An allocation
-    walks it by *runs* of consecutive free nodes, lowest first: ``low = mask & -mask`` is the
-    run's first node and ``(mask + low) & mask`` the mask without that run (the carry clears it),
-    so taking k nodes costs a few big-integer operations per run of free nodes, not per node (a
-    machine's free nodes mostly form few runs). Up to :data:`BITSET_MAX_NODES` nodes placements
-    are lists of ints; above it int32 arrays (compact placements on large machines, e.g. Curie's
-    jobs.parquet ``node_ids``), whose release builds its mask per run of consecutive ids (numpy).
+    Two representations of the free set, chosen by size (same results): up to
+    :data:`BITSET_MAX_NODES` nodes a Python integer used as a bit set, walked by *runs* of
+    consecutive free nodes, lowest first (``low = mask & -mask`` is a run's first node and
+    ``(mask + low) & mask`` the mask without that run: the carry clears it), so taking k nodes
+    costs a few small big-integer operations per run of free nodes, not per node; above it a
+    numpy boolean array (one vectorised O(n) scan per allocation, whatever the job size, and
+    compact int32 placements).
     """
 
     BITSET_MAX_NODES = 1024
-    __slots__ = ("n", "free", "_mask", "_arrays")
+    __slots__ = ("n", "free", "_mask", "_is_free", "allocate", "allocate_ids", "release")
 
     def free_ranges(self) -> list[tuple[int, int]]:
         """The free nodes as ascending inclusive ranges ``[(first, last), ...]``."""
-        out = []
-        mask = self._mask
-        while mask:
-            low = mask & -mask
-            above = (mask + low) & mask
-            first = low.bit_length() - 1
-            out.append((first, (mask ^ above).bit_length() - 1))
-            mask = above
-        return out
+        if self.n <= self.BITSET_MAX_NODES:
+            out = []
+            mask = self._mask
+            while mask:
+                low = mask & -mask
+                above = (mask + low) & mask
+                out.append((low.bit_length() - 1, (mask ^ above).bit_length() - 1))
+                mask = above
+            return out
+        d = np.diff(np.concatenate(([0], self._is_free.astype(np.int8), [0])))
+        starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1
+        return [(int(a), int(b)) for a, b in zip(starts, ends)]
 
     def __init__(self, n: int):
         self.n = int(n)
         self.free = self.n
-        self._mask = (1 << self.n) - 1
-        self._arrays = self.n > self.BITSET_MAX_NODES  # placements as int32 arrays
+        if self.n <= self.BITSET_MAX_NODES:
+            self._mask = (1 << self.n) - 1
+            self.allocate, self.allocate_ids, self.release = self._b_alloc, self._b_alloc_ids, self._b_release
+        else:
+            self._is_free = np.ones(self.n, dtype=bool)
+            self.allocate, self.allocate_ids, self.release = self._a_alloc, self._a_alloc_ids, self._a_release
 
-    def allocate(self, k: int):
-        """The ``k`` lowest free node ids, taken (ascending list; int32 array on large machines)."""
+    # -- bit set ------------------------------------------------------------------------------------
+    def _b_alloc(self, k: int) -> list[int]:
         if k > self.free:
             raise RuntimeError(f"allocate({k}) with only {self.free} free nodes")
         mask = self._mask
+        self.free -= k
         if k == 1:
             low = mask & -mask
             self._mask = mask ^ low
-            self.free -= 1
-            out = [low.bit_length() - 1]
-            return np.array(out, dtype=np.int32) if self._arrays else out
+            return [low.bit_length() - 1]
         out: list[int] = []
         while k:
             low = mask & -mask
@@ -76,12 +82,9 @@ class NodePool:
             mask = above
             k -= run
         self._mask = mask
-        self.free -= len(out)
-        return np.array(out, dtype=np.int32) if self._arrays else out
+        return out
 
-    def allocate_ids(self, ids: Sequence[int]):
-        """Take exactly the nodes ``ids`` (returned as given; an int32 array on large machines), or
-        return None and take nothing when any is busy, repeated or out of range."""
+    def _b_alloc_ids(self, ids: Sequence[int]) -> list[int] | None:
         ids = [int(i) for i in ids]
         m = 0
         for i in ids:
@@ -92,13 +95,10 @@ class NodePool:
             return None
         self._mask ^= m
         self.free -= len(ids)
-        return np.array(ids, dtype=np.int32) if self._arrays else ids
+        return ids
 
-    def release(self, ids) -> None:
-        """Free the nodes ``ids`` (what an allocation returned)."""
-        if isinstance(ids, np.ndarray):
-            m = self._array_mask(ids)
-        elif len(ids) > 2 and ids[-1] - ids[0] == len(ids) - 1 and ids == list(range(ids[0], ids[-1] + 1)):
+    def _b_release(self, ids) -> None:
+        if len(ids) > 2 and ids[-1] - ids[0] == len(ids) - 1 and ids == list(range(ids[0], ids[-1] + 1)):
             m = ((1 << len(ids)) - 1) << ids[0]  # one run of consecutive nodes (list compare in C)
         else:
             m = 0
@@ -109,24 +109,30 @@ class NodePool:
         self._mask |= m
         self.free += len(ids)
 
-    @staticmethod
-    def _array_mask(ids: np.ndarray) -> int:
-        """The bit set of int32 node ids, built per run of consecutive ids (an allocation's runs);
-        a repeated id makes its bit count fall short of ``len(ids)``."""
-        k = len(ids)
-        if not k:
-            return 0
-        a = ids.astype(np.int64, copy=False)
-        first = int(a[0])
-        if int(a[-1]) - first == k - 1 and (k < 3 or bool((np.diff(a) == 1).all())):  # one run
-            return ((1 << k) - 1) << first
-        cut = np.flatnonzero(np.diff(a) != 1) + 1
-        starts = [0] + cut.tolist()
-        ends = cut.tolist() + [k]
-        m = 0
-        for f, b, e in zip(a[starts].tolist(), starts, ends):
-            m |= ((1 << (e - b)) - 1) << f
-        return m
+    # -- numpy array --------------------------------------------------------------------------------
+    def _a_alloc(self, k: int) -> np.ndarray:
+        if k > self.free:
+            raise RuntimeError(f"allocate({k}) with only {self.free} free nodes")
+        ids = np.flatnonzero(self._is_free)[:k].astype(np.int32)
+        self._is_free[ids] = False
+        self.free -= k
+        return ids
+
+    def _a_alloc_ids(self, ids: Sequence[int]) -> np.ndarray | None:
+        a = np.asarray(ids, dtype=np.int64)
+        if a.size and (a.min() < 0 or a.max() >= self.n):
+            return None
+        if np.unique(a).size != a.size or not self._is_free[a].all():
+            return None
+        self._is_free[a] = False
+        self.free -= int(a.size)
+        return a.astype(np.int32)
+
+    def _a_release(self, ids) -> None:
+        if self._is_free[ids].any():
+            raise RuntimeError("release of a node that is already free")
+        self._is_free[ids] = True
+        self.free += len(ids)
 
 
 class Cluster:

@@ -11,6 +11,9 @@ from .base import BACKFILLS, Backfill
 
 __all__ = ["Easy"]
 
+#: running jobs summed first when looking for the shadow job (most heads fit after a few ends)
+_PREFIX = 64
+
 
 @BACKFILLS.register("easy")
 class Easy(Backfill):
@@ -46,9 +49,12 @@ class Easy(Backfill):
                 at = bisect.bisect_right(running, entry)
                 running.insert(at, entry)
                 run_nodes.insert(at, nodes[j])
-        # walking running jobs by expected end, nodes free after each: the first at which the head
-        # fits is the shadow job (a running sum of node counts, non-decreasing: one bisection)
-        freed = list(itertools.accumulate(run_nodes))
+        # walking running jobs by expected end, nodes freed up to each: the first at which the head
+        # fits is the shadow job (a running sum of node counts, non-decreasing: one bisection; the
+        # sum covers the first _PREFIX running jobs, all of them only when the head needs more)
+        freed = list(itertools.accumulate(itertools.islice(run_nodes, _PREFIX)))
+        if len(freed) < len(run_nodes) and freed[-1] < head_n - free:
+            freed = list(itertools.accumulate(run_nodes))
         s = bisect.bisect_left(freed, head_n - free)
         if s >= len(freed):  # cannot happen: the head fits an empty machine (rejected otherwise)
             raise RuntimeError("EASY: head job can never fit")
@@ -56,6 +62,8 @@ class Easy(Backfill):
         # extra: nodes free at the shadow time (every job expected to end by it; a job past its
         # expected end counts as ending at now + 1 <= shadow) minus the head's
         last = bisect.bisect_right(running, (shadow, math.inf))
+        if last > len(freed):  # jobs ending at the shadow time past the first sum
+            freed = list(itertools.accumulate(run_nodes))
         extra = free - head_n + (freed[last - 1] if last else 0)
         room = shadow - now  # a later job whose limit is at most this ends by the shadow time
         for j in itertools.islice(q, i + 1, None):
