@@ -155,8 +155,8 @@ class Kernel:
             else:  # cannot place: it will be queued like a job submitted before the window
                 prepop[j] = False
         # submission order: (submit_time, trace_index); prepopulated jobs are not submitted again
-        subs = sorted((j for j in range(n) if not (prepop[j] and sim_start[j] is not None)),
-                      key=lambda j: (sub_time[j], trace_index[j]))
+        sub_key = list(zip(sub_time, trace_index))
+        subs = sorted((j for j in range(n) if not (prepop[j] and sim_start[j] is not None)), key=sub_key.__getitem__)
         timers.append(self.t0)  # an event at the window start records its state
         if cal is not None:
             timers.extend(cal.times)
@@ -166,7 +166,11 @@ class Kernel:
         replay = self.replay
         start_unknown = J.start_unknown
 
-        steps: list[tuple] = []  # (time, busy nodes, DC power, queued, running), one per timestamp
+        steps_t: list[int] = []
+        steps_busy: list[int] = []
+        steps_pow: list[float] = []
+        steps_q: list[int] = []
+        steps_r: list[int] = []
         progress = self.progress
         held = 0  # nodes the calendar holds (not busy)
         t1 = self.t1
@@ -248,14 +252,19 @@ class Kernel:
                 progress(t)
             if cal is not None:
                 held = cal.held
-            row = (t, N - pool.free - held, base_idle + busy_power, queued(), running_count)
-            if steps and steps[-1][0] == t:
-                steps[-1] = row
+            busy = N - pool.free - held
+            pw = base_idle + busy_power
+            q = queued()
+            if steps_t and steps_t[-1] == t:
+                steps_busy[-1], steps_pow[-1], steps_q[-1], steps_r[-1] = busy, pw, q, running_count
             else:
-                steps.append(row)
-        cols = [list(c) for c in zip(*steps)] if steps else [[] for _ in range(5)]
-        return KernelResult(start=sim_start, end=sim_end, placed=placed, cancelled=cancelled, steps_t=cols[0],
-                            steps_busy=cols[1], steps_pow=cols[2], steps_q=cols[3], steps_r=cols[4],
+                steps_t.append(t)
+                steps_busy.append(busy)
+                steps_pow.append(pw)
+                steps_q.append(q)
+                steps_r.append(running_count)
+        return KernelResult(start=sim_start, end=sim_end, placed=placed, cancelled=cancelled, steps_t=steps_t,
+                            steps_busy=steps_busy, steps_pow=steps_pow, steps_q=steps_q, steps_r=steps_r,
                             counts=counts)
 
     def _place(self, j: int, ids, counts: dict) -> None:

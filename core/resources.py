@@ -141,11 +141,8 @@ class Cluster:
     Attributes: ``total_nodes``, ``free_nodes`` (int), ``now`` (s). ``running`` is the list of
     ``(expected_end, job)`` of running jobs, ascending (expected end = start + time limit, as the
     scheduler knows it; never the real run time; availability holds appear as one-node "jobs"
-    numbered past the window's jobs, ending when their period ends); ``running_nodes`` the nodes
-    of each entry of ``running``, in the same order (so that a backfill variant can sum them with
-    C-level tools, e.g. ``itertools.accumulate``, instead of a Python loop over the running jobs);
-    ``changes`` counts every change to them (a scheduler that keeps state between passes compares
-    it). Only the Cluster's methods change ``running`` and ``running_nodes``.
+    numbered past the window's jobs, ending when their period ends); ``changes`` counts every
+    change to it (a scheduler that keeps state between passes compares it).
 
     :meth:`start` starts a job now: it checks the fit, takes the nodes from the node pool, records
     the expected end and queues the start; the engine applies the queued starts after the call
@@ -158,14 +155,13 @@ class Cluster:
     requested, effective time limit in s; the JobView's lists, holds included).
     """
 
-    __slots__ = ("_pool", "_nodes", "_limit", "running", "running_nodes", "now", "changes", "_started")
+    __slots__ = ("_pool", "_nodes", "_limit", "running", "now", "changes", "_started")
 
     def __init__(self, pool: NodePool, nodes: Sequence[int], time_limit: Sequence[int]):
         self._pool = pool
         self._nodes = nodes
         self._limit = time_limit
         self.running: list[tuple[int, int]] = []
-        self.running_nodes: list[int] = []  # nodes of each entry of `running`, same order
         self.now = 0
         self.changes = 0  # count of changes to `running`: tells a scheduler the set changed
         self._started: list[tuple[int, object]] = []  # (job, node ids) started since the engine's last look
@@ -198,7 +194,8 @@ class Cluster:
         if k > pool.free:
             raise RuntimeError(f"scheduler started job {job} ({k} nodes) with {pool.free} free")
         self._started.append((job, pool.allocate(k)))
-        self._insert_running(self.now + self._limit[job], job, k)
+        bisect.insort(self.running, (self.now + self._limit[job], job))
+        self.changes += 1
 
     def try_start(self, job: int, nodes: Sequence[int]) -> bool:
         """Start ``job`` now on exactly the node ids ``nodes`` when they are ``nodes[job]``
@@ -209,7 +206,8 @@ class Cluster:
         if ids is None:
             return False
         self._started.append((job, ids))
-        self._insert_running(self.now + self._limit[job], job, len(nodes))
+        bisect.insort(self.running, (self.now + self._limit[job], job))
+        self.changes += 1
         return True
 
     def pop_started(self) -> list[tuple[int, object]]:
@@ -221,13 +219,7 @@ class Cluster:
 
     def add_running(self, expected_end: int, job: int) -> None:
         """Engine side: a running entry that is not a start (an availability hold)."""
-        self._insert_running(expected_end, job, self._nodes[job])
-
-    def _insert_running(self, expected_end: int, job: int, k: int) -> None:
-        entry = (expected_end, job)
-        i = bisect.bisect_right(self.running, entry)
-        self.running.insert(i, entry)
-        self.running_nodes.insert(i, k)
+        bisect.insort(self.running, (expected_end, job))
         self.changes += 1
 
     def remove_running(self, expected_end: int, job: int) -> None:
@@ -236,5 +228,4 @@ class Cluster:
         if i >= len(self.running) or self.running[i] != (expected_end, job):
             raise RuntimeError(f"job {job} is not running")
         del self.running[i]
-        del self.running_nodes[i]
         self.changes += 1
