@@ -25,8 +25,31 @@ POOLED_DISPLAY: dict[str, tuple[str, float, str, bool]] = {
     m.name: (m.label, m.scale, m.display_unit, m.power) for m in pooled_metrics().values()}
 
 
-def _label(metric: str, assumed: bool) -> str:
-    label, _, unit, power = POOLED_DISPLAY.get(metric, (metric, 1.0, "", False))
+#: SI prefixes a power metric's display may take (divisor, unit), smallest first.
+_POWER_UNITS = ((1.0, "W"), (1e3, "kW"), (1e6, "MW"), (1e9, "GW"))
+
+
+def display_units(summ: pd.DataFrame, metrics: list[str]) -> dict[str, tuple[str, float, str, bool]]:
+    """The display of each pooled metric over the summary rows ``summ``: :data:`POOLED_DISPLAY`,
+    except that a metric stored in watts takes the SI prefix that puts the largest pooled value of
+    those rows (``summ``'s ``max`` column) in [1, 1000) — a 100-node machine's power swings in W, an
+    exascale machine's in MW, instead of one fixed kW for both. The section's table passes every
+    row (one unit per column); each figure passes its dataset and window's rows (the unit is in
+    each panel title). Returns ``{metric: (label, divisor, unit, is_power)}``."""
+    units = {m.name: m.unit for m in pooled_metrics().values()}
+    out = {}
+    for m in metrics:
+        label, scale, unit, power = POOLED_DISPLAY.get(m, (m, 1.0, "", False))
+        if units.get(m) == "W":
+            top = pd.to_numeric(summ.loc[summ["metric"] == m, "max"], errors="coerce").abs().max()
+            if np.isfinite(top) and top > 0:
+                scale, unit = next(((d, u) for d, u in reversed(_POWER_UNITS) if top >= d), _POWER_UNITS[0])
+        out[m] = (label, scale, unit, power)
+    return out
+
+
+def _label(metric: str, assumed: bool, display: dict | None = None) -> str:
+    label, _, unit, power = (display or POOLED_DISPLAY).get(metric, (metric, 1.0, "", False))
     s = f"{label} [{unit}]" if unit else label
     return s + (" (assumed)" if power and assumed else "")
 
@@ -69,6 +92,7 @@ def section_pooled(pg, root: Path, runs: pd.DataFrame, variants: list[str], assu
              "period must divide the swing window); they are counted in distributions.csv, column runs_skipped.")
     order = {v: i for i, v in enumerate(variants)}
     metrics = [m for m in POOLED_DISPLAY if m in set(summ["metric"])]
+    display = display_units(summ, metrics)
     rows = []
     groups: dict[tuple, dict[str, dict]] = {}  # (dataset, window, variant) -> metric -> its summary row
     for x in summ.to_dict("records"):
@@ -78,11 +102,11 @@ def section_pooled(pg, root: Path, runs: pd.DataFrame, variants: list[str], assu
         for m in metrics:
             x = by_metric.get(m)
             if x is None or x["n"] == 0:
-                r[_label(m, assumed)] = "—"
+                r[_label(m, assumed, display)] = "—"
                 continue
-            s = POOLED_DISPLAY[m][1]
+            s = display[m][1]
             f = [format_number(x[k] / s, 3) for k in ("median", "q25", "q75", "q95", "max")]
-            r[_label(m, assumed)] = f"{f[0]} [{f[1]}–{f[2]}], p95 {f[3]}, max {f[4]}"
+            r[_label(m, assumed, display)] = f"{f[0]} [{f[1]}–{f[2]}], p95 {f[3]}, max {f[4]}"
         rows.append(r)
     tab = pd.DataFrame(rows)
     if len(tab):
@@ -91,10 +115,11 @@ def section_pooled(pg, root: Path, runs: pd.DataFrame, variants: list[str], assu
                                   {k: i for i, k in enumerate(dict.fromkeys(runs[s.name].astype(str)))}))
     pg.p("Median [quartiles], 95th percentile and maximum, in display units:")
     pg.table(tab, key_cols=4, max_cols=2)
-    _figures(pg, qt, metrics, variants, assumed)
+    _figures(pg, qt, summ, metrics, variants, assumed)
 
 
-def _figures(pg, qt: pd.DataFrame, metrics: list[str], variants: list[str], assumed: bool) -> None:
+def _figures(pg, qt: pd.DataFrame, summ: pd.DataFrame, metrics: list[str], variants: list[str],
+             assumed: bool) -> None:
     """One SVG per dataset and window (:func:`twinsweep.sweep.svgchart.line_panels`): a panel per
     metric with the quantile function of every variant, in the page's variant styles. A value axis
     starts at zero; one whose positive values span more than two decades is symmetric-log (linear
@@ -105,10 +130,12 @@ def _figures(pg, qt: pd.DataFrame, metrics: list[str], variants: list[str], assu
     by_variant = qt.groupby(["dataset", "window", "metric", "variant"], sort=False).indices
     q_all, v_all = qt["q"].to_numpy(dtype="float64"), qt["value"].to_numpy(dtype="float64")
     none = np.zeros(0, dtype="int64")
+    summ_rows = summ.groupby(["dataset", "window"], sort=False).indices
     for ds, win in dict.fromkeys(k[:2] for k in by_metric):
         panels = []
+        display = display_units(summ.iloc[summ_rows.get((ds, win), none)], metrics)
         for m in metrics:
-            s = POOLED_DISPLAY[m][1]
+            s = display[m][1]
             vals = v_all[by_metric.get((ds, win, m), none)] / s
             fin = vals[np.isfinite(vals)]
             pos = fin[fin > 0]
@@ -118,7 +145,7 @@ def _figures(pg, qt: pd.DataFrame, metrics: list[str], variants: list[str], assu
             rows = {v: by_variant[(ds, win, m, v)] for v in variants if (ds, win, m, v) in by_variant}
             series = [Series(v, q_all[i] * 100, v_all[i] / s) for v, i in rows.items()]
             panels.append(LinePanel(series, (lo, hi * 1.04 if hi > 0 else 1.0), (0.0, 100.0),
-                                    title=_label(m, assumed), xlabel="percentile", symlog=symlog))
+                                    title=_label(m, assumed, display), xlabel="percentile", symlog=symlog))
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in f"{ds}_{win}")
         safe += "_" + hashlib.sha1(f"{ds}\0{win}".encode()).hexdigest()[:6]  # distinct for any names
         label = f"{ds} / {win}: pooled quantile functions per variant"

@@ -255,3 +255,22 @@ def test_report_of_a_sweep_with_the_recorded_schedule(tmp_path):
     tradeoffs = page[page.index('id="tradeoffs"'):page.index('id="stability"')]
     assert "<svg " in tradeoffs and "<img " not in tradeoffs
     assert (rep / "pareto.svg").exists() and not (rep / "pareto.png").exists()
+
+
+def test_pooled_power_display_takes_the_si_prefix_of_the_page_largest_value():
+    """A power metric's unit follows the largest pooled value of the rows given (the table: the whole
+    page; a figure: its dataset and window): 300 W max -> W, 45 kW -> kW, 2.5 MW -> MW; other
+    metrics keep the catalogue's display (job wait in h)."""
+    from twinsweep.sweep.report_pooled import POOLED_DISPLAY, display_units
+
+    def summ(*maxes):
+        return pd.DataFrame({"metric": ["power_swing_1min_w"] * len(maxes) + ["wait_s"],
+                             "max": [*maxes, 7200.0]})
+
+    assert display_units(summ(120.0, 300.0), ["power_swing_1min_w"])["power_swing_1min_w"][1:3] == (1.0, "W")
+    assert display_units(summ(999.0, 45_000.0), ["power_swing_1min_w"])["power_swing_1min_w"][1:3] == (1e3, "kW")
+    assert display_units(summ(2.5e6), ["power_swing_1min_w"])["power_swing_1min_w"][1:3] == (1e6, "MW")
+    assert display_units(summ(float("nan")), ["power_swing_1min_w"])["power_swing_1min_w"] == \
+        POOLED_DISPLAY["power_swing_1min_w"]  # nothing pooled: the catalogue's unit
+    d = display_units(summ(300.0), ["wait_s"])
+    assert d["wait_s"] == POOLED_DISPLAY["wait_s"] and d["wait_s"][2] == "h"
