@@ -9,6 +9,11 @@ the trace's identity (its checksum, and the zone its local times were read in:
 processes and machines. Every window is checked against its trace's span when the dataset is
 loaded (:mod:`core.tracespan`): one that starts after the last job has ended is a ConfigError;
 one that extends past the last submission is a warning in :attr:`LoadedDataset.warnings`.
+
+Policy ``replay`` ignores the backfill variant (the recorded starts decide; DESIGN §3,
+:func:`core.scheduler.make_scheduler`), so a grid of ``replay`` × several backfill values would
+run the same replay once per value. The plan keeps one of them, the point with the backfill
+axis's *first* value (:func:`replay_repeat`); :func:`grid_size` counts the points left out.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any, Iterable, Iterator
 
 from twinsweep.core.config import RunConfig, run_key, system_ref
 from twinsweep.core.errors import ConfigError
+from twinsweep.core.scheduler import REPLAY
 
 from .spec import Dataset, StudySpec
 
@@ -191,16 +197,27 @@ def _config(ds: LoadedDataset, window, axes: dict, seed: int, spec: StudySpec) -
     )
 
 
+def replay_repeat(spec: StudySpec, axes: dict) -> bool:
+    """True for a grid point that repeats a replay run (module docstring): policy ``replay`` with a
+    backfill other than the backfill axis's first value. Such points are not in the plan."""
+    if axes.get("policy") != REPLAY or "backfill" not in axes:
+        return False
+    return axes["backfill"] != dict(spec.grid)["backfill"][0]
+
+
 def iter_items(spec: StudySpec, datasets: dict[str, LoadedDataset]) -> Iterator[RunItem]:
     """The study's runs in plan order (module docstring), one at a time: nothing is held in
-    memory, so the first runs of a 10^7-point grid come at once. No identity check (:func:`expand`
-    and :func:`check_distinct_windows` do that)."""
+    memory, so the first runs of a 10^7-point grid come at once. Points that repeat a replay run
+    (:func:`replay_repeat`) are left out. No identity check (:func:`expand` and
+    :func:`check_distinct_windows` do that)."""
     axis_names = [a for a, _ in spec.grid]
     for ds_spec in spec.datasets:
         ds = datasets[ds_spec.name]
         for window in ds_spec.windows:
             for values in itertools.product(*(v for _, v in spec.grid)):
                 axes = dict(zip(axis_names, values))
+                if replay_repeat(spec, axes):
+                    continue
                 for seed in spec.seeds:
                     yield _item(ds, window, axes, seed, spec)
 
@@ -266,18 +283,27 @@ def planned_item(spec: StudySpec, datasets: dict[str, LoadedDataset], coords: di
         point[a] = next((v for v in values if type(axes[a]) is type(v) and axes[a] == v), _MISSING)
         if point[a] is _MISSING:
             return None
-    if coords.get("seed") not in spec.seeds:
+    if coords.get("seed") not in spec.seeds or replay_repeat(spec, point):
         return None
     return _item(datasets[ds_spec.name], window, point, coords["seed"], spec)
 
 
 def grid_size(spec: StudySpec) -> dict[str, int]:
-    """Counts without loading any trace: ``datasets``, ``windows``, ``grid_points``, ``seeds``, ``runs``."""
+    """Counts without loading any trace: ``datasets``, ``windows``, ``grid_points`` (the points
+    that run: the product of the axes less ``replay_repeats``, the points that would repeat a
+    replay run, :func:`replay_repeat`), ``replay_repeats``, ``seeds``, ``runs``."""
     windows = sum(len(d.windows) for d in spec.datasets)
     points = 1
     for _, v in spec.grid:
         points *= len(v)
-    return {"datasets": len(spec.datasets), "windows": windows, "grid_points": points,
+    grid = dict(spec.grid)
+    repeats = 0
+    if "policy" in grid and "backfill" in grid and len(grid["backfill"]) > 1:
+        # the replay points times the backfill values after the first, times every other axis
+        repeats = points // (len(grid["policy"]) * len(grid["backfill"])) \
+            * sum(1 for p in grid["policy"] if p == REPLAY) * (len(grid["backfill"]) - 1)
+    points -= repeats
+    return {"datasets": len(spec.datasets), "windows": windows, "grid_points": points, "replay_repeats": repeats,
             "seeds": len(spec.seeds), "runs": windows * points * len(spec.seeds)}
 
 

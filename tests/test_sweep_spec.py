@@ -289,3 +289,32 @@ def test_real_trace_window_end_to_end(tmp_path, data_path):
     assert "Parallel Workloads Archive" in ds["provenance"]
     t = res.table()
     assert list(t["backfill"].sort_values()) == ["easy", "none"] and (t["start"] == 144 * 86400).all()
+
+
+def test_replay_runs_once_whatever_the_backfill_axis(tmp_path):
+    """replay ignores the backfill, so replay x [none, easy, conservative] is one replay run per
+    window and seed (the axis's first value), counted alike by grid_size, expand and the dry run;
+    the queue policies keep every backfill value."""
+    from twinsweep.sweep.api import dry_run
+    from twinsweep.sweep.expand import planned_item, replay_repeat
+
+    spec = load_spec(write_spec(tmp_path, seeds=2, policies=("replay", "fcfs"),
+                                backfills=("none", "easy", "conservative")))
+    items = expand(spec, load_datasets(spec))
+    sizes = grid_size(spec)
+    assert sizes["replay_repeats"] == 2 and sizes["grid_points"] == 4  # replay+none, fcfs x 3
+    assert len(items) == sizes["runs"] == 4 * 2
+    assert sorted({(dict(it.axes)["policy"], dict(it.axes)["backfill"]) for it in items}) == [
+        ("fcfs", "conservative"), ("fcfs", "easy"), ("fcfs", "none"), ("replay", "none")]
+    assert replay_repeat(spec, {"policy": "replay", "backfill": "easy"})
+    assert not replay_repeat(spec, {"policy": "fcfs", "backfill": "easy"})
+    datasets = load_datasets(spec)
+    coords = {"dataset": items[0].dataset, "window": items[0].window, "seed": 0,
+              "axes": {"policy": "replay", "backfill": "easy"}}
+    assert planned_item(spec, datasets, coords) is None  # a repeated replay point is not in the plan
+    assert dry_run(spec)["runs"] == 8
+    # the first backfill value decides which replay point runs
+    (tmp_path / "b").mkdir()
+    spec2 = load_spec(write_spec(tmp_path / "b", seeds=1, policies=("replay",), backfills=("easy", "none")))
+    (it,) = expand(spec2, load_datasets(spec2))
+    assert dict(it.axes)["backfill"] == "easy" and grid_size(spec2)["runs"] == 1
