@@ -113,7 +113,8 @@ def run_sweep(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None
     """Run (or resume) a study; returns a :class:`SweepResult`.
 
     ``out``/``backend``/``workers``/``address`` override the spec; ``retries``: extra attempts of a
-    failing run (default: the spec's ``study.retries``); ``progress``: show a rich progress bar;
+    failing run (default: the spec's ``study.retries``); ``progress``: True shows a rich progress bar,
+    ``"lines"`` one stderr line per tenth of the runs (:class:`sweep.progress.SweepProgress`);
     ``report``: build the aggregate tables and the HTML report at the end; ``run_fn``: the function
     the backend runs per task (default :func:`sweep.runner.execute_run`; same contract);
     ``slurm``: Slurm options merged over the spec's ``[backend.slurm]`` (slurm backend; array tasks

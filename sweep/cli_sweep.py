@@ -37,7 +37,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--retries", type=int, default=None, help="extra attempts of a failing run (overrides [study] retries)")
     p.add_argument("--dry-run", action="store_true", help="print the grid size and a few run keys; run nothing")
     p.add_argument("--no-report", action="store_true", help="do not build the report at the end")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true", help="no progress (default: a bar on a terminal, else a line per tenth of the runs on stderr)")
     p.add_argument("--replace-plan", action="store_true",
                    help="accept a spec whose plan (datasets and their traces, grid, seeds, perturbation, systems) or "
                         "name differs from the one the --out folder's study.json records, and make it the folder's "
@@ -141,7 +141,7 @@ def _cmd_sweep(args) -> int:
         return 0
     try:
         res = run_sweep(spec, out=args.out, backend=args.backend, workers=args.workers, address=args.address,
-                        retries=args.retries, progress=not args.no_progress and sys.stderr.isatty(),
+                        retries=args.retries, progress=False if args.no_progress else (True if sys.stderr.isatty() else "lines"),
                         report=not args.no_report, slurm=slurm or None, detach=args.detach,
                         log=_warn_line("sweep"), replace_plan=args.replace_plan)
     except KeyboardInterrupt:

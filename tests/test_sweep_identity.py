@@ -195,3 +195,27 @@ def test_a_round_hands_the_backend_a_sized_stream_of_tasks(tmp_path, monkeypatch
     spec = write_spec(tmp_path, seeds=1)
     res = run_sweep(spec, report=False)
     assert res.ran == res.planned == seen[0] and len(seen) == 1
+
+
+def test_progress_lines_where_stderr_is_not_a_terminal(capsys):
+    """progress="lines": one stderr line each time another tenth of the runs has ended (and a
+    retry round), counted by hand for 7 runs; nothing from the disabled form."""
+    from twinsweep.sweep.progress import SweepProgress
+
+    with SweepProgress(7, "s", enabled="lines") as bar:
+        for k in range(1, 8):
+            bar.update(done=k - (k == 7), failed=int(k == 7))
+        bar.retry_round(1, 2)
+    lines = capsys.readouterr().err.splitlines()
+    # 7 runs: each run ends another tenth (1/7 = 14 %, ..., 7/7)
+    assert [ln.split(", ")[0] for ln in lines[:7]] == [f"s: {k}/7 runs ({100 * k // 7} %)" for k in range(1, 8)]
+    assert "1 failed" in lines[6] and lines[7] == "s: retrying 1 failed run(s), attempt 2"
+    with SweepProgress(3, "off", enabled=False) as bar:
+        bar.update(done=3)
+    assert capsys.readouterr().err == ""
+    with SweepProgress(100, "big", enabled="lines") as bar:
+        for k in range(1, 101):
+            bar.update(done=k)
+    assert len(capsys.readouterr().err.splitlines()) == 10
+    with pytest.raises(ValueError, match="progress"):
+        SweepProgress(1, enabled="yes")
