@@ -130,6 +130,23 @@ class Metric:
             return None
         return None if math.isnan(v) else v / self.scale
 
+    def scaled_to(self, max_abs) -> "Metric":
+        """This metric shown in the SI unit of a set of values whose largest magnitude is
+        ``max_abs`` (stored units): a metric stored in watts (``unit == "W"``) takes W, kW, MW or
+        GW so that ``max_abs`` reads in [1, 1000) (a 100-node machine's power ramps in W, an
+        exascale machine's in MW, not one fixed kW for both); every other metric, and a missing or
+        zero ``max_abs``, keep their own display. Returns a Metric (``self`` when unchanged)."""
+        try:
+            top = abs(float(max_abs))
+        except (TypeError, ValueError):
+            return self
+        if self.unit != "W" or not math.isfinite(top) or top <= 0:
+            return self
+        scale, unit = next(((d, u) for d, u in reversed(_POWER_UNITS) if top >= d), _POWER_UNITS[0])
+        if (scale, unit) == (self.scale, self.display_unit):
+            return self
+        return dataclasses.replace(self, scale=scale, display_unit=unit)
+
     def header(self, assumed: bool = False) -> str:
         """Label with its display unit, e.g. ``"mean wait [h]"``; `` (assumed)`` appended for power
         and energy figures of an assumed power model."""
@@ -197,6 +214,8 @@ def _b(name, unit, direction, label, display_unit="", scale=1.0, summary=False, 
 
 
 _H, _MWH, _KW = 3600.0, 3.6e9, 1e3
+#: SI units a power metric's display may take (divisor, unit), smallest first (:meth:`Metric.scaled_to`).
+_POWER_UNITS = ((1.0, "W"), (1e3, "kW"), (1e6, "MW"), (1e9, "GW"))
 _b("wait_mean_s", "s", "min", "mean wait", "h", _H, summary=True,
    description="Mean of start − submit over the finished jobs. " + _WAIT)
 _b("wait_median_s", "s", "min", "median wait", "h", _H, description="Median wait of the finished jobs.")

@@ -21,6 +21,7 @@ units, numbers are rounded (:func:`format_frame`). Every chart is inline SVG
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import html
 import json
@@ -331,15 +332,27 @@ def _section_distributions(pg: _Page, runs: pd.DataFrame, variants: list[str], m
         if metric not in runs.columns or runs[metric].isna().all():
             continue
         m = _metric(metric)
-        panels, ranges = [], []
+        assumed = _is_assumed(runs["power_label"])
+        panels, ranges, shown = [], [], []
         for (ds, win), g, rows in groups:
-            vals = g[metric].to_numpy(dtype="float64") / m.scale
+            raw = g[metric].to_numpy(dtype="float64")
+            fin_raw = np.abs(raw[np.isfinite(raw)])
+            disp = m.scaled_to(fin_raw.max() if len(fin_raw) else np.nan)  # power in its SI unit per panel
+            vals = raw / disp.scale
             by = {v: vals[i] for v, i in rows.items()}
-            panels.append((f"{ds} / {win}", by))
+            panels.append([f"{ds} / {win}", by])
+            shown.append(disp)
             fin = vals[np.isfinite(vals)]
-            ranges.append(axis_range(m, float(fin.min()) if len(fin) else np.nan,
+            ranges.append(axis_range(disp, float(fin.min()) if len(fin) else np.nan,
                                      float(fin.max()) if len(fin) else np.nan))
-        head = axis_label(metric, _is_assumed(runs["power_label"]))
+        units = {d.display_unit for d in shown}
+        if len(units) > 1:  # panels in different units: each title says its own
+            for p, d in zip(panels, shown):
+                p[0] += f" [{d.display_unit}]"
+            head = dataclasses.replace(m, display_unit="").header(assumed)
+        else:
+            head = (shown[0] if shown else m).header(assumed)
+        panels = [tuple(p) for p in panels]
         pg.svg(box_strips(panels, variants, pg.styles, ranges, head, f"{head} per variant across seeds"),
                f"box_{metric}.svg", f"{head} per variant across seeds ({m.better})")
 
@@ -545,12 +558,12 @@ def _section_timelines(pg: _Page, root: Path, runs: pd.DataFrame, variants: list
                label + (" (power model assumed)" if assumed else ""))
 
 
-def _decimals(name: str, values) -> int:
-    """Decimals of a column of metric ``name`` (display units): the largest magnitude in ``values``
-    with the metric's significant digits (:func:`core.metrics.column_decimals`), but no finer than
-    0.001 display units (0.0001 for a metric shown with 4 digits, such as PUE): the display units
-    (h, kW, MWh, %) are chosen so that a finer figure is below what the model resolves."""
-    m = _metric(name)
+def _decimals(m, values) -> int:
+    """Decimals of a column of metric ``m`` (a :class:`core.metrics.Metric`; ``values`` in its
+    display units): the largest magnitude in ``values`` with the metric's significant digits
+    (:func:`core.metrics.column_decimals`), but no finer than 0.001 display units (0.0001 for a
+    metric shown with 4 digits, such as PUE): the display units (h, kW, MWh, %) are chosen so that
+    a finer figure is below what the model resolves."""
     return min(column_decimals(list(values), m.digits), max(3, m.digits))
 
 
@@ -574,29 +587,36 @@ def _section_aggregate(pg: _Page, root: Path, runs: pd.DataFrame, variants: list
     pg.h(2, "Aggregate statistics", "aggregate")
     pg.p("Mean ± sample standard deviation across seeds, per dataset, window and variant, in display units, from "
          "aggregate.parquet (exact statistics of the aggregation: n, min, mean, median, std, max, q05, q25, q75, "
-         "q95 of every metric, also in aggregate.csv; quantiles use the full sorted sample). Every column of a "
-         "metric shows one number of decimals across the study.")
+         "q95 of every metric, also in aggregate.csv; quantiles use the full sorted sample). Each table shows a "
+         "metric in one unit (power in the SI unit of its largest value) and one number of decimals.")
     agg = _aggregate_rows(root, runs, metrics)
     keep = [m for m in metrics if m in set(agg["metric"]) and agg.loc[agg["metric"] == m, "mean"].notna().any()]
     agg = agg[agg["metric"].isin(keep)]
-    dec = {m: _decimals(m, (agg.loc[agg["metric"] == m, "mean"] / _metric(m).scale).abs()) for m in keep}
     assumed = _is_assumed(runs["power_label"])
     order = {v: i for i, v in enumerate(variants)}
+    # each dataset/window table has its own unit (power in the SI unit of its largest mean,
+    # Metric.scaled_to) and decimals per metric column: a 100-node machine's ramps beside an
+    # exascale one's would otherwise round to 0
+    shown: dict[tuple, dict[str, tuple]] = {}  # (dataset, window) -> metric -> (Metric shown, decimals)
+    for (ds, win, m), means in agg.groupby(["dataset", "window", "metric"], sort=False)["mean"]:
+        disp = _metric(m).scaled_to(means.abs().max())
+        shown.setdefault((ds, win), {})[m] = (disp, _decimals(disp, (means / disp.scale).abs()))
     windows: dict[tuple, dict[str, dict]] = {}  # (dataset, window) -> variant -> table row, in file order
     for x in agg[["dataset", "window", "variant", "metric", "n", "mean", "std"]].to_dict("records"):
         r = windows.setdefault((x["dataset"], x["window"]), {}).setdefault(x["variant"], {"variant": x["variant"],
                                                                                           "seeds": 0})
-        m, sc = x["metric"], _metric(x["metric"]).scale
+        disp, dec = shown[(x["dataset"], x["window"])][x["metric"]]
+        sc = disp.scale
         r["seeds"] = max(r["seeds"], int(x["n"]))
-        r[axis_label(m, assumed)] = "—" if pd.isna(x["mean"]) else (
-            format_number(x["mean"] / sc, decimals=dec[m]) + ("" if pd.isna(x["std"]) else
-                                                              f" ± {format_number(x['std'] / sc, decimals=dec[m])}"))
+        r[disp.header(assumed)] = "—" if pd.isna(x["mean"]) else (
+            format_number(x["mean"] / sc, decimals=dec) + ("" if pd.isna(x["std"]) else
+                                                           f" ± {format_number(x['std'] / sc, decimals=dec)}"))
     for (ds, win), by_variant in windows.items():
         rows = sorted(by_variant.values(), key=lambda r: order.get(r["variant"], len(order)))
         pg.h(3, f"{ds} / {win}")
         df = pd.DataFrame(rows)
-        pg.table(df[["variant", "seeds"] + [axis_label(m, assumed) for m in keep if axis_label(m, assumed) in df]],
-                 key_cols=2, max_cols=5)
+        cols = [shown[(ds, win)][m][0].header(assumed) for m in keep if m in shown[(ds, win)]]
+        pg.table(df[["variant", "seeds"] + [c for c in cols if c in df]], key_cols=2, max_cols=5)
 
 
 def _section_provenance(pg: _Page, datasets: dict) -> None:

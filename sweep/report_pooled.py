@@ -25,10 +25,6 @@ POOLED_DISPLAY: dict[str, tuple[str, float, str, bool]] = {
     m.name: (m.label, m.scale, m.display_unit, m.power) for m in pooled_metrics().values()}
 
 
-#: SI prefixes a power metric's display may take (divisor, unit), smallest first.
-_POWER_UNITS = ((1.0, "W"), (1e3, "kW"), (1e6, "MW"), (1e9, "GW"))
-
-
 def display_units(summ: pd.DataFrame, metrics: list[str]) -> dict[str, tuple[str, float, str, bool]]:
     """The display of each pooled metric over the summary rows ``summ``: :data:`POOLED_DISPLAY`,
     except that a metric stored in watts takes the SI prefix that puts the largest pooled value of
@@ -36,15 +32,15 @@ def display_units(summ: pd.DataFrame, metrics: list[str]) -> dict[str, tuple[str
     exascale machine's in MW, instead of one fixed kW for both. The section's table passes every
     row (one unit per column); each figure passes its dataset and window's rows (the unit is in
     each panel title). Returns ``{metric: (label, divisor, unit, is_power)}``."""
-    units = {m.name: m.unit for m in pooled_metrics().values()}
+    catalogue = pooled_metrics()
     out = {}
     for m in metrics:
-        label, scale, unit, power = POOLED_DISPLAY.get(m, (m, 1.0, "", False))
-        if units.get(m) == "W":
-            top = pd.to_numeric(summ.loc[summ["metric"] == m, "max"], errors="coerce").abs().max()
-            if np.isfinite(top) and top > 0:
-                scale, unit = next(((d, u) for d, u in reversed(_POWER_UNITS) if top >= d), _POWER_UNITS[0])
-        out[m] = (label, scale, unit, power)
+        if m not in catalogue:
+            out[m] = POOLED_DISPLAY.get(m, (m, 1.0, "", False))
+            continue
+        top = pd.to_numeric(summ.loc[summ["metric"] == m, "max"], errors="coerce").abs().max()
+        shown = catalogue[m].scaled_to(top)  # the SI unit of the largest value (Metric.scaled_to)
+        out[m] = (shown.label, shown.scale, shown.display_unit, shown.power)
     return out
 
 

@@ -186,3 +186,18 @@ def test_pooled_and_account_quantities_live_in_the_one_catalogue():
     assert account_metric("ed2p_js2").header() == "ED²P sum [J·s²]"
     with pytest.raises(ConfigError, match="only run metrics"):
         register_metric(dataclasses.replace(pooled["wait_s"], name="wait2_s", compute=lambda i: 0.0))
+
+
+def test_scaled_to_takes_the_si_unit_of_the_largest_power():
+    """Metric.scaled_to: a W metric reads its largest value in [1, 1000) of W/kW/MW/GW (by hand:
+    357 W -> W, 28,200 W -> kW, 2.5e7 W -> MW); other units and missing values keep the catalogue."""
+    from twinsweep.core.metrics import metric
+
+    ramp = metric("ramp_1min_max_w")
+    assert (ramp.scaled_to(357.0).scale, ramp.scaled_to(357.0).display_unit) == (1.0, "W")
+    assert ramp.scaled_to(28_200.0).display_unit == "kW" and ramp.scaled_to(-28_200.0).scale == 1e3
+    assert (ramp.scaled_to(2.5e7).scale, ramp.scaled_to(2.5e7).display_unit) == (1e6, "MW")
+    assert ramp.scaled_to(float("nan")) is ramp and ramp.scaled_to(0) is ramp and ramp.scaled_to(None) is ramp
+    assert ramp.scaled_to(357.0).header() == ramp.label + " [W]"
+    wait = metric("wait_mean_s")
+    assert wait.scaled_to(1e9) is wait  # not a power: its own display (h)
