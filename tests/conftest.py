@@ -26,7 +26,7 @@ from hypothesis import Phase, settings
 from ci_policy import skip_or_fail
 from ci_policy import pytest_make_collect_report, pytest_runtest_makereport, pytest_terminal_summary  # noqa: F401 - hooks
 from hypothesis_budget import hypothesis_profile
-from twinsweep.core.data import DATA_ENV, data_dir
+from twinsweep.core.data import BUNDLED_DIR, DATA_ENV, data_dir
 
 # nightly: fresh examples on every run, even under CI=1 (hypothesis's own "ci" profile replays
 # the same ones); each property test sets its example count through hypothesis_budget.examples
@@ -43,10 +43,15 @@ os.environ["TWINSWEEP_CACHE"] = "off"
 
 
 def data_path(rel: str) -> Path:
-    """Path of a data file relative to the data folder; skip (locally) or fail (CI) when missing."""
+    """Path of a data file relative to the data folder, else the copy shipped with the package
+    (core/bundled/: the quickstart's three traces, byte-identical; the same rule as
+    :func:`core.data.resolve_data_path`); skip (locally) or fail (CI) when neither has it."""
     p = data_dir() / rel
     if p.exists():
         return p
+    bundled = BUNDLED_DIR / rel
+    if bundled.is_file():
+        return bundled
     skip_or_fail(f"test data {rel!r} not found under {data_dir()}; set {DATA_ENV} to the folder holding the traces"
                  + _fetch_hint(rel))
 
