@@ -162,7 +162,10 @@ def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
     from twinsweep.core.system import named_system, system_from_swf_header
     from twinsweep.core.tracespan import trace_span
 
-    path = resolve_trace(ds.trace, spec_dir)
+    try:
+        path = resolve_trace(ds.trace, spec_dir)
+    except ConfigError as exc:
+        raise ConfigError(f"dataset {ds.name!r} (trace = {ds.trace!r}): {exc}") from None
     system = named_system(ds.system, path, spec_dir)
     workload = load_workload(str(path), format=ds.format, lenient=ds.lenient, tz=ds.tz,
                              system_tz=getattr(system, "timezone", None))

@@ -158,7 +158,7 @@ def test_cli_bad_spec_exits_2_with_message(tmp_path):
 
 def test_missing_trace_is_a_config_error(tmp_path):
     spec = parse_spec(_doc(datasets=[{"name": "d", "trace": str(tmp_path / "nope.swf")}]))
-    with pytest.raises(ConfigError, match="nope.swf"):
+    with pytest.raises(ConfigError, match=r"^dataset 'd' \(trace = '.*nope.swf'\): .*nope.swf"):
         load_datasets(spec)
 
 
