@@ -237,6 +237,14 @@ def _print_summary(console, res, out: Path) -> None:
     def fmt(v, unit="", scale=1.0, nd=1):
         return "—" if v is None else f"{v / scale:,.{nd}f}{unit}"
 
+    from twinsweep.core.metrics import format_number, metric
+
+    def power(v):  # in the SI unit of the value (W, kW, MW: core.metrics.Metric.scaled_to), 3 digits
+        if v is None:
+            return "—"
+        shown = metric("peak_power_w").scaled_to(abs(v))
+        return f"{format_number(v / shown.scale, 3)} {shown.display_unit}"
+
     from twinsweep.core.tracespan import utc_text
 
     epoch = m["workload"]["epoch"]
@@ -249,13 +257,16 @@ def _print_summary(console, res, out: Path) -> None:
                  + (f" ({c['running_when_recorded']:,} still running when the trace was recorded)"
                     if c.get("running_when_recorded") else "")),
         ("time limits imputed", f"{c['time_limit_imputed']:,}"),
+        *([("trace lines skipped (--lenient)", f"{c['lenient_skipped_lines']:,} (stats.json counts; the loader "
+                                                "warned with their line numbers)")]
+          if c.get("lenient_skipped_lines") else []),
         ("wait mean / p95", f"{fmt(s['wait_mean_s'], ' h', 3600, 2)} / {fmt(s['wait_p95_s'], ' h', 3600, 2)}"),
         ("bounded slowdown (τ=10 s)", fmt(s["bsld_mean"], "", 1, 2)),
         ("AWRT", fmt(s["awrt_s"], " h", 3600, 2)),
         ("utilisation", fmt(None if s["utilization"] is None else 100 * s["utilization"], " %", 1, 1)),
         (f"facility energy ({label})", fmt(s["facility_energy_j"], " MWh", 3.6e9, 3)),
-        (f"peak / mean power ({label})", f"{fmt(s['peak_power_w'], ' kW', 1e3)} / {fmt(s['mean_power_w'], ' kW', 1e3)}"),
-        (f"15-min ramp max ({label})", fmt(s["ramp_15min_max_w"], " kW", 1e3)),
+        (f"peak / mean power ({label})", f"{power(s['peak_power_w'])} / {power(s['mean_power_w'])}"),
+        (f"15-min ramp max ({label})", power(s["ramp_15min_max_w"])),
         *([("PUE (energy-weighted)", fmt(s["pue_avg"], "", 1, 3)),
            ("cooling energy", fmt(s["cooling_energy_j"], " MWh", 3.6e9, 3)),
            ("return temp mean / max / swing",

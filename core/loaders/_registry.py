@@ -215,7 +215,8 @@ def load_workload(path: str | os.PathLike, format: str | None = None, lenient: b
         format: loader name (see :func:`available_formats`), or None to detect it from the
             file's first lines (see each loader's ``detect``).
         lenient: skip malformed job lines instead of failing; they are listed in
-            ``Workload.skipped_lines`` as ``(line_no, reason)``.
+            ``Workload.skipped_lines`` as ``(line_no, reason)`` and said in one line of
+            ``Workload.warnings`` (the count and the first three).
         tz: IANA zone of the trace's local wall-clock times, from the command line or a spec
             (wins over a zone the file states); system_tz: the system file's zone (used when
             neither ``tz`` nor the file gives one, before ``$TWINSWEEP_TZ``). Only formats
@@ -253,6 +254,12 @@ def load_workload(path: str | os.PathLike, format: str | None = None, lenient: b
     wl = loader.load(trace, lenient)
     wl.jobs = coerce_jobs_frame(wl.jobs) if _needs_coerce(wl.jobs) else wl.jobs
     wl = mark_running_at_dump(wl)
+    if wl.skipped_lines:  # lenient: the skipped lines are said, never dropped silently
+        first = "; ".join(f"line {n}: {why}" for n, why in wl.skipped_lines[:3])
+        more = f"; and {len(wl.skipped_lines) - 3:,} more" if len(wl.skipped_lines) > 3 else ""
+        wl.warnings = [*wl.warnings, f"{Path(str(resolved)).name}: {len(wl.skipped_lines):,} malformed line(s) skipped "
+                                     f"(lenient): {first}{more} (all in stats.json counts.lenient_skipped_lines and "
+                                     "Workload.skipped_lines)"]
     if cached is not None and wl.format in _cache.CACHED_FORMATS:
         _cache.write_cached(cached, wl)
     return wl
