@@ -123,9 +123,13 @@ def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str
         vs = f"; against the baseline {html.escape(str(s.baseline))}: {html.escape(cost)}" \
             if o.best != s.baseline else " (the baseline)"
         past_s = f" ({html.escape(_past_end(s))})" if s.past_end else ""
-        items.append(f"<li>{what}: run <b class=\"best\">{html.escape(o.best)}</b> — P(best) "
-                     f"{format_number(100 * o.p_best, 2)} % over {s.blocks:,} blocks{past_s}, "
-                     f"{html.escape(_sure(o, s.blocks))}{vs}.</li>")
+        if s.blocks < MIN_BLOCKS:  # a P(best) from so few blocks would read as a certainty it is not
+            sure = (f"ahead over {s.blocks:,} block(s){past_s}, too few to tell it from any other variant "
+                    f"(P(best) and the sign test need ≥ {MIN_BLOCKS}: add seeds or windows)")
+        else:
+            sure = (f"P(best) {format_number(100 * o.p_best, 2)} % over {s.blocks:,} blocks{past_s}, "
+                    f"{html.escape(_sure(o, s.blocks))}")
+        items.append(f"<li>{what}: run <b class=\"best\">{html.escape(o.best)}</b> — {sure}{vs}.</li>")
     pg.raw(f"<p>Recommended for the study's stated trade-off ({html.escape(_tradeoff_text(v))} of the rank "
            f"weights):</p><ul class=\"verdict\">{''.join(items)}</ul>")
     for n in notes:
@@ -135,7 +139,8 @@ def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str
         for o in s.objectives:
             sure = _sure(o, s.blocks) + (f"; {_past_end(s)}" if s.past_end else "")
             rows.append({"scope": s.scope, "objective": objective_label(o.objective, v.directions),
-                         "recommended": o.best, "P(best) [%]": format_number(100 * o.p_best, 2),
+                         "recommended": o.best,
+                         "P(best) [%]": format_number(100 * o.p_best, 2) if s.blocks >= MIN_BLOCKS else "—",
                          "how sure": sure,
                          "against the baseline": _costs(o, s, objectives) if s.baseline else "—"})
     pg.table(pd.DataFrame(rows), cls="t verdict-table")
