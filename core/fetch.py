@@ -24,6 +24,7 @@ A dataset with no downloadable URL (``manual``) prints where to get it instead.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import gzip
 import hashlib
 import json
@@ -162,14 +163,19 @@ def _file_stem(name: str) -> str:
 def find(name: str) -> tuple[RemoteDataset, list[str] | None]:
     """``(dataset, files)`` for a catalogue name: a dataset (``files`` None = all of them), or one
     file by its name or its name without extension (``KTH-SP2-1996-2.1-cln``, ``real_week_1``).
-    Raises UnknownNameError listing the dataset names."""
+    Raises UnknownNameError listing the dataset names and the closest file names."""
     if name in REGISTRY:
         return REGISTRY[name], None
     for ds in REGISTRY.values():
         for rf in ds.files:
             if name in (rf.name, _file_stem(rf.name)):
                 return ds, [rf.name]
-    raise UnknownNameError("dataset", name, sorted(REGISTRY))
+    files = [n for ds in REGISTRY.values() for rf in ds.files for n in (rf.name, _file_stem(rf.name))]
+    close = list(dict.fromkeys(difflib.get_close_matches(name, files, n=3)))
+    err = UnknownNameError("dataset", name, sorted(REGISTRY))
+    err.args = (err.args[0] + "; or the name of one of their files (`twinsweep data list NAME` lists them)"
+                + (f"; close file names: {', '.join(close)}" if close else ""),)
+    raise err
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
