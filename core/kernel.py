@@ -26,6 +26,8 @@ import dataclasses
 import heapq
 from typing import Callable
 
+import numpy as np
+
 from .calendar import Calendar
 from .jobprep import WindowJobs
 from .resources import Cluster, NodePool
@@ -155,8 +157,15 @@ class Kernel:
             else:  # cannot place: it will be queued like a job submitted before the window
                 prepop[j] = False
         # submission order: (submit_time, trace_index); prepopulated jobs are not submitted again
-        sub_key = list(zip(sub_time, trace_index))
-        subs = sorted((j for j in range(n) if not (prepop[j] and sim_start[j] is not None)), key=sub_key.__getitem__)
+        # (one stable numpy sort by both keys: the order of sorted() by the (time, index) pairs)
+        sub_t = np.asarray(sub_time, dtype=np.int64)
+        order = np.lexsort((np.asarray(trace_index, dtype=np.int64), sub_t))
+        pre_started = [j for j in order_pre if prepop[j] and sim_start[j] is not None]
+        if pre_started:
+            keep = np.ones(n, dtype=bool)
+            keep[pre_started] = False
+            order = order[keep[order]]
+        subs = order.tolist()
         timers.append(self.t0)  # an event at the window start records its state
         if cal is not None:
             timers.extend(cal.times)
@@ -179,7 +188,7 @@ class Kernel:
         events = 0
         base_idle = N * idle_w
         never = float("inf")  # the next time of an event source that has none left
-        sub_at = [sub_time[j] for j in subs] + [never]  # submission times, in submission order
+        sub_at = sub_t[order].tolist() + [never]  # submission times, in submission order
         stop = never if t1 is None else t1
         schedule, queued, heappop, heappush = sched.schedule, sched.queued, heapq.heappop, heapq.heappush
         while True:

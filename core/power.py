@@ -546,14 +546,18 @@ class _Bins:
             self.first = first
         self.blen = (np.minimum(bin_start + period, t1) - bin_start).astype("float64")
 
-    def means(self, seg_v: np.ndarray) -> np.ndarray:
-        """Exact bin means of the pieces' values ``seg_v`` (shape ``(m,)`` or ``(m, k)``)."""
+    def means(self, seg_v: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Exact bin means of the pieces' values ``seg_v`` (shape ``(m,)`` or ``(m, k)``), written
+        into ``out`` (float64, shape ``(nbins,)`` or ``(nbins, k)``) when given."""
         pv = np.repeat(seg_v, self.per_piece, axis=0)
         if self.unit:  # (v · 1) / 1 == v exactly
+            if out is not None:
+                out[...] = pv
+                return out
             return pv.astype("float64", copy=False)
         area = pv * (self.lengths[:, None] if pv.ndim == 2 else self.lengths)
         sums = np.add.reduceat(area, self.first, axis=0) if self.several else area
-        return sums / (self.blen[:, None] if sums.ndim == 2 else self.blen)
+        return np.divide(sums, self.blen[:, None] if sums.ndim == 2 else self.blen, out=out)
 
 
 def integrate_step(times, values, t0: int, t1: int):
@@ -640,22 +644,16 @@ def build_timeline(steps: pd.DataFrame, system: System, t0: int, t1: int, period
         # (as pandas keeps a block), so it reaches Arrow / parquet without a strided copy
         rep = np.repeat(block, binner.per_piece, axis=1)
         return pd.DataFrame({"time": binner.bin_start, **dict(zip(TIMELINE_COLUMNS[1:], rep))}, copy=False)
+    # the float columns are written straight into one (columns, bins) array, the block pandas
+    # keeps them in (row k = TIMELINE_COLUMNS[k + 1]), instead of separate arrays that the
+    # DataFrame constructor then copies into it
+    block = np.empty((len(TIMELINE_COLUMNS) - 1, binner.nbins), dtype="float64")
+    it, loss, fac, busy, util, queued, running = block
     if binner.nbins:
-        busy, it, queued, running = (binner.means(c[i0:i0 + len(starts)]) for c in cols)
-    else:
-        busy = it = queued = running = np.zeros(0)
-    bstart = binner.bin_start
-    fac, loss = convert(system, np.asarray(it, dtype="float64"))
-    return pd.DataFrame(
-        {
-            "time": np.asarray(bstart, dtype="int64"),
-            "it_power_w": np.asarray(it, dtype="float64"),
-            "loss_w": np.asarray(loss, dtype="float64"),
-            "facility_power_w": np.asarray(fac, dtype="float64"),
-            "busy_nodes": np.asarray(busy, dtype="float64"),
-            "utilization": np.asarray(busy, dtype="float64") / float(system.nodes),
-            "queued_jobs": np.asarray(queued, dtype="float64"),
-            "running_jobs": np.asarray(running, dtype="float64"),
-        },
-        columns=list(TIMELINE_COLUMNS),
-    )
+        for out, c in zip((busy, it, queued, running), cols):
+            binner.means(c[i0:i0 + len(starts)], out=out)
+    fac[:], loss[:] = convert(system, it)
+    np.divide(busy, float(system.nodes), out=util)
+    frame = pd.DataFrame(block.T, columns=list(TIMELINE_COLUMNS[1:]), copy=False)
+    frame.insert(0, "time", np.asarray(binner.bin_start, dtype="int64"))
+    return frame
