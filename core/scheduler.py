@@ -196,8 +196,12 @@ class QueueScheduler:
         return (k, j.submit[job], j.trace_index[job], job)
 
     def submit(self, job: int, now: int):
-        self._k[job] = self._key(job, now if self.policy.dynamic else None)
-        bisect.insort(self._q, job, key=self._k.__getitem__)
+        k = self._k[job] = self._key(job, now if self.policy.dynamic else None)
+        q = self._q
+        if not q or self._k[q[-1]] < k:  # behind every queued job (keys are distinct: they end with the job)
+            q.append(job)
+        else:
+            bisect.insort(q, job, key=self._k.__getitem__)
         return None
 
     def queued(self) -> int:
