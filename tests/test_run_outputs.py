@@ -186,7 +186,7 @@ def test_prepared_window_shared_by_variants_changes_nothing(tmp_path):
         cached.append(digest(write_run(simulate(cfg, workload=wl, system=system), tmp_path / f"c{i}")))
     # the variants other than replay shared one window (replay selects its own)
     assert len(run_mod._WINDOWS) == 2
-    entry = next(v[3] for k, v in run_mod._WINDOWS.items() if not k[8])  # k[8]: replay
+    entry = next(v[3] for k, v in run_mod._WINDOWS.items() if not k[9])  # k[9]: replay
     frame_before = entry[1].copy()
     assert not entry[4].flags.writeable
     for i, (pol, bf) in enumerate(variants):
@@ -203,3 +203,8 @@ def test_prepared_window_shared_by_variants_changes_nothing(tmp_path):
     wl.jobs = wl.jobs.copy()
     simulate(base, workload=wl, system=system)
     assert len(run_mod._WINDOWS) == 3
+    # a frame edited in place (against the house rule) misses the cache: its stamp changed
+    row = int(wl.jobs["submit_time"].astype("float64").sub(144 * 86400 + 3600).abs().idxmin())
+    wl.jobs.loc[row, "time_limit"] = wl.jobs.loc[row, "time_limit"] + 60
+    simulate(base, workload=wl, system=system)
+    assert len(run_mod._WINDOWS) == 4
