@@ -200,12 +200,18 @@ def _config(ds: LoadedDataset, window, axes: dict, seed: int, spec: StudySpec) -
     )
 
 
-def replay_repeat(spec: StudySpec, axes: dict) -> bool:
+_MISSING = object()
+
+
+def replay_repeat(spec: StudySpec, axes: dict, first_backfill: Any = _MISSING) -> bool:
     """True for a grid point that repeats a replay run (module docstring): policy ``replay`` with a
-    backfill other than the backfill axis's first value. Such points are not in the plan."""
+    backfill other than the backfill axis's first value. Such points are not in the plan.
+    ``first_backfill``: that first value when the caller has it (a loop over every point)."""
     if axes.get("policy") != REPLAY or "backfill" not in axes:
         return False
-    return axes["backfill"] != dict(spec.grid)["backfill"][0]
+    if first_backfill is _MISSING:
+        first_backfill = dict(spec.grid)["backfill"][0]
+    return axes["backfill"] != first_backfill
 
 
 def iter_items(spec: StudySpec, datasets: dict[str, LoadedDataset]) -> Iterator[RunItem]:
@@ -214,12 +220,13 @@ def iter_items(spec: StudySpec, datasets: dict[str, LoadedDataset]) -> Iterator[
     (:func:`replay_repeat`) are left out. No identity check (:func:`expand` and
     :func:`check_distinct_windows` do that)."""
     axis_names = [a for a, _ in spec.grid]
+    first_backfill = dict(spec.grid).get("backfill", (None,))[0]
     for ds_spec in spec.datasets:
         ds = datasets[ds_spec.name]
         for window in ds_spec.windows:
             for values in itertools.product(*(v for _, v in spec.grid)):
                 axes = dict(zip(axis_names, values))
-                if replay_repeat(spec, axes):
+                if replay_repeat(spec, axes, first_backfill):
                     continue
                 for seed in spec.seeds:
                     yield _item(ds, window, axes, seed, spec)
@@ -266,8 +273,6 @@ def check_distinct_windows(spec: StudySpec, datasets: dict[str, LoadedDataset]) 
                 raise _identical(seen[item.key], item)
             seen[item.key] = item
 
-
-_MISSING = object()
 
 
 def planned_item(spec: StudySpec, datasets: dict[str, LoadedDataset], coords: dict[str, Any]) -> RunItem | None:
