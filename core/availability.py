@@ -2,26 +2,33 @@
 
 A calendar is a tuple of ``(start, end, nodes_down)`` periods (s from the trace epoch,
 ``[start, end)``), the form of ``System.availability`` that the engine honours
-(:meth:`core.engine.Engine.run`). Two estimators, with their constants declared here once for
+(:meth:`core.engine.Engine.run`). The estimators, with their constants declared here once for
 every trace (no per-trace tuning):
 
-- :func:`informed_calendar` — from the recorded **busy-node counts** and the recorded queue over
-  time (what node-state telemetry and the queue listing give), never from which job started
-  when: in each block of :data:`BLOCK_S`, of the nodes the log never had busy in it, the fewest
+- :func:`block_down_nodes` — the *queue-evidence* estimator, for a **fitting window** only (it
+  reads the queue listing: which jobs waited when, with what request, i.e. which job started
+  when): in each block of :data:`BLOCK_S`, of the nodes the log never had busy in it, the fewest
   that must have been down for the queue's *would-be starters* not to fit (the head, or a job
   behind it that delays no reservation; :func:`first_starters`), when that shortage shows at
   most of the block's looks (:data:`MAJORITY`). Jobs the log shows waiting for a reason of
   their own — overtaken by a later job that asked for at least their nodes and limit
   (:func:`held_from`) — and jobs younger than a scheduler pass (:data:`SCHED_LATENCY_S`) are no
-  evidence (:func:`block_down_nodes`). Blocks are stacked into contiguous periods
-  (:func:`layered_calendar`) so that a held node's expected end is the end of its run.
-- :func:`blind_constant` — one constant number of unusable nodes, fitted on a *fitting window*
-  only: the median over its blocks of what :func:`informed_calendar` infers; applied to the whole
-  trace (:func:`constant_calendar`).
+  evidence.
+- :func:`telemetry_calendar` — the *informed* estimator of any window, from machine-state
+  **telemetry** only: the busy-node count and the queued-job count over time (aggregates; no
+  per-job start, end or wait). In a block where jobs were queued at most looks
+  (:func:`pressure`), a share of the nodes the log never had busy in the block is taken as down;
+  the share is fitted on the fitting window (:func:`fit_idle_share`: the queue-evidence
+  estimator's nodes down over the idle nodes of the same pressured blocks). Blocks are stacked
+  into contiguous periods (:func:`layered_calendar`) so that a held node's expected end is the
+  end of its run.
+- :func:`blind_constant` — one constant number of unusable nodes, fitted on the fitting window
+  only: the median over its blocks of :func:`block_down_nodes`; applied to the whole trace
+  (:func:`constant_calendar`).
 
 Inputs are *schedules* as in :mod:`core.fidelity` (``start_time``, ``end_time``, ``nodes``,
-``submit_time``, and ``time_limit`` when known): read as the busy-node count over time and the
-queue listing (who waited, with what request, until when); no start reaches the twin.
+``submit_time``, and ``time_limit`` when known); :func:`telemetry_counts` reduces one to the two
+count series, which is all :func:`telemetry_calendar` reads.
 """
 
 from __future__ import annotations
@@ -265,14 +272,84 @@ def layered_calendar(edges: np.ndarray, down: np.ndarray, nodes: int) -> tuple[t
     return tuple(sorted((a, b, k) for (a, b), k in out.items() if k > 0))
 
 
-def informed_calendar(schedule: pd.DataFrame, nodes: int, t0: int, t1: int,
-                      block_s: int = BLOCK_S, startable=None, grid_s: int = QUEUE_GRID_S,
-                      latency_s: int = SCHED_LATENCY_S) -> tuple[tuple[int, int, int], ...]:
-    """The calendar of ``[t0, t1)`` from the recorded busy-node and queue counts (see the module
-    docstring), as stacked periods (:func:`layered_calendar`): each node inferred down is held
-    for its whole contiguous run of blocks, so a hold's expected end is the end of its run."""
+def queue_calendar(schedule: pd.DataFrame, nodes: int, t0: int, t1: int,
+                   block_s: int = BLOCK_S, startable=None, grid_s: int = QUEUE_GRID_S,
+                   latency_s: int = SCHED_LATENCY_S) -> tuple[tuple[int, int, int], ...]:
+    """The queue-evidence calendar of ``[t0, t1)`` (:func:`block_down_nodes`) as stacked periods
+    (:func:`layered_calendar`). It reads the queue listing (which job waited when), so it is for a
+    fitting window, or for inspecting a log; the informed mode uses :func:`telemetry_calendar`."""
     edges, down = block_down_nodes(schedule, nodes, t0, t1, block_s, startable, grid_s, latency_s)
     down = np.where(down >= nodes, 0, down)  # nothing ran: no telemetry can tell down from idle
+    return layered_calendar(edges, down, nodes)
+
+
+def telemetry_counts(schedule: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The machine-state telemetry of a recorded schedule: ``(t_busy, busy, t_queue, queued)``,
+    the busy-node count and the queued-job count as step functions (:func:`busy_and_queued`).
+    Aggregates only: two schedules whose jobs trade starts without changing either count give the
+    same arrays, so whatever reads only these cannot tell which job started when."""
+    return busy_and_queued(schedule)
+
+
+def _at(t: np.ndarray, v: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Value of the step function ``(t, v)`` at each time of ``grid`` (0 before its first change)."""
+    k = np.searchsorted(t, grid, side="right") - 1
+    return np.where(k >= 0, v[np.maximum(k, 0)], 0) if len(t) else np.zeros(len(grid), dtype=np.int64)
+
+
+def pressure(t_queue: np.ndarray, queued: np.ndarray, edges: np.ndarray, grid_s: int = QUEUE_GRID_S) -> np.ndarray:
+    """Per block ``[edges[i], edges[i+1])``: True when the queued-job count is positive at more
+    than :data:`MAJORITY` of its looks (every ``grid_s`` from the block's start) — jobs waited
+    through most of it, a state of the machine rather than a moment. Returns a bool array."""
+    grid = np.arange(edges[0], edges[-1], grid_s, dtype=np.int64)
+    blk = np.searchsorted(edges, grid, side="right") - 1
+    looks = np.bincount(blk, minlength=len(edges) - 1)
+    waiting = np.bincount(blk, weights=_at(t_queue, queued, grid) > 0, minlength=len(edges) - 1)
+    return waiting > MAJORITY * np.maximum(looks, 1)
+
+
+def idle_nodes(t_busy: np.ndarray, busy: np.ndarray, nodes: int, edges: np.ndarray) -> np.ndarray:
+    """Per block: the nodes the log never had busy in it, ``nodes − max busy`` (never negative)."""
+    return np.maximum(0, nodes - _block_extremes(t_busy, busy, edges, np.maximum))
+
+
+def fit_idle_share(schedule: pd.DataFrame, nodes: int, fit0: int, fit1: int, block_s: int = BLOCK_S,
+                   startable=None, grid_s: int = QUEUE_GRID_S, latency_s: int = SCHED_LATENCY_S) -> dict:
+    """The share of idle nodes that were down in pressured blocks, fitted on ``[fit0, fit1)``
+    only: Σ nodes down by queue evidence (:func:`block_down_nodes`) over Σ idle nodes
+    (:func:`idle_nodes`), both over the fitting window's pressured blocks (:func:`pressure`),
+    clipped to [0, 1]; 1 when the fitting window has no pressured block with idle nodes (no
+    evidence: idle nodes under a standing queue are taken as down). Reads only what was recorded
+    before ``fit1`` (:func:`censor_at`). Returns ``{"share", "down_node_blocks",
+    "idle_node_blocks", "pressured_blocks", "blocks"}``. Raises ValueError on an empty window."""
+    sched = censor_at(schedule, fit1)
+    edges, down = block_down_nodes(sched, nodes, fit0, fit1, block_s, startable, grid_s, latency_s)
+    tb, busy, tq, queued = telemetry_counts(sched)
+    hot = pressure(tq, queued, edges, grid_s)
+    idle = idle_nodes(tb, busy, nodes, edges)
+    num, den = int(down[hot].sum()), int(idle[hot].sum())
+    share = min(1.0, num / den) if den else 1.0
+    return {"share": share, "down_node_blocks": num, "idle_node_blocks": den,
+            "pressured_blocks": int(hot.sum()), "blocks": int(len(down))}
+
+
+def telemetry_calendar(counts: tuple, nodes: int, t0: int, t1: int, share: float,
+                       block_s: int = BLOCK_S, grid_s: int = QUEUE_GRID_S) -> tuple[tuple[int, int, int], ...]:
+    """The informed calendar of ``[t0, t1)`` from telemetry only (``counts``: :func:`telemetry_counts`):
+    in each block of ``block_s`` that is pressured (:func:`pressure`), ``round(share × idle)``
+    nodes down (``idle``: :func:`idle_nodes`; ``share``: :func:`fit_idle_share`), 0 elsewhere and
+    0 in a block where nothing ran (telemetry cannot tell down from idle then); stacked into
+    contiguous periods (:func:`layered_calendar`). Raises ValueError on an empty window or a
+    share outside [0, 1]."""
+    if t1 <= t0:
+        raise ValueError(f"window [{t0}, {t1}) is empty")
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"share of idle nodes down must be in [0, 1], got {share!r}")
+    tb, busy, tq, queued = counts
+    edges = np.append(np.arange(t0, t1, block_s, dtype=np.int64), np.int64(t1))
+    idle = idle_nodes(tb, busy, nodes, edges)
+    down = np.where(pressure(tq, queued, edges, grid_s), np.floor(share * idle + 0.5), 0).astype(np.int64)
+    down = np.where(down >= nodes, 0, down)
     return layered_calendar(edges, down, nodes)
 
 

@@ -13,8 +13,10 @@ recorded schedule (:mod:`core.fidelity`), by *mode*, each saying what recorded i
 A calendar given in the system file (``[[system.availability]]``) is known machine state: every
 mode then uses it and nothing is estimated.
 - ``informed``: as blind, on a machine with a node availability calendar inferred from the
-  recorded busy-node and queued-job counts over time (:func:`core.availability.informed_calendar`),
-  as node-state telemetry would give them; no per-job start reaches the twin.
+  recorded busy-node and queued-job counts over time (:func:`core.availability.telemetry_calendar`),
+  as node-state telemetry would give them, with one share fitted on the fitting window's queue
+  (:func:`core.availability.fit_idle_share`); no per-job start or wait of the reported window is
+  read (two logs whose jobs trade starts without changing either count validate alike).
 - ``restart`` (``restart=P`` seconds): the reported window is cut into periods of ``P``; each
   period is simulated, on the informed machine, from the recorded state at its start (jobs running in the log at that
   moment placed on their recorded start, jobs submitted and not yet started in the log queued;
@@ -355,7 +357,11 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     blind_down, blind_median = _avail.blind_constant(reference_est, nodes, fit[0], fit[1], startable=startable)
     # the constant hold lasts beyond any job (the engine stops once only holds are left)
     sys_blind = dataclasses.replace(sysobj, availability=_avail.constant_calendar(blind_down, span0, 2 ** 40))
-    informed_cal = _avail.informed_calendar(reference_est, nodes, span0, end_all, startable=startable)
+    # informed: telemetry of the whole log (busy-node and queued-job counts, no per-job start) and one
+    # share fitted on the fitting window's queue evidence (core.availability.telemetry_calendar)
+    idle_fit = _avail.fit_idle_share(reference_est, nodes, fit[0], fit[1], startable=startable)
+    informed_cal = _avail.telemetry_calendar(_avail.telemetry_counts(reference), nodes, span0, end_all,
+                                             idle_fit["share"])
     if site_cal:
         blind_down = blind_median = 0
         sys_blind = sysobj
@@ -386,7 +392,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     modes["informed"] = compare(reference, twin_schedule(inf_jobs), t0, t1, nodes)
     modes["informed"]["description"] = (
         "as blind, on a machine whose node availability calendar is inferred from the recorded busy-node and "
-        f"queued-job counts (blocks of {_avail.BLOCK_S} s; core/availability.py)")
+        f"queued-job counts (blocks of {_avail.BLOCK_S} s: in a block with jobs queued at most looks, "
+        f"{idle_fit['share']:.2f} of the nodes never busy in it taken as down, that share fitted on the fitting "
+        "window's queue; core/availability.py)")
     if noise_seeds:
         modes["informed"]["noise_floor"] = _noise_floor(
             inf_jobs, lambda s: _run(dataclasses.replace(base_cfg, seed=s, perturbation=pert), blind_wl, sys_informed),
@@ -464,6 +472,11 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
             "blind_nodes_down_median": blind_median,
             "blind_note": ("median over the fitting window's blocks of the nodes inferred down, clipped so that the "
                            "fitting window's largest job fits"),
+            "informed_idle_share": idle_fit["share"],
+            "informed_idle_share_fit": {k: v for k, v in idle_fit.items() if k != "share"},
+            "informed_note": ("in each block with jobs queued at most of its 5-min looks, informed_idle_share of the "
+                              "nodes never busy in it are down; the share is the fitting window's queue-evidence "
+                              "nodes down over its idle nodes, in the same kind of blocks (1 without evidence)"),
             "informed_periods": len(informed_cal),
             "informed_down_node_frac": (sum((b - a) * k for a, b, k in informed_cal)
                                         / max(1, (end_all - span0) * nodes)),
@@ -471,10 +484,12 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         "fields_read": {
             "reference": _REFERENCE_FIELDS,
             "blind": {"twin_input": _TWIN_FIELDS_BLIND,
-                      "calibration": "recorded busy-node and queued-job counts over the fitting window only"},
+                      "calibration": ("the fitting window's queue listing (recorded_start_time, run_time, nodes, "
+                                      "time_limit of the jobs submitted in it, censored at its end) only")},
             "informed": {"twin_input": _TWIN_FIELDS_BLIND,
-                         "calibration": ("recorded busy-node and queued-job counts over time (aggregates of "
-                                         "recorded_start_time, run_time, nodes; no per-job start reaches the twin)")},
+                         "calibration": ("reported window: the recorded busy-node and queued-job counts over time "
+                                         "only (aggregates of recorded_start_time, run_time, nodes; no per-job "
+                                         "start or wait); fitting window: its queue listing, for the one share")},
             **({"restart": {"twin_input": _TWIN_FIELDS_BLIND + ["recorded_start_time and run_time of the jobs "
                                                                "running or queued at each restart point",
                                                                "node_ids (placement of those running)"]}}
