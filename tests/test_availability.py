@@ -167,11 +167,11 @@ def test_held_job_is_no_evidence_of_nodes_down():
     assert late[1].tolist() == [0, 0, 0]
     assert down(rows(x, a, (110, 120, 130, 2, 50))) == [3, 1, 1]
     # the stacked calendar of [3, 1, 1]: 1 node on [0, 300), 2 more on [0, 100)
-    assert av.informed_calendar(rows(x, a, (110, 120, 130, 2, 50)), 10, 0, 300, block_s=B, grid_s=G, latency_s=0) == \
+    assert av.queue_calendar(rows(x, a, (110, 120, 130, 2, 50)), 10, 0, 300, block_s=B, grid_s=G, latency_s=0) == \
         ((0, 100, 2), (0, 300, 1))
 
 
-def test_informed_calendar_is_stacked_contiguous_periods():
+def test_calendar_is_stacked_contiguous_periods():
     """A step function of nodes down becomes stacked periods: each node is held for its whole
     contiguous run (its expected end is the run's end, not the block's), and the periods add up
     to the step function at every time."""
@@ -268,3 +268,44 @@ def test_blind_constant_reads_nothing_recorded_after_the_fitting_window():
         assert av.blind_constant(rows(c_start), 10, 0, 200, block_s=B, grid_s=G, latency_s=0) == (3, 3)
     cen = av.censor_at(rows(220), 200)
     assert cen["start_time"].tolist() == [0, 200] and cen["end_time"].tolist() == [300, 200]
+
+
+def test_telemetry_estimator_by_hand():
+    """The informed estimator reads the two counts only. Blocks of 100 s, looks every 10 s, a
+    10-node machine: block 0 has a job queued at 6 of 10 looks (pressured) and at most 6 nodes
+    busy (4 idle); block 1 has a queue at 2 looks (not pressured); block 2 nothing ran."""
+    # busy: 6 nodes over [0, 100), 9 over [100, 200); queued: one job over [0, 60) and [100, 120)
+    counts = (np.array([0, 100, 200]), np.array([6, 9, 0]), np.array([0, 60, 100, 120]), np.array([1, 0, 1, 0]))
+    edges = np.array([0, 100, 200, 300])
+    assert av.pressure(counts[2], counts[3], edges, grid_s=10).tolist() == [True, False, False]
+    assert av.idle_nodes(counts[0], counts[1], 10, edges).tolist() == [4, 1, 10]
+    # share 0.5: round(0.5 x 4) = 2 nodes down in block 0, nothing else
+    assert av.telemetry_calendar(counts, 10, 0, 300, 0.5, block_s=100, grid_s=10) == ((0, 100, 2),)
+    assert av.telemetry_calendar(counts, 10, 0, 300, 1.0, block_s=100, grid_s=10) == ((0, 100, 4),)
+    assert av.telemetry_calendar(counts, 10, 0, 300, 0.0, block_s=100, grid_s=10) == ()
+    with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+        av.telemetry_calendar(counts, 10, 0, 300, 1.5, block_s=100, grid_s=10)
+
+
+def test_telemetry_counts_cannot_tell_which_job_started_when():
+    """Two jobs of the same size and run time that trade their starts leave both counts as they
+    were: the informed estimator's whole input is the same."""
+    a = _sched([(0, 10, 60, 3), (5, 20, 70, 3), (0, 0, 100, 2)])
+    b = _sched([(0, 20, 70, 3), (5, 10, 60, 3), (0, 0, 100, 2)])
+    for x, y in zip(av.telemetry_counts(a), av.telemetry_counts(b)):
+        assert x.tolist() == y.tolist()
+
+
+def test_idle_share_is_fitted_on_the_fitting_window_only():
+    """fit_idle_share: queue-evidence nodes down over idle nodes of the pressured blocks; nothing
+    recorded after the fitting window's end changes it, and no evidence gives 1."""
+    # one 10-node block [0, 100): 6 nodes busy, 4 never busy, while a 2-node job waits the whole
+    # block: by queue evidence 4 - 2 + 1 = 3 of the 4 were down
+    s = _sched([(0, 0, 100, 6), (0, 100, 150, 2)]).assign(time_limit=[100.0, 50.0])
+    fit = av.fit_idle_share(s, 10, 0, 100, block_s=100, grid_s=10, latency_s=0)
+    assert fit["pressured_blocks"] == 1 and fit["idle_node_blocks"] == 4 and fit["down_node_blocks"] == 3
+    assert fit["share"] == 0.75
+    later = pd.concat([s, _sched([(120, 130, 200, 9)]).assign(time_limit=[70.0])], ignore_index=True)
+    assert av.fit_idle_share(later, 10, 0, 100, block_s=100, grid_s=10, latency_s=0) == fit
+    quiet = _sched([(0, 0, 100, 6)]).assign(time_limit=[100.0])
+    assert av.fit_idle_share(quiet, 10, 0, 100, block_s=100, grid_s=10, latency_s=0)["share"] == 1.0

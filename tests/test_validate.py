@@ -10,6 +10,8 @@ import pytest
 from twin_helpers import write_swf_rows
 from twinsweep.core import RunConfig, simulate
 from twinsweep.core.errors import ConfigError
+from twinsweep.core.fidelity import recorded_schedule
+from twinsweep.core.loaders import load_workload
 from twinsweep.sweep.cli import main
 from twinsweep.sweep.validate import validate
 
@@ -100,6 +102,59 @@ def test_blind_mode_never_reads_recorded_starts_of_the_reported_window(tmp_path)
     assert "recorded_start_time" not in a["fields_read"]["blind"]["twin_input"]
 
 
+def test_informed_mode_never_reads_which_job_started_when(tmp_path):
+    """The informed calendar of the reported window comes from the busy-node and queued-job
+    counts only: trading the recorded starts of jobs of the same size and run time, both queued
+    before either starts, leaves both counts as they were — and every informed output. The log
+    is a machine's with nodes down in the reported window, so that there is a calendar to find."""
+    from twinsweep.core import availability as av
+
+    # run times of 4 values and sizes of 4: like jobs queue together often
+    jobs = [(j, sub, 500 * (1 + run % 4), 1 + procs % 4) for j, sub, run, procs in _jobs(600, seed=5, gap=300)]
+    span = jobs[-1][1]
+    d0 = (span * 3 // 4) // av.BLOCK_S * av.BLOCK_S
+    log = _log_on(tmp_path, "down", jobs, _system_file(tmp_path, ((d0, d0 + 8 * av.BLOCK_S, 3),)))
+    nominal = str(_system_file(tmp_path))
+    tables = {}
+    a = validate(str(log), system=nominal, noise_seeds=1, sensitivity=False, tables=tables, windows=0)
+    assert a["calibration"]["informed_periods"] > 0
+    t0 = a["windows"]["reported"][0]
+    rows = [tuple(int(x) for x in line.split()[:5]) for line in log.read_text().splitlines() if not line.startswith(";")]
+    traded, used = 0, set()
+    for i, (ji, si, wi, ri, pi) in enumerate(rows):
+        for k in range(i + 1, len(rows)):
+            jk, sk, wk, rk, pk = rows[k]
+            if sk > si + wi:
+                break
+            if (si >= t0 and not {i, k} & used and (pk, rk) == (pi, ri) and sk <= min(si + wi, sk + wk)
+                    and si + wi != sk + wk):
+                rows[i], rows[k] = (ji, si, sk + wk - si, ri, pi), (jk, sk, si + wi - sk, rk, pk)
+                used |= {i, k}
+                traded += 1
+                break
+    assert traded >= 10, traded
+    log2 = write_swf_rows(tmp_path / "traded.swf", rows, max_nodes=NODES)
+    ref = lambda path: recorded_schedule(load_workload(path).with_nodes(1).jobs)  # noqa: E731
+    assert all(np.array_equal(x, y) for x, y in zip(av.telemetry_counts(ref(log)), av.telemetry_counts(ref(log2))))
+    tables2 = {}
+    b = validate(str(log2), system=nominal, noise_seeds=1, sensitivity=False, tables=tables2, windows=0)
+    cols = ["trace_index", "start_time", "end_time", "status", "wait_time", "node_ids"]
+    assert tables["informed"][cols].equals(tables2["informed"][cols])
+    assert a["calibration"]["informed_idle_share"] == b["calibration"]["informed_idle_share"]
+    assert a["modes"]["informed"]["wait_mean_twin_s"] == b["modes"]["informed"]["wait_mean_twin_s"]
+    assert a["modes"]["informed"]["noise_floor"] == b["modes"]["informed"]["noise_floor"]
+    assert "per-job" in a["fields_read"]["informed"]["calibration"]
+
+
+def _log_on(tmp_path, name, jobs, sysfile):
+    """The log the twin writes for ``jobs`` on the machine of ``sysfile`` (fcfs + easy)."""
+    draft = write_swf_rows(tmp_path / f"{name}-draft.swf", [(j, s, 0, r, p) for j, s, r, p in jobs], max_nodes=NODES)
+    res = simulate(RunConfig(data=str(draft), system=str(sysfile), policy="fcfs", backfill="easy"))
+    waits = (res.jobs["start_time"] - res.jobs["submit_time"]).astype(int).tolist()
+    return write_swf_rows(tmp_path / f"{name}.swf", [(j, s, w, r, p) for (j, s, r, p), w in zip(jobs, waits)],
+                          max_nodes=NODES)
+
+
 def test_bad_windows_are_one_clear_error(tmp_path, capsys):
     log = _log_of(tmp_path, "easy", _jobs(60), "fcfs", "easy")
     with pytest.raises(ConfigError, match="overlaps the reported window"):
@@ -158,7 +213,9 @@ def test_downtime_is_found_and_closes_the_gap(tmp_path):
     # as validate gives it: the recorded schedule with the requested limits (the hold test)
     wl_jobs = load_workload(log).with_nodes(1).jobs
     est = recorded_schedule(wl_jobs).assign(time_limit=wl_jobs["time_limit"].astype("float64").to_numpy())
-    cal = av.informed_calendar(est, NODES, 0, span + 10 * 86400)
+    share = av.fit_idle_share(est, NODES, *v["windows"]["fitting"])["share"]
+    assert v["calibration"]["informed_idle_share"] == share
+    cal = av.telemetry_calendar(av.telemetry_counts(est), NODES, 0, span + 10 * 86400, share)
     found = sum((b - a) * k for a, b, k in cal)
     true = sum((b - a) * k for a, b, k in truth)
     assert abs(found - true) <= 0.4 * true, (cal, truth)
