@@ -40,13 +40,13 @@ class Easy(Backfill):
         for exp_end, j in running:
             avail += nodes[j]
             if avail >= head_n:
-                shadow = exp_end if exp_end > now else now + 1
+                shadow = max(exp_end, now + 1)
                 break
         if shadow is None:  # cannot happen: the head fits an empty machine (rejected otherwise)
             raise RuntimeError("EASY: head job can never fit")
         extra = free - head_n
-        for exp_end, j in running:  # shadow >= now + 1: max(exp_end, now + 1) > shadow iff exp_end > shadow
-            if exp_end > shadow:
+        for exp_end, j in running:
+            if max(exp_end, now + 1) > shadow:
                 break
             extra += nodes[j]
         room = shadow - now  # a later job whose limit is at most this ends by the shadow time
