@@ -373,16 +373,15 @@ def blind_constant(schedule: pd.DataFrame, nodes: int, fit0: int, fit1: int,
                    latency_s: int = SCHED_LATENCY_S) -> tuple[int, int]:
     """Nodes to take out of service for the whole trace, fitted on ``[fit0, fit1)`` only: the
     median (rounded down) over the fitting window's blocks of :func:`block_down_nodes`, clipped so
-    that the largest job of the fitting window still fits (a constant hold would otherwise keep
-    full-machine jobs queued for ever). Only what was recorded before ``fit1`` is read
-    (:func:`censor_at`): blind mode must not change when the starts of the reported window do.
-    Returns ``(clipped, median)``."""
+    that the largest job of the trace that fits the machine still fits (a constant hold would
+    otherwise keep such a job queued for ever; requests are blind inputs). Only starts recorded
+    before ``fit1`` are read (:func:`censor_at`): blind mode must not change when the starts of the
+    reported window do. Returns ``(clipped, median)``."""
     _, down = block_down_nodes(censor_at(schedule, fit1), nodes, fit0, fit1, block_s, startable, grid_s, latency_s)
     med = int(np.floor(np.median(down))) if len(down) else 0
-    sub = schedule["submit_time"].to_numpy(dtype="int64")
     n = schedule["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=0)
-    in_fit = (sub >= fit0) & (sub < fit1) & (n <= nodes)
-    largest = int(n[in_fit].max()) if in_fit.any() else 0
+    fits = n <= nodes
+    largest = int(n[fits].max()) if fits.any() else 0
     return max(0, min(med, nodes - largest)), med
 
 

@@ -461,13 +461,15 @@ def _add_validate_parser(sub):
     p.add_argument("--calibrate", default=None, metavar="START:END",
                    help="fitting window from the trace epoch (e.g. 0:180d); default the first half of the trace")
     p.add_argument("--report-window", default=None, metavar="START:END",
-                   help="window the figures are taken over (default: what follows the fitting window)")
+                   help="window the figures are taken over (default: what follows the fitting window, "
+                        "or what precedes it when it reaches the trace's last submission)")
     p.add_argument("--noise-seeds", type=int, default=3, help="seeds of the noise floor (default 3; 0 = none)")
     p.add_argument("--no-sensitivity", action="store_true", help="skip the policy x backfill table")
     p.add_argument("--windows", type=int, default=4,
                    help="busiest weeks of the ranking-stability study (Kendall tau blind vs informed; default 4, 0 = none)")
     p.add_argument("--no-kill", action="store_true", help="do not end jobs at their time limit")
-    p.add_argument("--lenient", action="store_true", help="skip malformed trace lines")
+    p.add_argument("--lenient", action="store_true", help="skip malformed trace lines (counted and warned about)")
+    p.add_argument("--format", default=None, help="trace format (loader name; default: detected)")
     p.add_argument("--out", required=True, help="output folder for validation.json and validation.html")
     p.set_defaults(func=_cmd_validate)
 
@@ -484,7 +486,9 @@ def _cmd_validate(args) -> int:
     res = validate(args.data, system=args.system, policy=args.policy, backfill=args.backfill, restart=args.restart,
                    calibrate=args.calibrate, report_window=args.report_window, noise_seeds=args.noise_seeds,
                    sensitivity=not args.no_sensitivity, kill=not args.no_kill, lenient=args.lenient, out=args.out,
-                   windows=args.windows)
+                   windows=args.windows, format=args.format)
+    for w in res.get("warnings") or ():
+        print(f"twinsweep validate: warning: {w}", file=sys.stderr)
     for mode, fig in res["modes"].items():
         def pct(k):
             v = fig.get(k)

@@ -78,6 +78,24 @@ _TWIN_FIELDS_BLIND = ["submit_time", "run_time", "procs (-> nodes)", "time_limit
 _REFERENCE_FIELDS = ["submit_time", "recorded_start_time", "run_time", "procs (-> nodes)"]
 
 
+#: Most restart periods one validation runs (each is one twin run from the recorded state).
+MAX_RESTART_PERIODS = 10_000
+
+
+def _check_out(out: Path) -> None:
+    """Raise ConfigError unless ``out`` can become the output folder: an existing folder, or a
+    path whose first existing ancestor is a folder (it is created when the results are written)."""
+    if out.exists():
+        if not out.is_dir():
+            raise ConfigError(f"--out {str(out)!r} exists and is not a folder")
+        return
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"--out {str(out)!r}: {str(parent)!r} is not a folder")
+            return
+
+
 def _window_arg(text: str | None, what: str) -> tuple[int, int] | None:
     """``"A:B"`` (seconds or durations from the trace epoch) -> (A, B); None passes through."""
     if text is None:
@@ -278,7 +296,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
              report_window: str | tuple | None = None, noise_seeds: int = DEFAULT_NOISE_SEEDS,
              sensitivity: bool = True, kill: bool = True, out: str | Path | None = None,
              workload: Workload | None = None, lenient: bool = False, tables: dict | None = None,
-             windows: int = 4, rank_seeds: int = 2, rank_window: int | str = "7d") -> dict:
+             windows: int = 4, rank_seeds: int = 2, rank_window: int | str = "7d", format: str | None = None) -> dict:
     """Backtest the twin on trace ``data`` (see the module docstring); returns validation.json's dict.
 
     Args:
@@ -289,7 +307,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
             else ``fcfs`` + ``easy``. Either given: that pair, without options.
         restart: restart period (s or a duration such as ``"7d"``) to add the ``restart`` mode.
         calibrate: fitting window ``"A:B"`` (durations from the trace epoch); default the first
-            half of the trace's submit span. The reported window defaults to what follows it.
+            half of the trace's submit span. It must hold submissions of the trace. The reported
+            window defaults to what follows it (to what precedes it when it ends at or after the
+            trace's last submission).
         report_window: ``"A:B"``, the window the figures are taken over (default: see above).
         noise_seeds: seeds of the noise floor (0 = no noise floor).
         sensitivity: add the policy × backfill table (blind twin).
@@ -300,14 +320,19 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
             0 = none); rank_seeds: its perturbation seeds; rank_window: its window length.
         tables: when a dict is given, the twin's job table of each mode is stored in it under the
             mode's name (for inspection and tests).
-    Raises: ConfigError (bad window, policy, trace), UnknownNameError.
+        format: trace loader name (default: detected, as ``twinsweep run --format``).
+    Raises: ConfigError (bad window, restart period, output folder, policy, trace; a trace with
+    fewer than two distinct submit times), UnknownNameError. Every check is made before any
+    simulation, and nothing is written unless the whole validation succeeds.
     """
     t_wall = time.perf_counter()
+    if out is not None:
+        _check_out(Path(out))
     policy_given = policy is not None or backfill is not None
     if policy == "replay":
         raise ConfigError("validate: policy 'replay' copies the recorded starts; give the site's policy (e.g. fcfs)")
     base_cfg = RunConfig(data=data, system=system, policy=policy or "fcfs", backfill=backfill or "easy", kill=kill,
-                         sample_period=_SAMPLE_PERIOD, lenient=lenient)
+                         sample_period=_SAMPLE_PERIOD, lenient=lenient, format=format)
     if workload is None:
         workload = load_run_workload(base_cfg)
     sysobj = resolve_system(base_cfg.system, workload)
@@ -322,6 +347,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     if period is not None and period <= 0:
         raise ConfigError(f"--restart: the period must be > 0 s, got {restart!r}")
     submit = workload.jobs["submit_time"].to_numpy(dtype="int64")
+    if len(np.unique(submit)) < 2:
+        raise ConfigError(f"validate: {data}: the trace holds {len(submit)} job(s) with {len(np.unique(submit))} "
+                          "distinct submit time(s); a fitting and a reported window need at least two")
     span0, span1 = int(submit.min()), int(submit.max()) + 1
     fit = _window_arg(calibrate, "--calibrate")
     if fit is None:
@@ -336,6 +364,13 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     if fit[0] < t1 and t0 < fit[1]:
         raise ConfigError(f"validate: the fitting window {list(fit)} overlaps the reported window {[t0, t1]}; "
                           "blind mode must not fit on what it reports")
+    if not ((submit >= fit[0]) & (submit < fit[1])).any():
+        raise ConfigError(f"validate: the fitting window [{fit[0]}, {fit[1]}) s holds no submission of the trace "
+                          f"(submits span [{span0}, {span1}) s): nothing to fit the constants on")
+    if period is not None and -(-(t1 - t0) // period) > MAX_RESTART_PERIODS:
+        raise ConfigError(f"--restart: a period of {period} s cuts the reported window ({t1 - t0} s) into "
+                          f"{-(-(t1 - t0) // period):,} periods, more than {MAX_RESTART_PERIODS:,} (each is a run); "
+                          "give a longer period")
     nodes = sysobj.nodes
     wl_nodes = workload.with_nodes(sysobj.cores_per_node)
     reference = recorded_schedule(wl_nodes.jobs)
@@ -462,6 +497,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                   "source": site["source"]} if site else
                  {"from": "given" if policy_given else "default (no [site] table)"}),
         "windows": {"trace_submit_span": [span0, span1], "fitting": list(fit), "reported": [t0, t1]},
+        "warnings": list(workload.warnings),
         "calibration": {
             "calendar_source": "system file" if site_cal else "estimated (core/availability.py)",
             "kill_grace_s": grace,
@@ -471,7 +507,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
             "blind_nodes_down": blind_down,
             "blind_nodes_down_median": blind_median,
             "blind_note": ("median over the fitting window's blocks of the nodes inferred down, clipped so that the "
-                           "fitting window's largest job fits"),
+                           "trace's largest job (of those the machine fits) fits"),
             "informed_idle_share": idle_fit["share"],
             "informed_idle_share_fit": {k: v for k, v in idle_fit.items() if k != "share"},
             "informed_note": ("in each block with jobs queued at most of its 5-min looks, informed_idle_share of the "

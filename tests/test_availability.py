@@ -268,6 +268,13 @@ def test_blind_constant_reads_nothing_recorded_after_the_fitting_window():
         assert av.blind_constant(rows(c_start), 10, 0, 200, block_s=B, grid_s=G, latency_s=0) == (3, 3)
     cen = av.censor_at(rows(220), 200)
     assert cen["start_time"].tolist() == [0, 200] and cen["end_time"].tolist() == [300, 200]
+    # a 9-node job submitted in the reported window (requests are blind inputs): the constant is
+    # clipped to the 1 node it leaves, else that job would wait for ever behind a constant hold
+    wide = pd.concat([rows(220), _sched([(230, 500, 600, 9)]).assign(time_limit=[100.0])], ignore_index=True)
+    assert av.blind_constant(wide, 10, 0, 200, block_s=B, grid_s=G, latency_s=0) == (1, 3)
+    # a job wider than the machine is rejected by the twin: it does not clip
+    huge = pd.concat([rows(220), _sched([(230, 500, 600, 12)]).assign(time_limit=[100.0])], ignore_index=True)
+    assert av.blind_constant(huge, 10, 0, 200, block_s=B, grid_s=G, latency_s=0) == (3, 3)
 
 
 def test_telemetry_estimator_by_hand():

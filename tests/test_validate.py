@@ -165,6 +165,24 @@ def test_bad_windows_are_one_clear_error(tmp_path, capsys):
         validate(str(log), policy="replay")
     assert main(["validate", "--data", str(log), "--calibrate", "9h:1h", "--out", str(tmp_path / "x")]) == 2
     assert "END must be after START" in capsys.readouterr().err
+    # a fitting window past the trace's last submission: nothing to fit on
+    with pytest.raises(ConfigError, match="fitting window .* holds no submission"):
+        validate(str(log), calibrate="400d:500d", noise_seeds=0, sensitivity=False, windows=0)
+    # a restart period that would cut the reported window into too many runs
+    with pytest.raises(ConfigError, match="periods, more than"):
+        validate(str(log), restart=1, noise_seeds=0, sensitivity=False, windows=0)
+    # an output path that cannot become a folder: refused before any work, nothing written
+    afile = tmp_path / "afile"
+    afile.write_text("keep me")
+    for bad in (afile, afile / "sub"):
+        with pytest.raises(ConfigError, match="not a folder"):
+            validate(str(log), out=bad, noise_seeds=0, sensitivity=False, windows=0)
+    assert afile.read_text() == "keep me"
+    # a trace with a single submit time: no fitting and reported window
+    one = write_swf_rows(tmp_path / "one.swf", [(1, 100, 0, 50, 1)], max_nodes=NODES)
+    with pytest.raises(ConfigError, match="at least two"):
+        validate(str(one), noise_seeds=0, sensitivity=False, windows=0)
+    assert not (tmp_path / "x").exists()
 
 
 def test_cli_writes_validation(tmp_path, capsys):
