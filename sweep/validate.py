@@ -568,6 +568,8 @@ def _fmt(k: str, v) -> str:
         return f"{v * 100:.1f} %"
     if k.endswith("_s"):
         return f"{v / 3600:.2f} h"
+    if k == "jobs_compared":  # a count (a noise floor gives the mean over its seeds)
+        return f"{v:,.0f}" if v == int(v) else f"{v:,.1f}"
     if isinstance(v, float):
         return f"{v:.3f}"
     return str(v)
@@ -593,7 +595,8 @@ def validation_html(result: dict) -> str:
             f"<tr{' class=site' if r['site'] else ''}><th>{e(r['policy'])} + {e(r['backfill'])}</th>"
             + "".join(f"<td>{e(_fmt(k, r.get(k)))}</td>" for k in _SHOWN) + "</tr>" for r in result["sensitivity"])
         sens = (f"<h2>Policy sensitivity (blind twin)</h2><table><tr><th></th>{head}</tr>{srows}</table>"
-                f"<p>Closest: {e(str(result.get('best_matching_policy')))}</p>")
+                + (f"<p>Closest to the log: {e(best['policy'])} + {e(best['backfill'])} ({e(best['by'])})</p>"
+                   if (best := result.get("best_matching_policy")) else ""))
     rs = result.get("ranking_stability")
     if rs:
         sens += (f"<h2>Ranking stability ({rs['windows']} busiest weeks, {len(rs['variants'])} variants)</h2>"
