@@ -81,7 +81,9 @@ def twin_schedule(jobs: pd.DataFrame) -> pd.DataFrame:
     """The simulated schedule of a run's jobs table (jobs.parquet: ``start_time``, ``end_time``).
 
     Jobs still running at the window end (``status == 'running'``) have no ``end_time``; they
-    count as busy up to the comparison window's end. Rejected and never-run jobs have no start.
+    count as busy up to the comparison window's end. Rejected and never-run jobs have no start;
+    with a ``status`` column, ``rejected`` (bool) marks the jobs the twin refused at submit, so
+    that :func:`compare` tells them from jobs still queued at the twin's end.
     """
     out = pd.DataFrame({
         "trace_index": jobs["trace_index"].astype("int64").to_numpy(),
@@ -92,6 +94,8 @@ def twin_schedule(jobs: pd.DataFrame) -> pd.DataFrame:
     })
     if "prepopulated" in jobs.columns:
         out["prepopulated"] = jobs["prepopulated"].astype(bool).to_numpy()
+    if "status" in jobs.columns:  # the twin refused it at submit (e.g. more nodes than the machine has)
+        out["rejected"] = (jobs["status"].astype("string") == "rejected").fillna(False).to_numpy(dtype=bool)
     return out
 
 
@@ -178,8 +182,14 @@ def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
         "never ran in the reference (no recorded start or run time)": int((in_window & ~ran).sum()),
         "placed at its recorded start by the twin (running at the twin's window start)":
             int((in_window & ran & prepop).sum()),
-        "not started by the twin (rejected, or queued at its end)": int((in_window & ran & ~prepop & ~started).sum()),
     }
+    unstarted = in_window & ran & ~prepop & ~started
+    if "rejected" in tw.columns:  # the twin's own reason is known: say which
+        rej = tw["rejected"].to_numpy(dtype=bool)
+        exclusions["rejected by the twin at submit (a request its machine cannot hold)"] = int((unstarted & rej).sum())
+        exclusions["not started by the twin (queued at its end)"] = int((unstarted & ~rej).sum())
+    else:
+        exclusions["not started by the twin (rejected, or queued at its end)"] = int(unstarted.sum())
     exclusions = {k: v for k, v in exclusions.items() if v}
     keep = in_window & ran & started & ~prepop
     rs = r_start.to_numpy(dtype="float64", na_value=np.nan)[keep]

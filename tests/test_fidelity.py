@@ -106,6 +106,13 @@ def test_compare_prepopulated_and_unstarted_are_excluded():
     assert f["jobs_compared"] == 2
     assert f["exclusions"]["placed at its recorded start by the twin (running at the twin's window start)"] == 1
     assert f["exclusions"]["not started by the twin (rejected, or queued at its end)"] == 1
+    # with the twin's reason known (twin_schedule of a jobs table with a status), they are told apart
+    tw["rejected"] = [False, False, False, True, False, False]
+    g = compare(ref, tw, 1000, 4600, system_nodes=4)["exclusions"]
+    assert g["rejected by the twin at submit (a request its machine cannot hold)"] == 1
+    assert "not started by the twin (queued at its end)" not in g
+    tw["rejected"] = False
+    assert compare(ref, tw, 1000, 4600, system_nodes=4)["exclusions"]["not started by the twin (queued at its end)"] == 1
     with pytest.raises(ValueError, match="not in the reference"):
         compare(ref.iloc[:2], tw, 1000, 4600, system_nodes=4)
 
