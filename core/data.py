@@ -74,7 +74,10 @@ def resolve_data_path(p: str | os.PathLike) -> Path:
         found = sorted(str(m.relative_to(root)) for m in root.glob(f"*/{path.name}"))
         if found:
             hint = f"; did you mean {', '.join(repr(f) for f in found)}?"
+    where = (f"{DATA_ENV} is set to that folder" if os.environ.get(DATA_ENV)
+             else f"set {DATA_ENV} to point at the folder holding the traces")
     raise ConfigError(
         f"data file not found: {str(p)!r} (neither from the working directory {Path.cwd()} nor under the "
-        f"data folder {root}; set {DATA_ENV} to point at the folder holding the traces){hint}"
+        f"data folder {root}; {where}; `twinsweep data list` names the public traces `twinsweep data fetch` downloads)"
+        f"{hint}"
     )
