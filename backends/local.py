@@ -201,8 +201,10 @@ class LocalBackend(Backend):
                 p.join(max(0.0, deadline - time.monotonic()))
         dead = [p for p in self._procs.values() if not p.is_alive()]
         codes = [p.exitcode for p in dead if p.exitcode is not None and p.exitcode != 0]
-        # the pool's own SIGTERM of the healthy workers is not the cause
-        codes = [c for c in codes if c != -signal.SIGTERM] or codes
+        # the pool's own SIGTERM of the healthy workers is not the cause, nor is 255: what a
+        # forkserver child reports when the forkserver could not pass its status on
+        # (multiprocessing/popen_forkserver.py, ``Popen.poll``), as for a sibling terminated mid-start
+        codes = [c for c in codes if c not in (-signal.SIGTERM, _FORKSERVER_UNKNOWN)] or codes
         if not codes:
             return "the worker process exited abruptly"
         c = codes[0]
@@ -265,6 +267,10 @@ class LocalBackend(Backend):
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
         self._drop_shared()
+
+
+#: Exit code multiprocessing's forkserver gives a child whose status it could not read.
+_FORKSERVER_UNKNOWN = 255
 
 
 def _sha256_file(path: Path) -> str:
