@@ -362,7 +362,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         raise ConfigError(f"validate: the reported window [{t0}, {t1}) s holds no submission of the trace "
                           f"(submits span [{span0}, {span1}) s)")
     if fit[0] < t1 and t0 < fit[1]:
-        raise ConfigError(f"validate: the fitting window {list(fit)} overlaps the reported window {[t0, t1]}; "
+        raise ConfigError(f"validate: the fitting window [{fit[0]}, {fit[1]}) s overlaps the reported window [{t0}, {t1}) s; "
                           "blind mode must not fit on what it reports")
     if not ((submit >= fit[0]) & (submit < fit[1])).any():
         raise ConfigError(f"validate: the fitting window [{fit[0]}, {fit[1]}) s holds no submission of the trace "
@@ -587,7 +587,9 @@ def validation_html(result: dict) -> str:
         if nf:
             rows.append(f"<tr class='nf'><td>{e(m)} noise floor ({nf['seeds']} seeds, σ={nf['runtime_sigma']})</td>"
                         + "".join(f"<td>{e(_fmt(k, nf.get(k)))}</td>" for k in _SHOWN) + "</tr>")
-    excl = "".join(f"<li><b>{e(m)}</b>: " + ", ".join(f"{e(r)}: {n}" for r, n in fig.get("exclusions", {}).items())
+    warn = ("<h2>Warnings</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in result["warnings"]) + "</ul>"
+            if result.get("warnings") else "")
+    excl = "".join(f"<li><b>{e(m)}</b>: " + ", ".join(f"{e(r)}: {n:,}" for r, n in fig.get("exclusions", {}).items())
                    + "</li>" for m, fig in result["modes"].items())
     sens = ""
     if result.get("sensitivity"):
@@ -610,10 +612,10 @@ def validation_html(result: dict) -> str:
 padding:3px 6px;text-align:right}}tr.nf{{color:#777}}tr.site{{background:#eef}}</style></head><body>
 <h1>How close is the twin to the recorded schedule? {e(result['trace'])}</h1>
 <p>System {e(result['system']['name'])} ({result['system']['nodes']} nodes); site policy {e(result['policy'])} +
-{e(result['backfill'])}; reported window {w['reported']} s, fitting window {w['fitting']} s (from the trace epoch).
+{e(result['backfill'])}; reported window [{w['reported'][0]}, {w['reported'][1]}) s, fitting window [{w['fitting'][0]}, {w['fitting'][1]}) s (from the trace epoch).
 Relative errors are (twin − log) / log.</p>
 <table><tr><th>mode</th>{head}</tr>{''.join(rows)}</table>
-<h2>Jobs left out</h2><ul>{excl}</ul>{sens}
+<h2>Jobs left out</h2><ul>{excl}</ul>{sens}{warn}
 <h2>Recorded fields read</h2><pre>{e(to_json(result['fields_read']))}</pre>
 </body></html>
 """
