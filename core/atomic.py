@@ -84,6 +84,20 @@ def fsync_path(path: str | os.PathLike) -> None:
         os.close(fd)
 
 
+def folder_target_problem(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot be (or become) a folder, or None when it can: ``"is a file, not a
+    folder"`` when it is a file, ``"'<parent>' is a file, not a folder"`` when one of its parents
+    is. Nothing is created (``twinsweep validate`` checks its ``--out`` with it before any work;
+    ``twinsweep run`` and ``sweep`` create their folder up front and say why when they cannot)."""
+    path = Path(path)
+    if path.exists():
+        return None if path.is_dir() else "is a file, not a folder"
+    for parent in path.parents:
+        if parent.exists():
+            return None if parent.is_dir() else f"{str(parent)!r} is a file, not a folder"
+    return None
+
+
 def tmp_name(path: Path) -> Path:
     """A fresh temporary name beside ``path`` (marked with :data:`TMP_MARK`)."""
     return path.with_name(f".{path.name}{TMP_MARK}{uuid.uuid4().hex[:12]}")

@@ -217,8 +217,7 @@ def block_down_nodes(schedule: pd.DataFrame, nodes: int, t0: int, t1: int,
         raise ValueError(f"window [{t0}, {t1}) is empty")
     edges = np.append(np.arange(t0, t1, block_s, dtype=np.int64), np.int64(t1))
     tb, busy, _tq, _queued = busy_and_queued(schedule)
-    peak = _block_extremes(tb, busy, edges, np.maximum)
-    idle = np.maximum(0, nodes - peak)
+    idle = idle_nodes(tb, busy, nodes, edges)
     grid = np.arange(t0, t1, grid_s, dtype=np.int64)
     blk = np.searchsorted(edges, grid, side="right") - 1
     look = idle[blk] > 0  # a block without idle nodes infers nothing: its queue is not visited
@@ -278,9 +277,13 @@ def queue_calendar(schedule: pd.DataFrame, nodes: int, t0: int, t1: int,
     """The queue-evidence calendar of ``[t0, t1)`` (:func:`block_down_nodes`) as stacked periods
     (:func:`layered_calendar`). It reads the queue listing (which job waited when), so it is for a
     fitting window, or for inspecting a log; the informed mode uses :func:`telemetry_calendar`."""
-    edges, down = block_down_nodes(schedule, nodes, t0, t1, block_s, startable, grid_s, latency_s)
-    down = np.where(down >= nodes, 0, down)  # nothing ran: no telemetry can tell down from idle
-    return layered_calendar(edges, down, nodes)
+    return _calendar(*block_down_nodes(schedule, nodes, t0, t1, block_s, startable, grid_s, latency_s), nodes)
+
+
+def _calendar(edges: np.ndarray, down: np.ndarray, nodes: int) -> tuple[tuple[int, int, int], ...]:
+    """Blocks' nodes down as stacked periods (:func:`layered_calendar`), none in a block where
+    nothing ran (every node idle: no telemetry can tell down from idle then)."""
+    return layered_calendar(edges, np.where(down >= nodes, 0, down), nodes)
 
 
 def telemetry_counts(schedule: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -349,8 +352,7 @@ def telemetry_calendar(counts: tuple, nodes: int, t0: int, t1: int, share: float
     edges = np.append(np.arange(t0, t1, block_s, dtype=np.int64), np.int64(t1))
     idle = idle_nodes(tb, busy, nodes, edges)
     down = np.where(pressure(tq, queued, edges, grid_s), np.floor(share * idle + 0.5), 0).astype(np.int64)
-    down = np.where(down >= nodes, 0, down)
-    return layered_calendar(edges, down, nodes)
+    return _calendar(edges, down, nodes)
 
 
 def censor_at(schedule: pd.DataFrame, t1: int) -> pd.DataFrame:

@@ -147,11 +147,13 @@ class Kernel:
         rec_nodes = J.rec_nodes
         order_pre = sorted((j for j in range(n) if prepop[j] and status[j] is None),
                            key=lambda j: (rstart[j], trace_index[j]))
+        pre_started: list[int] = []  # placed at their recorded start: not submitted again
         for j in order_pre:
             if nodes[j] <= pool.free:
                 cluster.now = rstart[j]
                 self._place(j, rec_nodes[j], counts)
                 apply_starts(rstart[j], self.t0)
+                pre_started.append(j)
                 if prepop_cb is not None:
                     prepop_cb(j, rstart[j])
             else:  # cannot place: it will be queued like a job submitted before the window
@@ -160,7 +162,6 @@ class Kernel:
         # (one stable numpy sort by both keys: the order of sorted() by the (time, index) pairs)
         sub_t = np.asarray(sub_time, dtype=np.int64)
         order = np.lexsort((np.asarray(trace_index, dtype=np.int64), sub_t))
-        pre_started = [j for j in order_pre if prepop[j] and sim_start[j] is not None]
         if pre_started:
             keep = np.ones(n, dtype=bool)
             keep[pre_started] = False

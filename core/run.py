@@ -379,16 +379,12 @@ _SCHEMAS: dict[tuple, pa.Schema] = {}
 _SCHEMAS_MAX = 64
 
 
-def _arrow_schema(df: pd.DataFrame, names: list | None = None, series: list | None = None) -> pa.Schema:
+def _arrow_schema(df: pd.DataFrame, names: list, series: list) -> pa.Schema:
     """The schema ``pa.Table.from_pandas(df[names], preserve_index=False)`` gives once ``df``'s object
     columns are cast to ``"string"`` (as :func:`_arrow_table` does): types and pandas metadata
     depend only on the column names and dtypes then, so it is computed on a zero-row frame once
-    per signature and reused. ``names``: the columns (default all), ``series``: those columns
-    already taken out of ``df`` (their dtypes give the signature without building ``df.dtypes``)."""
-    if names is None:
-        names = list(df.columns)
-    if series is None:
-        series = [df[c] for c in names]
+    per signature and reused. ``names``: the columns, ``series``: those columns already taken out
+    of ``df`` (their dtypes give the signature without building ``df.dtypes``)."""
     sig = tuple((str(c), str(s.dtype)) for c, s in zip(names, series))
     schema = _SCHEMAS.get(sig)
     if schema is None:

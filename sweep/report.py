@@ -55,11 +55,6 @@ SRAPS_CITE = ("M. Maiterth et al., \"HPC Digital Twins for Evaluating Scheduling
               "and their Impact on Power and Cooling\" (S-RAPS), arXiv:2508.20016, 2025, Fig. 4")
 
 
-def axis_label(name: str, assumed: bool) -> str:
-    """Axis label with unit, and " (assumed)" for power/energy metrics of assumed power models."""
-    return _metric(name).header(assumed)
-
-
 def _is_assumed(labels) -> bool:
     """True unless every label is "published" (a missing label counts as assumed)."""
     vals = list(labels)
@@ -328,11 +323,11 @@ def _section_distributions(pg: _Page, runs: pd.DataFrame, variants: list[str], m
          "below the noise does not fill the axis. Hover a box for its figures.")
     groups = [(key, g, {v: np.flatnonzero(g["variant"].to_numpy() == v) for v in variants})
               for key, g in runs.groupby(["dataset", "window"], sort=False)]
+    assumed = _is_assumed(runs["power_label"])
     for metric in metrics:
         if metric not in runs.columns or runs[metric].isna().all():
             continue
         m = _metric(metric)
-        assumed = _is_assumed(runs["power_label"])
         panels, ranges, shown = [], [], []
         for (ds, win), g, rows in groups:
             raw = g[metric].to_numpy(dtype="float64")
@@ -370,6 +365,7 @@ def _section_ranks(pg: _Page, runs: pd.DataFrame, variants: list[str], rank: dic
         vs = [v for v in variants if v in set(g["variant"])]
         cols: dict[str, object] = {"variant": vs}  # the table's columns, made a frame once
         pivot = BlockPivot(g, vs)
+        assumed = _is_assumed(g["power_label"])
         for metric, direction in rank.items():
             if metric not in g.columns:
                 continue
@@ -382,7 +378,7 @@ def _section_ranks(pg: _Page, runs: pd.DataFrame, variants: list[str], rank: dic
                                                    f"–{format_number(c, decimals=2)}]" for a, b, c in zip(mean, lo, hi)]
             med = np.nanmedian(values, axis=0) / m.scale if len(values) else np.full(len(vs), np.nan)
             d = column_decimals(med, m.digits)
-            cols[f"{m.header(_is_assumed(g['power_label']))}: median"] = [format_number(x, decimals=d) for x in med]
+            cols[f"{m.header(assumed)}: median"] = [format_number(x, decimals=d) for x in med]
             cols[f"_{metric}"] = mean
             for v, a, b, c in zip(vs, mean, lo, hi):
                 rows.append({"dataset": ds, "variant": v, "metric": metric, "direction": direction,

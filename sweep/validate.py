@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from twinsweep.core import availability as _avail
-from twinsweep.core.atomic import atomic_write
+from twinsweep.core.atomic import atomic_write, folder_target_problem
 from twinsweep.core.backfill import BUILTIN_BACKFILLS
 from twinsweep.core.backfill.windows import ClockRules, WindowsOptions
 from twinsweep.core.config import Perturbation, RunConfig, parse_human_duration
@@ -80,20 +80,6 @@ _REFERENCE_FIELDS = ["submit_time", "recorded_start_time", "run_time", "procs (-
 
 #: Most restart periods one validation runs (each is one twin run from the recorded state).
 MAX_RESTART_PERIODS = 10_000
-
-
-def _check_out(out: Path) -> None:
-    """Raise ConfigError unless ``out`` can become the output folder: an existing folder, or a
-    path whose first existing ancestor is a folder (it is created when the results are written)."""
-    if out.exists():
-        if not out.is_dir():
-            raise ConfigError(f"--out {str(out)!r} exists and is not a folder")
-        return
-    for parent in out.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ConfigError(f"--out {str(out)!r}: {str(parent)!r} is not a folder")
-            return
 
 
 def _window_arg(text: str | None, what: str) -> tuple[int, int] | None:
@@ -326,8 +312,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     simulation, and nothing is written unless the whole validation succeeds.
     """
     t_wall = time.perf_counter()
-    if out is not None:
-        _check_out(Path(out))
+    if out is not None and (problem := folder_target_problem(out)):
+        raise ConfigError(f"--out {str(out)!r}: {problem}")
     policy_given = policy is not None or backfill is not None
     if policy == "replay":
         raise ConfigError("validate: policy 'replay' copies the recorded starts; give the site's policy (e.g. fcfs)")

@@ -300,7 +300,8 @@ def test_replay_runs_once_whatever_the_backfill_axis(tmp_path):
 
     spec = load_spec(write_spec(tmp_path, seeds=2, policies=("replay", "fcfs"),
                                 backfills=("none", "easy", "conservative")))
-    items = expand(spec, load_datasets(spec))
+    datasets = load_datasets(spec)
+    items = expand(spec, datasets)
     sizes = grid_size(spec)
     assert sizes["replay_repeats"] == 2 and sizes["grid_points"] == 4  # replay+none, fcfs x 3
     assert len(items) == sizes["runs"] == 4 * 2
@@ -308,7 +309,6 @@ def test_replay_runs_once_whatever_the_backfill_axis(tmp_path):
         ("fcfs", "conservative"), ("fcfs", "easy"), ("fcfs", "none"), ("replay", "none")]
     assert replay_repeat(spec, {"policy": "replay", "backfill": "easy"})
     assert not replay_repeat(spec, {"policy": "fcfs", "backfill": "easy"})
-    datasets = load_datasets(spec)
     coords = {"dataset": items[0].dataset, "window": items[0].window, "seed": 0,
               "axes": {"policy": "replay", "backfill": "easy"}}
     assert planned_item(spec, datasets, coords) is None  # a repeated replay point is not in the plan

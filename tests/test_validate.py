@@ -27,11 +27,13 @@ def _jobs(n=240, seed=7, max_procs=NODES, gap=900):
     return [(i + 1, int(sub[i]), int(run[i]), int(procs[i])) for i in range(n)]
 
 
-def _log_of(tmp_path, name, jobs, policy, backfill):
-    """Write the log a machine running ``policy`` + ``backfill`` would have written: each job's
-    wait is the twin's (requested time = 2 × run time, so no job is killed)."""
+def _log_of(tmp_path, name, jobs, policy, backfill, system=None):
+    """Write the log a machine running ``policy`` + ``backfill`` would have written (on the
+    machine of the system file ``system``, default the SWF header's): each job's wait is the
+    twin's (requested time = 2 × run time, so no job is killed)."""
     draft = write_swf_rows(tmp_path / f"{name}-draft.swf", [(j, s, 0, r, p) for j, s, r, p in jobs], max_nodes=NODES)
-    res = simulate(RunConfig(data=str(draft), policy=policy, backfill=backfill))
+    res = simulate(RunConfig(data=str(draft), system=None if system is None else str(system), policy=policy,
+                             backfill=backfill))
     waits = (res.jobs["start_time"] - res.jobs["submit_time"]).astype(int).tolist()
     return write_swf_rows(tmp_path / f"{name}.swf", [(j, s, w, r, p) for (j, s, r, p), w in zip(jobs, waits)],
                           max_nodes=NODES)
@@ -113,7 +115,8 @@ def test_informed_mode_never_reads_which_job_started_when(tmp_path):
     jobs = [(j, sub, 500 * (1 + run % 4), 1 + procs % 4) for j, sub, run, procs in _jobs(600, seed=5, gap=300)]
     span = jobs[-1][1]
     d0 = (span * 3 // 4) // av.BLOCK_S * av.BLOCK_S
-    log = _log_on(tmp_path, "down", jobs, _system_file(tmp_path, ((d0, d0 + 8 * av.BLOCK_S, 3),)))
+    down = _system_file(tmp_path, ((d0, d0 + 8 * av.BLOCK_S, 3),))
+    log = _log_of(tmp_path, "down", jobs, "fcfs", "easy", system=down)
     nominal = str(_system_file(tmp_path))
     tables = {}
     a = validate(str(log), system=nominal, noise_seeds=1, sensitivity=False, tables=tables, windows=0)
@@ -144,15 +147,6 @@ def test_informed_mode_never_reads_which_job_started_when(tmp_path):
     assert a["modes"]["informed"]["wait_mean_twin_s"] == b["modes"]["informed"]["wait_mean_twin_s"]
     assert a["modes"]["informed"]["noise_floor"] == b["modes"]["informed"]["noise_floor"]
     assert "per-job" in a["fields_read"]["informed"]["calibration"]
-
-
-def _log_on(tmp_path, name, jobs, sysfile):
-    """The log the twin writes for ``jobs`` on the machine of ``sysfile`` (fcfs + easy)."""
-    draft = write_swf_rows(tmp_path / f"{name}-draft.swf", [(j, s, 0, r, p) for j, s, r, p in jobs], max_nodes=NODES)
-    res = simulate(RunConfig(data=str(draft), system=str(sysfile), policy="fcfs", backfill="easy"))
-    waits = (res.jobs["start_time"] - res.jobs["submit_time"]).astype(int).tolist()
-    return write_swf_rows(tmp_path / f"{name}.swf", [(j, s, w, r, p) for (j, s, r, p), w in zip(jobs, waits)],
-                          max_nodes=NODES)
 
 
 def test_bad_windows_are_one_clear_error(tmp_path, capsys):
@@ -225,9 +219,6 @@ def test_downtime_is_found_and_closes_the_gap(tmp_path):
                          max_nodes=NODES)
     nominal = _system_file(tmp_path)
     v = validate(str(log), system=str(nominal), noise_seeds=0, sensitivity=False, windows=0)
-    from twinsweep.core.fidelity import recorded_schedule
-    from twinsweep.core.loaders import load_workload
-
     # as validate gives it: the recorded schedule with the requested limits (the hold test)
     wl_jobs = load_workload(log).with_nodes(1).jobs
     est = recorded_schedule(wl_jobs).assign(time_limit=wl_jobs["time_limit"].astype("float64").to_numpy())
