@@ -176,8 +176,7 @@ def main(argv=None) -> int:
         ap.error("--docs goes with --render-only (render the tables from the validation.json files written)")
     folder = data_dir() / "pwa-swf"
     names = args.traces or sorted((p.name for p in folder.glob("*.swf.gz")),
-                                  key=lambda n: (ORDER.index(n.removesuffix(".swf.gz"))
-                                                 if n.removesuffix(".swf.gz") in ORDER else len(ORDER), n))
+                                  key=lambda n: (_order(n.removesuffix(".swf.gz"))[0], n))
     if args.render_only:
         import json
 

@@ -24,11 +24,12 @@ class ConfigError(TwinError, ValueError):
 
 
 class UnknownNameError(ConfigError):
-    """An unknown name (policy, backfill, system, format): lists the valid names."""
+    """An unknown name (policy, backfill, system, format): lists the valid names, then ``hint``
+    (text appended as is, e.g. ``"; close names: ..."``)."""
 
-    def __init__(self, kind: str, name: str, valid):
-        self.kind, self.name, self.valid = kind, name, sorted(valid)
-        super().__init__(f"unknown {kind} {name!r}; valid {kind} names: {', '.join(self.valid)}")
+    def __init__(self, kind: str, name: str, valid, hint: str = ""):
+        self.kind, self.name, self.valid, self.hint = kind, name, sorted(valid), hint
+        super().__init__(f"unknown {kind} {name!r}; valid {kind} names: {', '.join(self.valid)}{hint}")
 
 
 class DiskFullError(TwinError, OSError):

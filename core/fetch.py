@@ -172,10 +172,9 @@ def find(name: str) -> tuple[RemoteDataset, list[str] | None]:
                 return ds, [rf.name]
     files = [n for ds in REGISTRY.values() for rf in ds.files for n in (rf.name, _file_stem(rf.name))]
     close = list(dict.fromkeys(difflib.get_close_matches(name, files, n=3)))
-    err = UnknownNameError("dataset", name, sorted(REGISTRY))
-    err.args = (err.args[0] + "; or the name of one of their files (`twinsweep data list NAME` lists them)"
-                + (f"; close file names: {', '.join(close)}" if close else ""),)
-    raise err
+    raise UnknownNameError("dataset", name, sorted(REGISTRY),
+                           hint="; or the name of one of their files (`twinsweep data list NAME` lists them)"
+                           + (f"; close file names: {', '.join(close)}" if close else ""))
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:

@@ -306,10 +306,12 @@ def grid_size(spec: StudySpec) -> dict[str, int]:
         points *= len(v)
     grid = dict(spec.grid)
     repeats = 0
-    if "policy" in grid and "backfill" in grid and len(grid["backfill"]) > 1:
-        # the replay points times the backfill values after the first, times every other axis
-        repeats = points // (len(grid["policy"]) * len(grid["backfill"])) \
-            * sum(1 for p in grid["policy"] if p == REPLAY) * (len(grid["backfill"]) - 1)
+    if "policy" in grid and "backfill" in grid and points:
+        # the policy x backfill pairs that repeat a replay run (the plan's own rule), times every other axis
+        first = grid["backfill"][0]
+        pairs = sum(replay_repeat(spec, {"policy": p, "backfill": b}, first)
+                    for p in grid["policy"] for b in grid["backfill"])
+        repeats = points // (len(grid["policy"]) * len(grid["backfill"])) * pairs
     points -= repeats
     return {"datasets": len(spec.datasets), "windows": windows, "grid_points": points, "replay_repeats": repeats,
             "seeds": len(spec.seeds), "runs": windows * points * len(spec.seeds)}

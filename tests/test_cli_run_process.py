@@ -93,8 +93,8 @@ def test_start_up_pauses_the_garbage_collector_and_restores_it():
 def test_the_process_command_line_freezes_its_start_up():
     """main() of the process's own command line freezes what its start-up loaded (gc.freeze);
     the collector runs as before afterwards."""
-    code = ("import gc, json\nfrom twinsweep.sweep.cli import _start_up\n"
-            "with _start_up(freeze=True):\n    import fractions\n"
+    code = ("import gc, json, sys\nfrom twinsweep.sweep.cli import main\n"
+            "sys.argv = ['twinsweep', 'systems']\nmain()\n"
             "print(json.dumps([gc.get_freeze_count() > 1000, gc.isenabled()]))\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(r.stdout.strip().splitlines()[-1]) == [True, True]
