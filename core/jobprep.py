@@ -33,13 +33,13 @@ def _int_or_none(a: pd.Series) -> tuple[list, np.ndarray, np.ndarray]:
     return out, missing, zeroed
 
 
-def _ints_nan_zero(x: np.ndarray) -> list:
-    """A float array as a list of ints (truncated toward zero, as ``int``), NaN as 0; a non-finite
-    value other than NaN raises OverflowError as ``int(inf)`` does."""
+def _ints_nan_zero(x: np.ndarray) -> np.ndarray:
+    """A float array as int64 (truncated toward zero, as ``int``), NaN as 0; a non-finite value
+    other than NaN raises OverflowError as ``int(inf)`` does."""
     nan = np.isnan(x)
     if np.isinf(x).any():
         raise OverflowError("cannot convert float infinity to integer")
-    return np.where(nan, 0.0, x).astype(np.int64).tolist()
+    return np.where(nan, 0.0, x).astype(np.int64)
 
 
 def effective_time_limit(time_limit, run_time, default_time_limit: int | None):
@@ -190,7 +190,8 @@ def prepare_jobs(f: pd.DataFrame, system: System, kill: bool, replay: bool, t0: 
     grace = int(getattr(system, "kill_grace_s", 0) or 0)  # s past the limit before the kill
     lim, imp = effective_time_limit(f["time_limit"].astype("float64").to_numpy(),
                                     f["run_time"].astype("float64").to_numpy(), system.default_time_limit)
-    limit = _ints_nan_zero(lim)
+    limit_a = _ints_nan_zero(lim)
+    limit = limit_a.tolist()
     cancel_at = [-1] * n
     if queue_cancelled and not replay:
         ct = cancel_times(f)
@@ -216,7 +217,7 @@ def prepare_jobs(f: pd.DataFrame, system: System, kill: bool, replay: bool, t0: 
     nodes = nodes_v.tolist()  # 0 when unknown
     # actual occupancy once started (a job cancelled while queued: set when it starts)
     if kill:
-        occ = np.minimum(run_v, np.asarray(limit, dtype=np.int64) + grace)
+        occ = np.minimum(run_v, limit_a + grace)
     else:
         occ = run_v
     dur = np.where(run_missing, 0, occ).tolist()
