@@ -635,10 +635,10 @@ def pooled_distributions(root: str | os.PathLike, scheduler: str | None = None, 
         lo, hi, _ = quantile_positions(n[codes_with][:, None], all_q[None, :])
         t_code = np.repeat(codes_with, 2 * len(all_q))
         t_rank = np.concatenate([lo, hi], axis=1).ravel()
-        # distinct (code, rank) pairs in (code, rank) order, as one int key (rank < span)
-        span = int(t_rank.max()) + 1 if len(t_rank) else 1
-        pair = np.unique(t_code.astype("int64") * span + t_rank.astype("int64"))
-        t_code, t_rank = pair // span, pair % span
+        # distinct (code, rank) pairs in (code, rank) order, as one int key (rank < n.max() < maxr)
+        maxr = int(n.max()) + 1 if ncode else 1
+        pair_id = np.unique(t_code.astype("int64") * maxr + t_rank.astype("int64"))
+        t_code, t_rank = np.divmod(pair_id, maxr)
         files = sorted(str(p) for p in stage.glob("part-*.npz"))
         if len(t_code):
             real_hist = real.set_index(["code", "digit"])[["count", "vmin", "vmax"]]
@@ -650,9 +650,6 @@ def pooled_distributions(root: str | os.PathLike, scheduler: str | None = None, 
     finally:
         ex.close()
         shutil.rmtree(stage, ignore_errors=True)
-
-    maxr = int(n.max()) + 1 if ncode else 1
-    pair_id = t_code * maxr + t_rank
 
     def order_stat(code, rank):
         return tval[np.searchsorted(pair_id, code * maxr + rank)]
