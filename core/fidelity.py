@@ -54,6 +54,28 @@ FIGURES: dict[str, tuple[str, str]] = {
 #: Keys of a comparison that are figures (the order of tables in reports).
 FIGURE_KEYS = tuple(FIGURES)
 
+#: Column headers of the figures where people read them (validation.html, the sweep report's
+#: fidelity section), with the display unit: relative errors and shares in %, times in h.
+FIGURE_LABELS: dict[str, str] = {
+    "jobs_compared": "jobs compared",
+    "wait_mean_rel_error": "mean wait error [%]",
+    "wait_p95_rel_error": "p95 wait error [%]",
+    "bsld_mean_rel_error": "mean bounded slowdown error [%]",
+    "start_error_median_s": "median |start error| [h]",
+    "start_error_mae_s": "mean |start error| [h]",
+    "start_error_bias_s": "median start error [h]",
+    "start_within_1h_frac": "starts within 1 h [%]",
+    "start_within_1min_frac": "starts within 1 min [%]",
+    "wait_ks": "wait KS distance",
+    "wait_w1_s": "wait W1 distance [h]",
+    "occupancy_corr_hourly": "hourly busy-node correlation",
+    "occupancy_rmse_frac": "hourly busy-node RMSE [% of nodes]",
+    "wait_mean_ref_s": "mean recorded wait [h]",
+    "wait_mean_twin_s": "mean twin wait [h]",
+    "wait_p95_ref_s": "p95 recorded wait [h]",
+    "wait_p95_twin_s": "p95 twin wait [h]",
+}
+
 _HOUR = 3600
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from twinsweep.core.fidelity import FIGURE_KEYS, compare, twin_schedule
+from twinsweep.core.fidelity import FIGURE_KEYS, FIGURE_LABELS, compare, twin_schedule
 from twinsweep.core.metrics import format_number
 
 from .store import ResultStore
@@ -129,16 +129,17 @@ def section_fidelity(pg, store: ResultStore, runs: pd.DataFrame, variants: list[
             pg.p(f"Closest to the recorded mean wait ({_num(ref_wait, 3600)} h over the compared jobs): "
                  f"<b>{html.escape(str(best['variant']))}</b> ({_rel(best['wait_mean_rel_error'])} %). Reference run "
                  f"<code>{html.escape(str(best['reference_key'])[:12])}</code>.", raw=True)
+        L = FIGURE_LABELS
         shown = pd.DataFrame({
             "variant": t["variant"],
-            "jobs compared": t["jobs_compared"].astype("Int64"),
-            "mean wait error [%]": [_rel(x) for x in t["wait_mean_rel_error"]],
-            "p95 wait error [%]": [_rel(x) for x in t["wait_p95_rel_error"]],
-            "mean bounded slowdown error [%]": [_rel(x) for x in t["bsld_mean_rel_error"]],
-            "median |start error| [h]": [_num(x, 3600) for x in t["start_error_median_s"]],
-            "starts within 1 h [%]": [_num(x, 0.01, 0) for x in t["start_within_1h_frac"]],
-            "wait KS distance": [_num(x) for x in t["wait_ks"]],
-            "wait W1 distance [h]": [_num(x, 3600) for x in t["wait_w1_s"]],
-            "hourly busy-node correlation": [_num(x) for x in t["occupancy_corr_hourly"]]})
+            L["jobs_compared"]: t["jobs_compared"].astype("Int64"),
+            L["wait_mean_rel_error"]: [_rel(x) for x in t["wait_mean_rel_error"]],
+            L["wait_p95_rel_error"]: [_rel(x) for x in t["wait_p95_rel_error"]],
+            L["bsld_mean_rel_error"]: [_rel(x) for x in t["bsld_mean_rel_error"]],
+            L["start_error_median_s"]: [_num(x, 3600) for x in t["start_error_median_s"]],
+            L["start_within_1h_frac"]: [_num(x, 0.01, 0) for x in t["start_within_1h_frac"]],
+            L["wait_ks"]: [_num(x) for x in t["wait_ks"]],
+            L["wait_w1_s"]: [_num(x, 3600) for x in t["wait_w1_s"]],
+            L["occupancy_corr_hourly"]: [_num(x) for x in t["occupancy_corr_hourly"]]})
         pg.table(shown, key_cols=1, max_cols=5)
     pg.csv(table, "fidelity.csv")

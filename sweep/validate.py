@@ -55,7 +55,7 @@ from twinsweep.core.backfill import BUILTIN_BACKFILLS
 from twinsweep.core.backfill.windows import ClockRules, WindowsOptions
 from twinsweep.core.config import Perturbation, RunConfig, parse_human_duration
 from twinsweep.core.errors import ConfigError
-from twinsweep.core.fidelity import FIGURES, compare, recorded_schedule, twin_schedule
+from twinsweep.core.fidelity import FIGURE_LABELS, FIGURES, compare, recorded_schedule, twin_schedule
 from twinsweep.core.options import parse_options
 from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json
 from twinsweep.core.scheduler import validate_scheduler
@@ -565,7 +565,7 @@ def validation_html(result: dict) -> str:
     """A short self-contained HTML page of a validation: figures by mode with their noise floor,
     exclusions, the policy-sensitivity table and what was read."""
     e = html.escape
-    head = "".join(f"<th>{e(k)}</th>" for k in _SHOWN)
+    head = "".join(f"<th title='{e(k)}: {e(FIGURES[k][1])}'>{e(FIGURE_LABELS[k])}</th>" for k in _SHOWN)
     rows = []
     for m, fig in result["modes"].items():
         rows.append(f"<tr><th>{e(m)}</th>" + "".join(f"<td>{e(_fmt(k, fig.get(k)))}</td>" for k in _SHOWN) + "</tr>")
@@ -573,6 +573,12 @@ def validation_html(result: dict) -> str:
         if nf:
             rows.append(f"<tr class='nf'><td>{e(m)} noise floor ({nf['seeds']} seeds, σ={nf['runtime_sigma']})</td>"
                         + "".join(f"<td>{e(_fmt(k, nf.get(k)))}</td>" for k in _SHOWN) + "</tr>")
+    def _read(v) -> str:  # fields_read: {mode: {"twin_input": [...], "calibration": "..."}} or a list
+        if isinstance(v, dict):
+            return "; ".join(f"{e(k.replace('_', ' '))}: {_read(x)}" for k, x in v.items())
+        return e(", ".join(v)) if isinstance(v, (list, tuple)) else e(str(v))
+
+    read = "".join(f"<li><b>{e(m)}</b>: {_read(v)}</li>" for m, v in result["fields_read"].items())
     warn = ("<h2>Warnings</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in result["warnings"]) + "</ul>"
             if result.get("warnings") else "")
     excl = "".join(f"<li><b>{e(m)}</b>: " + ", ".join(f"{e(r)}: {n:,}" for r, n in fig.get("exclusions", {}).items())
@@ -602,6 +608,6 @@ padding:3px 6px;text-align:right}}tr.nf{{color:#777}}tr.site{{background:#eef}}<
 Relative errors are (twin − log) / log.</p>
 <table><tr><th>mode</th>{head}</tr>{''.join(rows)}</table>
 <h2>Jobs left out</h2><ul>{excl}</ul>{sens}{warn}
-<h2>Recorded fields read</h2><pre>{e(to_json(result['fields_read']))}</pre>
+<h2>Recorded fields read</h2><ul>{read}</ul>
 </body></html>
 """
