@@ -30,7 +30,8 @@ import importlib
 import sys
 import threading
 from importlib import metadata
-from typing import Callable, Generic, Iterator, TypeVar
+from types import MappingProxyType
+from typing import Callable, Generic, Iterator, Mapping, TypeVar
 
 from .errors import ConfigError, UnknownNameError
 
@@ -49,9 +50,9 @@ _SCAN: dict[str, dict[str, metadata.EntryPoint]] | None = None
 _SCAN_LOCK = threading.Lock()
 
 
-def installed_entry_points(group: str) -> dict[str, metadata.EntryPoint]:
+def installed_entry_points(group: str) -> Mapping[str, metadata.EntryPoint]:
     """The installed entry points of ``group``, name -> :class:`importlib.metadata.EntryPoint`
-    (a copy; the same as ``{ep.name: ep for ep in metadata.entry_points(group=group)}``: where
+    (a read-only view of the process's scan; the same as ``{ep.name: ep for ep in metadata.entry_points(group=group)}``: where
     two distributions declare one name the later one wins). The installed distributions are
     scanned once per process for all groups (:data:`_SCAN`); :func:`forget_entry_points` (or
     :meth:`Registry.refresh`) makes the next call scan again."""
@@ -65,7 +66,7 @@ def installed_entry_points(group: str) -> dict[str, metadata.EntryPoint]:
             for ep in ([e for eps in dict.values(found) for e in eps] if isinstance(found, dict) else found):
                 scan.setdefault(ep.group, {})[ep.name] = ep
             _SCAN = scan
-        return dict(_SCAN.get(group, {}))
+        return MappingProxyType(_SCAN.get(group, {}))
 
 
 def forget_entry_points() -> None:
@@ -95,7 +96,6 @@ class Registry(Generic[T]):
         self._items: dict[str, T] = {}
         self._declared: dict[str, str] = {}  # built-in name -> module that registers it, not imported yet
         self._builtin_rank: dict[str, int] = {}  # declared names in declaration order (in_order's order)
-        self._entry_points: dict[str, metadata.EntryPoint] | None = None
         self._lock = threading.RLock()
 
     # -- registration ----------------------------------------------------------------------------
@@ -219,21 +219,13 @@ class Registry(Generic[T]):
         rank = self._builtin_rank
         return sorted(self._items.items(), key=lambda kv: (0, rank[kv[0]]) if kv[0] in rank else (1, 0))
 
-    def _installed(self) -> dict[str, metadata.EntryPoint]:
-        if self.group is None:
-            return {}
-        if self._entry_points is None:
-            with self._lock:
-                if self._entry_points is None:
-                    self._entry_points = installed_entry_points(self.group)
-        return self._entry_points
+    def _installed(self) -> Mapping[str, metadata.EntryPoint]:
+        return installed_entry_points(self.group) if self.group is not None else {}
 
     def refresh(self) -> None:
-        """Read the installed entry points again (after installing a plug-in package): the
-        process's scan (:func:`installed_entry_points`) is dropped too."""
+        """Read the installed entry points again (after installing a plug-in package): drops the
+        process's scan (:func:`installed_entry_points`), which every registry reads."""
         forget_entry_points()
-        with self._lock:
-            self._entry_points = None
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {len(self._items)} registered, group={self.group!r})"
