@@ -234,8 +234,12 @@ class QueueScheduler:
                 self._k[j] = self._key(j, now)
             self._q.sort(key=self._k.__getitem__)
         started = self.backfill.select(now, self._q, cluster)
-        if not started:
-            return self._wake_up(now, cluster) if self._next_wake is not None else None
+        if started:
+            self._start(started, now, cluster)
+        return self._wake_up(now, cluster) if self._next_wake is not None else None
+
+    def _start(self, started: list[int], now: int, cluster: Cluster) -> None:
+        """Start the jobs a pass selected: through the cluster, tell the policy, leave the queue."""
         keys = self._k
         for j in started:
             if keys.pop(j, None) is None:
@@ -248,7 +252,6 @@ class QueueScheduler:
         else:
             s = set(started)
             self._q = [j for j in self._q if j not in s]
-        return self._wake_up(now, cluster) if self._next_wake is not None else None
 
     def _wake_up(self, now: int, cluster: Cluster) -> int | None:
         """The backfill variant's next wake-up after the pass at ``now`` (None if none, or if it is
