@@ -44,6 +44,15 @@ def machine() -> dict:
             "python": platform.python_version()}
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's waited-for children and their threads so far
+    (``getrusage(RUSAGE_CHILDREN)``): the difference around a child is the child's CPU time."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def goal_text(goal: str | None, met: bool | None) -> str:
     """``(goal <= 1.5 s: met)``-style suffix printed beside a figure; ``(no goal)`` without one."""
     if goal is None:

@@ -19,12 +19,11 @@ import argparse
 import hashlib
 import io
 import os
-import resource
 import sys
 import time
 from pathlib import Path
 
-from _figures import fail, record
+from _figures import children_cpu, fail, record
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "studies" / "schedulers" / "fcfs_easy.py"
@@ -38,11 +37,6 @@ def _digest(res) -> str:
     b = io.BytesIO()
     pq.write_table(_jobs_table(res.jobs), b, compression="zstd")
     return hashlib.sha256(b.getvalue()).hexdigest()
-
-
-def _children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 def main() -> int:
@@ -62,9 +56,9 @@ def main() -> int:
     digests, messages = {}, {}
     for _ in range(args.rounds):
         for name, cfg in variants.items():
-            c0, w0, k0 = time.process_time(), time.perf_counter(), _children_cpu()
+            c0, w0, k0 = time.process_time(), time.perf_counter(), children_cpu()
             res = simulate(cfg, workload=wl, system=system)
-            cpu = time.process_time() - c0 + (_children_cpu() - k0)
+            cpu = time.process_time() - c0 + (children_cpu() - k0)
             wall = time.perf_counter() - w0
             best[name] = min(best.get(name, (cpu, wall)), (cpu, wall))
             digests[name] = _digest(res)
@@ -73,9 +67,9 @@ def main() -> int:
     for _ in range(args.rounds):
         import subprocess
 
-        c0, w0 = _children_cpu(), time.perf_counter()
+        c0, w0 = children_cpu(), time.perf_counter()
         subprocess.run([sys.executable, str(SCRIPT)], stdin=subprocess.DEVNULL, check=True)
-        su = (_children_cpu() - c0, time.perf_counter() - w0)
+        su = (children_cpu() - c0, time.perf_counter() - w0)
         start_up = min(start_up or su, su)
     best["process"] = (best["process"][0] - start_up[0], best["process"][1] - start_up[1])
     bad = [n for n in ("inproc", "process") if digests[n] != digests["builtin"]]

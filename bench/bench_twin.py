@@ -28,7 +28,7 @@ import json
 import subprocess
 import sys
 
-from _figures import fail, goal_text, record
+from _figures import children_cpu, fail, goal_text, record
 
 TRACES = {
     "SDSC": ("pwa-swf/SDSC-SP2-1998-4.2-cln.swf.gz", "sdsc-sp2"),
@@ -123,15 +123,13 @@ print(json.dumps({"rc": rc, "imports": l0, "load": l1 - l0, "simulate": s1 - s0,
 def _child_cpu(cmd: list[str], env: dict | None = None) -> tuple[float, float, subprocess.CompletedProcess]:
     """``(CPU s, wall s, completed process)`` of one child process (user + system time of the child
     and its threads, from ``getrusage(RUSAGE_CHILDREN)``)."""
-    import resource
     import time
 
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu()
     t = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall, r
+    return children_cpu() - before, wall, r
 
 
 def _best_cpu(cmd: list[str], n: int = 3, env: dict | None = None) -> tuple[float, float] | str:

@@ -178,7 +178,7 @@ MUTANTS = [
            "                    apply_starts(t, t)\n                    if True:\n                        break", ENGINE,
            why="zero-length jobs release their nodes but no pass follows in that second"),
     Mutant("kill-ignored", "core/jobprep.py",
-           "        occ = np.minimum(run_v, np.asarray(limit, dtype=np.int64) + grace)",
+           "        occ = np.minimum(run_v, limit_a + grace)",
            "        occ = run_v", ENGINE, why="jobs outlive their time limit with kill on"),
     Mutant("timeout-at-exact-limit", "core/outcome.py",
            "        elif kill and run[j] > limit[j] + grace:",
