@@ -489,14 +489,20 @@ def _cmd_validate(args) -> int:
                    windows=args.windows, format=args.format)
     for w in res.get("warnings") or ():
         print(f"twinsweep validate: warning: {w}", file=sys.stderr)
+    ref = next(iter(res["modes"].values()), {}).get("wait_mean_ref_s")
+    print(f"twin against the log's recorded schedule, {res['policy']} + {res['backfill']}, jobs submitted in the "
+          f"reported window; errors are (twin - log) / log"
+          + (f"; the log's mean wait {ref / 3600:.2f} h" if ref is not None else ""))
     for mode, fig in res["modes"].items():
         def pct(k):
             v = fig.get(k)
             return "n/a" if v is None else f"{v * 100:+.1f} %"
         corr = fig.get("occupancy_corr_hourly")
+        within = fig.get("start_within_1h_frac")
         print(f"{mode:8s} jobs {fig['jobs_compared']:>7,}  mean wait {pct('wait_mean_rel_error')}  "
-              f"p95 wait {pct('wait_p95_rel_error')}  within 1 h {fig.get('start_within_1h_frac') or 0:.0%}  "
-              f"hourly occupancy corr {'n/a' if corr is None else f'{corr:.2f}'}")
+              f"p95 wait {pct('wait_p95_rel_error')}  "
+              f"starts within 1 h of the log's {'n/a' if within is None else f'{within * 100:.0f} %'}  "
+              f"hourly busy-node correlation {'n/a' if corr is None else f'{corr:.2f}'}")
     rs = res.get("ranking_stability")
     if rs:
         print(f"rankings over the {rs['windows']} busiest weeks: Kendall tau blind vs informed >= "

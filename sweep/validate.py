@@ -561,6 +561,11 @@ def _fmt(k: str, v) -> str:
     return str(v)
 
 
+def _days(window) -> str:
+    """``[a, b)`` in s as ``"[a d, b d)"``, days to one decimal."""
+    return f"[{window[0] / 86400:.1f} d, {window[1] / 86400:.1f} d)"
+
+
 def validation_html(result: dict) -> str:
     """A short self-contained HTML page of a validation: figures by mode with their noise floor,
     exclusions, the policy-sensitivity table and what was read."""
@@ -571,7 +576,7 @@ def validation_html(result: dict) -> str:
         rows.append(f"<tr><th>{e(m)}</th>" + "".join(f"<td>{e(_fmt(k, fig.get(k)))}</td>" for k in _SHOWN) + "</tr>")
         nf = fig.get("noise_floor")
         if nf:
-            rows.append(f"<tr class='nf'><td>{e(m)} noise floor ({nf['seeds']} seeds, σ={nf['runtime_sigma']})</td>"
+            rows.append(f"<tr class='nf'><td>{e(m)} noise floor ({nf['seeds']} seed{'' if nf['seeds'] == 1 else 's'}, σ={nf['runtime_sigma']})</td>"
                         + "".join(f"<td>{e(_fmt(k, nf.get(k)))}</td>" for k in _SHOWN) + "</tr>")
     def _read(v) -> str:  # fields_read: {mode: {"twin_input": [...], "calibration": "..."}} or a list
         if isinstance(v, dict):
@@ -604,7 +609,7 @@ def validation_html(result: dict) -> str:
 padding:3px 6px;text-align:right}}tr.nf{{color:#777}}tr.site{{background:#eef}}</style></head><body>
 <h1>How close is the twin to the recorded schedule? {e(result['trace'])}</h1>
 <p>System {e(result['system']['name'])} ({result['system']['nodes']} nodes); site policy {e(result['policy'])} +
-{e(result['backfill'])}; reported window [{w['reported'][0]}, {w['reported'][1]}) s, fitting window [{w['fitting'][0]}, {w['fitting'][1]}) s (from the trace epoch).
+{e(result['backfill'])}; reported window {_days(w['reported'])}, fitting window {_days(w['fitting'])} (days from the trace epoch).
 Relative errors are (twin − log) / log.</p>
 <table><tr><th>mode</th>{head}</tr>{''.join(rows)}</table>
 <h2>Jobs left out</h2><ul>{excl}</ul>{sens}{warn}
