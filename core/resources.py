@@ -27,11 +27,12 @@ class NodePool:
     ``(mask + low) & mask`` the mask without that run: the carry clears it), so taking k nodes
     costs a few small big-integer operations per run of free nodes, not per node; above it a
     numpy boolean array (one vectorised O(n) scan per allocation, whatever the job size, and
-    compact int32 placements).
+    compact int32 placements): the compiled loops of :mod:`core._nodearray` stop at the k-th free node,
+    from a remembered index at or below the lowest free one.
     """
 
     BITSET_MAX_NODES = 1024
-    __slots__ = ("n", "free", "_mask", "_is_free", "allocate", "allocate_ids", "release")
+    __slots__ = ("n", "free", "_mask", "_is_free", "_lowest", "_take", "_give", "allocate", "allocate_ids", "release")
 
     def free_ranges(self) -> list[tuple[int, int]]:
         """The free nodes as ascending inclusive ranges ``[(first, last), ...]``."""
@@ -55,7 +56,11 @@ class NodePool:
             self._mask = (1 << self.n) - 1
             self.allocate, self.allocate_ids, self.release = self._b_alloc, self._b_alloc_ids, self._b_release
         else:
+            from ._nodearray import give_back, take_lowest  # numba: only machines this large pay its import
+
             self._is_free = np.ones(self.n, dtype=bool)
+            self._lowest = 0  # at or below the lowest free node
+            self._take, self._give = take_lowest, give_back
             self.allocate, self.allocate_ids, self.release = self._a_alloc, self._a_alloc_ids, self._a_release
 
     # -- bit set ------------------------------------------------------------------------------------
@@ -113,9 +118,10 @@ class NodePool:
     def _a_alloc(self, k: int) -> np.ndarray:
         if k > self.free:
             raise RuntimeError(f"allocate({k}) with only {self.free} free nodes")
-        ids = np.flatnonzero(self._is_free)[:k].astype(np.int32)
-        self._is_free[ids] = False
+        ids = self._take(self._is_free, k, self._lowest)
         self.free -= k
+        if k:
+            self._lowest = int(ids[-1]) + 1  # every free node below it was taken
         return ids
 
     def _a_alloc_ids(self, ids: Sequence[int]) -> np.ndarray | None:
@@ -129,10 +135,12 @@ class NodePool:
         return a.astype(np.int32)
 
     def _a_release(self, ids) -> None:
-        if self._is_free[ids].any():
+        lo = self._give(self._is_free, np.asarray(ids, dtype=np.int32))
+        if lo < 0:
             raise RuntimeError("release of a node that is already free")
-        self._is_free[ids] = True
         self.free += len(ids)
+        if lo < self._lowest:
+            self._lowest = lo
 
 
 class Cluster:

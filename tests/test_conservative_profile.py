@@ -111,20 +111,12 @@ def test_job_past_its_expected_end_is_taken_to_end_one_second_later():
 
 # -- the engine: reusing the previous pass's profile gives the schedule of a rebuild ------------
 
-from twin_helpers import schedule_of, simulate_tiny  # noqa: E402
+from twin_helpers import bursty_traces as _bursty_traces, schedule_of, simulate_tiny  # noqa: E402
 
 from twinsweep.core.backfill import Conservative  # noqa: E402
 
 
-@st.composite
-def bursty_traces(draw):
-    # submissions in bursts and long limits: many passes with submissions only, where reuse applies
-    jobs = []
-    for _ in range(draw(st.integers(1, 25))):
-        run = draw(st.integers(0, 50))
-        jobs.append(dict(submit=draw(st.sampled_from([0, 1, 2, 5, 10, 30, 31, 60, 90])), run=run,
-                         limit=draw(st.one_of(st.none(), st.integers(1, 80))), nodes=draw(st.integers(1, 8))))
-    return jobs
+bursty_traces = st.composite(_bursty_traces)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -50,6 +50,16 @@ def test_easy_shadow_is_when_enough_nodes_are_free_not_the_first_expected_end():
     assert schedule_of(out) == {0: (0, 50), 1: (0, 100), 2: (100, 110), 3: (2, 62)}
 
 
+def test_easy_job_past_its_limit_counts_as_ending_one_second_from_now():
+    # kill off, N=8. J0 (6 nodes, limit 10) overruns to 50; the head J1 (8 nodes) waits from 1.
+    # At 20, J0 is past its expected end (10): EASY takes it to end at now + 1 = 21, the shadow
+    # time, so J2 (1 node, limit 1) ends by it and backfills at 20. (A shadow left at 10 would
+    # leave no room before it, and J2 would wait behind J1 until 60.)
+    jobs = [J(0, 50, 10, 6), J(1, 10, 10, 8), J(20, 1, 1, 1)]
+    out, _ = simulate_tiny(jobs, nodes=8, backfill="easy", kill=False)
+    assert schedule_of(out) == {0: (0, 50), 1: (50, 60), 2: (20, 21)}
+
+
 def test_easy_each_backfill_on_extra_nodes_uses_them_up():
     # N=10. J0 (6 nodes) [0,100). Head J1 (8 nodes) at 1: shadow 100, extra = 4 + 6 - 8 = 2.
     # J2, J3, J4 (1 node each, limit 500 > shadow) at 2: J2 and J3 take the 2 extra nodes; J4

@@ -21,18 +21,21 @@ def frame(jobs):
             "run_time": j.get("run"), "time_limit": j.get("limit"), "procs": j["nodes"], "nodes": j["nodes"],
             "cpu_util": float("nan"), "gpu_util": float("nan"), "avg_power_w": float("nan"),
             "energy_j": float("nan"), "priority": j.get("priority", float("nan")), "partition": None,
-            "status": "completed", "node_ids": j.get("node_ids"),
+            "status": j.get("status", "completed"), "node_ids": j.get("node_ids"),
         })
     return coerce_jobs_frame(pd.DataFrame(rows))
 
 
 def simulate_tiny(jobs, nodes=10, policy="fcfs", backfill="easy", kill=True, start=None, duration=None,
-                  default_time_limit=None):
-    """Run the engine on a hand-written trace; returns (jobs DataFrame, EngineResult)."""
+                  default_time_limit=None, queue_cancelled=False, **system_fields):
+    """Run the engine on a hand-written trace; returns (jobs DataFrame, EngineResult).
+    ``system_fields``: more :class:`System` fields (e.g. ``availability``)."""
     f = frame(jobs)
-    system = System(name="tiny", title="tiny", nodes=nodes, default_time_limit=default_time_limit)
-    win, t0, t1 = select_window(f, start, duration, policy == "replay", kill, default_time_limit)
-    eng = Engine(win, system, policy, backfill, kill, [100.0] * len(win), 10.0, t0, t1)
+    system = System(name="tiny", title="tiny", nodes=nodes, default_time_limit=default_time_limit, **system_fields)
+    win, t0, t1 = select_window(f, start, duration, policy == "replay", kill, default_time_limit,
+                                queue_cancelled=queue_cancelled)
+    eng = Engine(win, system, policy, backfill, kill, [100.0] * len(win), 10.0, t0, t1,
+                 queue_cancelled=queue_cancelled)
     res = eng.run()
     return res.jobs, res
 
@@ -57,3 +60,22 @@ def write_swf_rows(path, rows, max_nodes=8):
         lines.append(f"{jid} {sub} {wait} {run} {procs} -1 -1 {procs} {run * 2} -1 1 {user} {group} -1 -1 -1 -1 -1")
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def bursty_traces(draw, cancels=False):
+    """A hypothesis strategy body (wrap it with ``st.composite``): up to 25 jobs submitted in
+    bursts, with long limits: many passes see submissions only, where a backfill variant may
+    reuse its last pass. ``cancels``: some jobs are cancelled while queued (status cancelled, no
+    run time, cancel time in ``start``)."""
+    from hypothesis import strategies as st
+
+    jobs = []
+    for _ in range(draw(st.integers(1, 25))):
+        run = draw(st.integers(0, 50))
+        job = dict(submit=draw(st.sampled_from([0, 1, 2, 5, 10, 30, 31, 60, 90])), run=run,
+                   limit=draw(st.one_of(st.none(), st.integers(1, 80))), nodes=draw(st.integers(1, 8)))
+        if cancels and draw(st.integers(0, 5)) == 0:
+            job.update(status="cancelled", run=None, limit=draw(st.integers(1, 80)),
+                       start=job["submit"] + draw(st.integers(0, 40)))
+        jobs.append(job)
+    return jobs

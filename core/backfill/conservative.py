@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ._newcomers import Newcomers
 from .base import BACKFILLS, Backfill
 
 __all__ = ["Conservative"]
@@ -37,6 +38,7 @@ class Conservative(Backfill):
         """A cancelled job's reservation is in the saved profile: rebuild at the next pass."""
         if self.state is not None:
             self.state.profile = None
+            self.state.since.forget()
 
     def select(self, now, queue, cluster):
         c = self.state
@@ -47,11 +49,11 @@ class Conservative(Backfill):
             dur = np.maximum(np.asarray(self.jobs.time_limit, dtype=np.int64), 1)
             c = self.state = _State(Profile, nodes, dur, np.full(len(nodes), -1, dtype=np.int64))
         q, run = queue, cluster.running
-        m = c.kept
-        if (c.profile is not None and self.reuse_profile and self.static_queue
-                and len(run) == c.n_running and (not run or run[0][0] > now)
-                and (m == 0 or (len(q) >= m and q[m - 1] == c.tail))
-                and c.profile.free_now == cluster.free_nodes and c.changes == cluster.changes):
+        m = None
+        if c.profile is not None and self.reuse_profile and self.static_queue:
+            m = c.since.first_new(q, cluster)
+        if (m is not None and len(run) == c.n_running and (not run or run[0][0] > now)
+                and c.profile.free_now == cluster.free_nodes):
             # Only submissions since the last pass (no end: starts happen only in passes), no
             # running job past its expected end, and every new job queued behind every old
             # one: the old jobs' reservations are unchanged (no breakpoint lies between the two
@@ -74,12 +76,7 @@ class Conservative(Backfill):
         c.prev[qa[later]] = t[later]  # a started job leaves the queue: its entry is never read again
         started = qa[~later].tolist()  # in queue order: placement takes the lowest free nodes in that order
         c.n_running = len(run) + len(started)
-        # Cluster.changes after this pass's starts (each start adds one running entry): any later
-        # change (an end, a node availability period taking or returning nodes) forbids the reuse
-        c.changes = cluster.changes + len(started)
-        c.kept = len(q) - len(started)
-        if c.kept:
-            c.tail = q[-1] if not started or started[-1] != q[-1] else _last_not_in(q, set(started))
+        c.since.record(q, started, cluster)
         return started
 
 
@@ -88,24 +85,16 @@ class _State:
     """Conservative backfilling's state between passes: the profile class ``make_profile``
     (core._profile.Profile, imported on first use); per job (index = job) ``nodes``,
     reserved duration ``dur`` (time limit, >= 1 s) and last reservation ``prev`` (-1: none); the
-    last pass's final ``profile``, how many jobs it left queued (``kept``), the last of them
-    (``tail``), the number of running jobs after it (``n_running``); ``reused`` counts passes
-    that reused the profile."""
+    last pass's final ``profile``, the jobs it left queued (``since``, :class:`Newcomers`), the
+    number of running jobs after it (``n_running``); ``reused`` counts passes that reused the
+    profile."""
 
     make_profile: Any
     nodes: np.ndarray
     dur: np.ndarray
     prev: np.ndarray
     profile: Any = None  # core._profile.Profile
-    kept: int = 0
-    tail: int = -1
+    since: Newcomers = dataclasses.field(default_factory=Newcomers)
     n_running: int = -1
-    changes: int = -1  # Cluster.changes after the last pass
     reused: int = 0  # passes that reused the profile (tests check that the path runs)
 
-
-def _last_not_in(q, gone: set) -> int:
-    for j in reversed(q):
-        if j not in gone:
-            return j
-    raise RuntimeError("no job left in the queue")
