@@ -100,9 +100,8 @@ def jobs_table(frame: pd.DataFrame, J: WindowJobs, k: KernelResult, status: list
     ended = np.zeros(n, dtype=bool)
     for name in ENDED:
         ended |= st == name
-    jobs = frame.drop(columns=["replay_start"])
     cols = {
-        "trace_status": jobs["status"],  # a Series of the same index: aligned as is
+        "trace_status": frame["status"],  # a Series of the frame's index: aligned as is
         "status": status,
         "reason": reason,
         "prepopulated": np.asarray(J.prepop[:n], dtype=bool) & started,
@@ -118,11 +117,16 @@ def jobs_table(frame: pd.DataFrame, J: WindowJobs, k: KernelResult, status: list
     per_job_w = npow * np.asarray(J.nodes[:n], dtype=np.int64)
     cols["energy_j"] = np.where(started, per_job_w * (e_arr - s_arr), np.nan)
     cols["avg_power_w"] = np.where(started, per_job_w, np.nan)
-    cols["node_ids"] = k.placed
+    placed = np.empty(n, dtype=object)  # one object per job (a list of equal-length arrays is no 2-D array here)
+    for j, ids in enumerate(k.placed[:n]):
+        placed[j] = ids
+    cols["node_ids"] = placed
     # the frame's columns, then these (a column of the frame with one of these names is replaced
-    # where it stands); index 0..n-1 (as reset_index(drop=True), without copying the frame)
-    for name, col in cols.items():
-        jobs[name] = col
+    # where it stands); index 0..n-1 (as reset_index(drop=True)). One DataFrame built from the
+    # frame's Series (their dtypes kept) and these, not one insertion per column.
+    out = {c: frame[c] for c in frame.columns if c != "replay_start"}
+    out.update(cols)
+    jobs = pd.DataFrame(out, index=frame.index, copy=False)
     jobs.index = pd.RangeIndex(n)
     return jobs
 

@@ -323,7 +323,9 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         **({"warnings": warnings} if warnings else {}),
         "versions": {"python": platform.python_version(), "pandas": pd.__version__, "pyarrow": pa.__version__},
     }
-    jobs = jobs.drop(columns=[c for c in ("replay_start",) if c in jobs.columns])
+    gone = [c for c in ("replay_start",) if c in jobs.columns]
+    if gone:  # (a drop of no column would still copy the table)
+        jobs = jobs.drop(columns=gone)
     jobs.attrs = {}  # nothing machine-specific (paths) may reach the output files
     return RunResult(jobs=jobs, timeline=timeline, stats=stats, manifest=manifest,
                      wall_time_s=time.perf_counter() - t_wall, warnings=warnings)
