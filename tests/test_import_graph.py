@@ -71,6 +71,7 @@ LAZY_INTERNAL = {
     "twinsweep.core.scheduler": "plug-in loading on first use; the external-scheduler protocol only for "
                                 "policy 'external'",
     "twinsweep.core.backfill.conservative": "the numba profile (~1 s to compile/import) loads on first use",
+    "twinsweep.core.resources": "numba's node-array loops (core._nodearray, ~0.3 s import) load only for machines of more than 1,024 nodes",
     "twinsweep.core.fetch": "data-folder lookup only on download",
     "twinsweep.core.loaders._registry": "the parsed-trace cache loads only when a trace is loaded",
     "twinsweep.sweep.tune.cli": "the tuning machinery loads only when `twinsweep tune` runs (CLI start-up)",
