@@ -50,6 +50,26 @@ def _label(metric: str, assumed: bool, display: dict | None = None) -> str:
     return s + (" (assumed)" if power and assumed else "")
 
 
+def _table_display(summ: pd.DataFrame, metrics: list[str], assumed: bool) -> tuple[dict, dict, set]:
+    """The units of the section's table: ``(display, header, per_cell)``. ``display[(dataset,
+    window)]`` is :func:`display_units` of that dataset and window's rows, as its figure uses, so
+    that a 100-node machine's power swings read in W beside an exascale machine's in MW (one unit
+    per column showed 0.58 W as 0.000582 kW). ``header[metric]`` is the column title, with the unit
+    when every dataset and window shows the metric in the same unit; otherwise the metric is in
+    ``per_cell`` and each cell ends with its own unit."""
+    display = {key: display_units(summ.iloc[idx], metrics)
+               for key, idx in summ.groupby(["dataset", "window"], sort=False).indices.items()}
+    header, per_cell = {}, set()
+    for m in metrics:
+        shown = {d[m] for d in display.values()} or {POOLED_DISPLAY.get(m, (m, 1.0, "", False))}
+        label, _, unit, power = next(iter(shown))
+        if len({x[2] for x in shown}) > 1:
+            per_cell.add(m)
+            unit = ""
+        header[m] = (f"{label} [{unit}]" if unit else label) + (" (assumed)" if power and assumed else "")
+    return display, header, per_cell
+
+
 def _variant_map(runs: pd.DataFrame, gcols: list[str]) -> pd.DataFrame:
     """(group columns as str) -> variant label, from the report's run table."""
     keys = pd.DataFrame({c: runs[c].astype(str) for c in gcols})
@@ -88,7 +108,7 @@ def section_pooled(pg, root: Path, runs: pd.DataFrame, variants: list[str], assu
              "period must divide the swing window); they are counted in distributions.csv, column runs_skipped.")
     order = {v: i for i, v in enumerate(variants)}
     metrics = [m for m in POOLED_DISPLAY if m in set(summ["metric"])]
-    display = display_units(summ, metrics)
+    display, header, per_cell = _table_display(summ, metrics, assumed)
     rows = []
     groups: dict[tuple, dict[str, dict]] = {}  # (dataset, window, variant) -> metric -> its summary row
     for x in summ.to_dict("records"):
@@ -98,18 +118,21 @@ def section_pooled(pg, root: Path, runs: pd.DataFrame, variants: list[str], assu
         for m in metrics:
             x = by_metric.get(m)
             if x is None or x["n"] == 0:
-                r[_label(m, assumed, display)] = "—"
+                r[header[m]] = "—"
                 continue
-            s = display[m][1]
+            _, s, unit, _ = display[(ds, win)][m]
             f = [format_number(x[k] / s, 3) for k in ("median", "q25", "q75", "q95", "max")]
-            r[_label(m, assumed, display)] = f"{f[0]} [{f[1]}–{f[2]}], p95 {f[3]}, max {f[4]}"
+            cell = f"{f[0]} [{f[1]}–{f[2]}], p95 {f[3]}, max {f[4]}"
+            r[header[m]] = f"{cell} {unit}" if m in per_cell and unit else cell
         rows.append(r)
     tab = pd.DataFrame(rows)
     if len(tab):
         tab = tab.sort_values(["dataset", "window", "variant"], kind="mergesort",
                               key=lambda s: s.map(order) if s.name == "variant" else s.map(
                                   {k: i for i, k in enumerate(dict.fromkeys(runs[s.name].astype(str)))}))
-    pg.p("Median [quartiles], 95th percentile and maximum, in display units:")
+    pg.p("Median [quartiles], 95th percentile and maximum, in display units"
+         + (" (a column title without a unit: the datasets differ in scale and each cell ends with its own"
+            " unit, the unit of its figure below)" if per_cell else "") + ":")
     pg.table(tab, key_cols=4, max_cols=2)
     _figures(pg, qt, summ, metrics, variants, assumed)
 

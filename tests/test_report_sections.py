@@ -274,3 +274,61 @@ def test_pooled_power_display_takes_the_si_prefix_of_the_page_largest_value():
         POOLED_DISPLAY["power_swing_1min_w"]  # nothing pooled: the catalogue's unit
     d = display_units(summ(300.0), ["wait_s"])
     assert d["wait_s"] == POOLED_DISPLAY["wait_s"] and d["wait_s"][2] == "h"
+
+
+def test_pooled_table_gives_each_dataset_its_own_power_unit():
+    """The pooled table of a study over a 100-node machine (power swings up to 536 W) and a large
+    one (up to 338 kW): the small machine's p95 of 0.582 W reads "0.582 ... W", not "0.000582" under
+    a column-wide kW; a metric in one unit on every dataset (job wait, h) keeps its unit in the
+    column title and none in the cells."""
+    from twinsweep.sweep.report_pooled import _table_display
+
+    stats = {"median": 0.0, "q25": 0.0, "q75": 0.0}
+    summ = pd.DataFrame([
+        {"dataset": "kth", "window": "d1", "metric": "power_swing_1min_w", **stats, "q95": 0.582, "max": 536.0},
+        {"dataset": "theta", "window": "d2", "metric": "power_swing_1min_w", **stats, "q95": 2e3, "max": 338e3},
+        {"dataset": "kth", "window": "d1", "metric": "wait_s", **stats, "q95": 3600.0, "max": 7200.0},
+        {"dataset": "theta", "window": "d2", "metric": "wait_s", **stats, "q95": 36000.0, "max": 72000.0}])
+    display, header, per_cell = _table_display(summ, ["power_swing_1min_w", "wait_s"], assumed=True)
+    assert display[("kth", "d1")]["power_swing_1min_w"][1:3] == (1.0, "W")
+    assert display[("theta", "d2")]["power_swing_1min_w"][1:3] == (1e3, "kW")
+    assert per_cell == {"power_swing_1min_w"}
+    assert header["power_swing_1min_w"] == "1-min power swing (assumed)"
+    assert header["wait_s"] == f"{display[('kth', 'd1')]['wait_s'][0]} [h]"
+
+
+def test_pooled_section_cells_carry_the_unit_of_their_dataset(tmp_path):
+    """The section as written: the small machine's cell reads in W, the large one's in kW."""
+    from twinsweep.sweep.report_pooled import section_pooled
+
+    cols = {"runs": 5, "runs_skipped": 0, "missing": 0, "n": 100, "min": 0.0, "mean": 1.0, "median": 0.0,
+            "std": 1.0, "q05": 0.0, "q25": 0.0, "q75": 0.0}
+    pd.DataFrame([{"dataset": "kth", "window": "d1", "policy": "fcfs", "metric": "power_swing_1min_w", **cols,
+                   "q95": 0.582, "max": 536.0},
+                  {"dataset": "theta", "window": "d2", "policy": "fcfs", "metric": "power_swing_1min_w", **cols,
+                   "q95": 2e3, "max": 338e3}]).to_parquet(tmp_path / "distributions.parquet")
+    pd.DataFrame([{"dataset": d, "window": w, "policy": "fcfs", "metric": "power_swing_1min_w", "q": q, "value": v}
+                  for d, w, top in (("kth", "d1", 536.0), ("theta", "d2", 338e3))
+                  for q, v in ((0.0, 0.0), (100.0, top))]).to_parquet(tmp_path / "distribution_quantiles.parquet")
+    runs = pd.DataFrame({"dataset": ["kth", "theta"], "window": ["d1", "d2"], "policy": ["fcfs", "fcfs"],
+                         "variant": ["fcfs", "fcfs"]})
+    tables = []
+
+    from twinsweep.sweep.plotting import variant_styles
+
+    class Page:
+        styles = variant_styles(["fcfs"])
+
+        def h(self, *a, **k): pass
+
+        def p(self, *a, **k): pass
+
+        def svg(self, *a, **k): pass
+
+        def table(self, df, **k):
+            tables.append(df)
+
+    section_pooled(Page(), tmp_path, runs, ["fcfs"], assumed=False)
+    (tab,) = tables
+    cells = dict(zip(tab["dataset"], tab["1-min power swing"]))
+    assert cells == {"kth": "0 [0–0], p95 0.582, max 536 W", "theta": "0 [0–0], p95 2.00, max 338 kW"}
