@@ -1,7 +1,8 @@
 """``ray`` backend: one twin actor per worker CPU, datasets shared through the object store.
 
 - No ``address``: an embedded local Ray is started with ``ray.init(num_cpus=workers,
-  include_dashboard=False)`` and shut down by :meth:`RayBackend.close`. With ``address``
+  include_dashboard=False)`` (with Ray's default token authentication, minus its notice at every
+  start: :func:`_quiet_default_token_notice`) and shut down by :meth:`RayBackend.close`. With ``address``
   (``"auto"``, ``"host:6379"``, ``"ray://host:10001"``) a running cluster is joined (and left
   running). If Ray is already initialised in this process it is used as is.
 - Each shared object (e.g. a dataset's (Workload, System)) is ``ray.put`` once per :meth:`run`;
@@ -21,6 +22,7 @@
 from __future__ import annotations
 
 import collections
+import logging
 import math
 import os
 import warnings
@@ -75,6 +77,26 @@ def auto_runs_per_call(n_tasks: int | None, workers: int) -> int:
     return max(1, min(MAX_RUNS_PER_CALL, math.ceil(n_tasks / (16 * max(1, workers)))))
 
 
+#: The WARNING Ray (>= 2.52) logs at every start of a new local cluster when ``RAY_AUTH_MODE`` is
+#: unset: that it turned token authentication on (``ray._private.authentication.
+#: authentication_token_setup._warn_token_auth_enabled``). Nothing is wrong and nothing is to do.
+_TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
+
+
+class _DropTokenNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(_TOKEN_NOTICE)
+
+
+def _quiet_default_token_notice() -> None:
+    """Drop Ray's notice that a new local cluster uses token authentication (its default; the
+    embedded cluster keeps it). Only that record: the warning that authentication is *disabled*
+    and every other Ray message still show. Idempotent."""
+    log = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    if not any(isinstance(f, _DropTokenNotice) for f in log.filters):
+        log.addFilter(_DropTokenNotice())
+
+
 @register_backend("ray")
 class RayBackend(Backend):
     """Ray actors (see module docstring).
@@ -113,6 +135,7 @@ class RayBackend(Backend):
             if self.address:
                 ray.init(address=self.address, **kw)
             else:
+                _quiet_default_token_notice()
                 ray.init(num_cpus=self.workers or os.cpu_count() or 1, **kw)
                 self._owns_ray = True
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))

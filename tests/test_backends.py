@@ -165,3 +165,28 @@ def test_forkserver_warm_up_runs_and_leaves_nothing(tmp_path, monkeypatch):
     assert "twinsweep.sweep.warm" in local.PRELOAD
     out = next(make_backend("local", workers=1).run([Task("a", 3)], square_or_fail))
     assert out.ok and 0.0 <= out.cpu_s <= out.wall_s + 0.05
+
+
+def test_ray_default_token_notice_is_dropped_and_nothing_else(caplog):
+    """The embedded Ray cluster keeps Ray's default token authentication; only Ray's notice that it
+    turned it on is dropped from the console. Its warning that authentication is *disabled*, and
+    any other record of that logger, still show (and installing the filter twice adds one)."""
+    import logging
+
+    from twinsweep.backends.ray_backend import _quiet_default_token_notice
+
+    name = "ray._private.authentication.authentication_token_setup"
+    log = logging.getLogger(name)
+    before = list(log.filters)
+    try:
+        _quiet_default_token_notice()
+        _quiet_default_token_notice()
+        assert len(log.filters) == len(before) + 1
+        with caplog.at_level(logging.WARNING, logger=name):
+            log.warning("Token authentication is enabled for this Ray cluster. Set RAY_AUTH_MODE=disabled ...")
+            log.warning("Token authentication is disabled for this Ray cluster. Anyone with network access ...")
+            log.warning("some other Ray warning")
+        assert [r.getMessage().split(".")[0] for r in caplog.records] == [
+            "Token authentication is disabled for this Ray cluster", "some other Ray warning"]
+    finally:
+        log.filters[:] = before
