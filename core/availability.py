@@ -387,6 +387,41 @@ def blind_constant(schedule: pd.DataFrame, nodes: int, fit0: int, fit1: int,
     return max(0, min(med, nodes - largest)), med
 
 
+#: Time-shared machines (:func:`time_shared_slots`): the quantile of the fitting window's recorded
+#: concurrent node use taken as the machine's capacity. 0.99: the most it held at once apart from
+#: the top 1 % of the time (the LANL CM-5 log's maximum, 17.4 × its 1,024 nodes, is a handful of
+#: seconds). Declared once, for every log whose site table says ``time_shared = true``.
+TIME_SHARED_QUANTILE = 0.99
+
+
+def time_shared_slots(schedule: pd.DataFrame, nodes: int, fit0: int, fit1: int,
+                      quantile: float = TIME_SHARED_QUANTILE) -> int:
+    """Node slots of a time-shared (non-dedicated, gang-scheduled) machine, fitted on ``[fit0, fit1)``
+    only: the time-weighted ``quantile`` of the recorded busy-node count over that window
+    (:func:`busy_and_queued`: jobs busy on ``[start, end)`` with their nodes), rounded up, and
+    never fewer than ``nodes``. A space-shared twin on that many slots runs as many jobs at once as
+    the time-shared machine held, each for its recorded run time (which already includes its
+    share of the processors). Only starts recorded before ``fit1`` are read (:func:`censor_at`).
+    Returns ``nodes`` when the window holds no running job. Raises ValueError on an empty window
+    or a quantile outside (0, 1]."""
+    if fit1 <= fit0:
+        raise ValueError(f"window [{fit0}, {fit1}) is empty")
+    if not 0.0 < quantile <= 1.0:
+        raise ValueError(f"quantile must be in (0, 1], got {quantile!r}")
+    tb, busy, _, _ = busy_and_queued(censor_at(schedule, fit1))
+    # the step function on [fit0, fit1): its value at fit0, then every change inside the window
+    inside = (tb > fit0) & (tb < fit1)
+    t = np.concatenate(([fit0], tb[inside], [fit1])).astype(np.int64)
+    v = np.concatenate((_at(tb, busy, np.array([fit0], dtype=np.int64)), busy[inside]))
+    dur = np.diff(t)
+    if not (v > 0).any():
+        return int(nodes)
+    order = np.argsort(v, kind="stable")
+    cum = np.cumsum(dur[order])
+    k = int(np.searchsorted(cum, quantile * cum[-1], side="left"))
+    return max(int(nodes), int(np.ceil(v[order][min(k, len(v) - 1)])))
+
+
 def constant_calendar(nodes_down: int, t0: int, t1: int) -> tuple[tuple[int, int, int], ...]:
     """One period ``[t0, t1)`` with ``nodes_down`` nodes down (empty when 0)."""
     return ((int(t0), int(t1), int(nodes_down)),) if nodes_down > 0 else ()

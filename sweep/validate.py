@@ -205,7 +205,7 @@ def fit_kill_grace(jobs: pd.DataFrame, fit0: int, fit1: int) -> int:
 
 
 #: Keys of a system file's ``[site]`` table (the scheduler the site ran; docs/validation.md).
-SITE_KEYS = ("policy", "backfill", "options", "class_field", "clock_utc_offset_s", "source")
+SITE_KEYS = ("policy", "backfill", "options", "class_field", "clock_utc_offset_s", "time_shared", "source")
 
 
 def site_scheduler(system, workload: Workload | None = None) -> dict:
@@ -216,7 +216,9 @@ def site_scheduler(system, workload: Workload | None = None) -> dict:
     as the job's partition — the queue it was submitted to in Slurm's sense; ``"partition"`` or
     absent: as loaded), ``clock_utc_offset_s`` (the site clock's offset from UTC of the log's
     timestamps; with a ``windows`` backfill, its ``clock_offset_s`` becomes the trace's Unix
-    start time plus this) and ``source`` (citation). Returns ``{}`` when the system has no file
+    start time plus this), ``time_shared`` (the machine ran jobs non-dedicated, several per node:
+    every mode then runs on :func:`core.availability.time_shared_slots` node slots fitted on the
+    fitting window instead of the nominal nodes; default false) and ``source`` (citation). Returns ``{}`` when the system has no file
     or no ``[site]`` table. Raises ConfigError naming the file and key for an unknown key or a
     bad value."""
     path = getattr(system, "path", None)
@@ -235,7 +237,10 @@ def site_scheduler(system, workload: Workload | None = None) -> dict:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {list(SITE_KEYS)}")
     out = {"policy": site.get("policy", "fcfs"), "backfill": site.get("backfill", "easy"),
            "options": dict(site.get("options", {})), "class_field": site.get("class_field", "partition"),
-           "clock_utc_offset_s": site.get("clock_utc_offset_s", 0), "source": site.get("source", "")}
+           "clock_utc_offset_s": site.get("clock_utc_offset_s", 0), "time_shared": site.get("time_shared", False),
+           "source": site.get("source", "")}
+    if not isinstance(out["time_shared"], bool):
+        raise ConfigError(f"{where}: time_shared must be true or false, got {out['time_shared']!r}")
     if out["class_field"] not in ("queue", "partition"):
         raise ConfigError(f"{where}: class_field must be 'queue' or 'partition', got {out['class_field']!r}")
     off = out["clock_utc_offset_s"]
@@ -322,7 +327,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     if workload is None:
         workload = load_run_workload(base_cfg)
     sysobj = resolve_system(base_cfg.system, workload)
-    site = site_scheduler(sysobj, workload) if policy is None and backfill is None else {}
+    site_table = site_scheduler(sysobj, workload)  # the machine's rules (time_shared) hold for any policy
+    site = site_table if policy is None and backfill is None else {}
     if site:
         policy, backfill = site["policy"], site["backfill"]
         workload = class_workload(workload, site["class_field"])
@@ -357,9 +363,15 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         raise ConfigError(f"--restart: a period of {period} s cuts the reported window ({t1 - t0} s) into "
                           f"{-(-(t1 - t0) // period):,} periods, more than {MAX_RESTART_PERIODS:,} (each is a run); "
                           "give a longer period")
-    nodes = sysobj.nodes
+    nominal = nodes = sysobj.nodes
     wl_nodes = workload.with_nodes(sysobj.cores_per_node)
     reference = recorded_schedule(wl_nodes.jobs)
+    time_shared = bool(site_table.get("time_shared"))
+    if time_shared:
+        # a time-shared machine held more jobs at once than its nodes: the twin (space-shared) runs
+        # on as many node slots as the fitting window's recorded use (core.availability)
+        nodes = _avail.time_shared_slots(reference, nominal, fit[0], fit[1])
+        sysobj = dataclasses.replace(sysobj, nodes=nodes)
     blind_wl = blind_workload(workload)
 
     modes: dict[str, dict] = {}
@@ -477,7 +489,12 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         "schema_version": SCHEMA_VERSION,
         "trace": Path(workload.source).name,
         "checksum": workload.checksum,
-        "system": {"name": sysobj.name, "nodes": nodes, "cores_per_node": sysobj.cores_per_node},
+        "system": {"name": sysobj.name, "nodes": nominal, "cores_per_node": sysobj.cores_per_node,
+                   **({"time_shared_slots": nodes,
+                       "time_shared_note": (f"the site ran jobs time-shared: every mode runs on {nodes} node slots, "
+                                            f"the time-weighted quantile {_avail.TIME_SHARED_QUANTILE} of the "
+                                            "fitting window's recorded busy-node count (core/availability.py)")}
+                      if time_shared else {})},
         "policy": policy, "backfill": backfill, "options": base_cfg.option_dict, "kill": kill,
         "site": ({"from": f"{Path(sysobj.path).name} [site]", "class_field": site["class_field"],
                   "source": site["source"]} if site else
@@ -561,6 +578,12 @@ def _fmt(k: str, v) -> str:
     return str(v)
 
 
+def _slots(system: dict) -> str:
+    """", time-shared: the twin ran on N node slots" for a time-shared machine, else ""."""
+    n = system.get("time_shared_slots")
+    return f", time-shared: the twin ran on {n:,} node slots fitted on the fitting window" if n else ""
+
+
 def _days(window) -> str:
     """``[a, b)`` in s as ``"[a d, b d)"``, days to one decimal."""
     return f"[{window[0] / 86400:.1f} d, {window[1] / 86400:.1f} d)"
@@ -608,7 +631,7 @@ def validation_html(result: dict) -> str:
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;
 padding:3px 6px;text-align:right}}tr.nf{{color:#777}}tr.site{{background:#eef}}</style></head><body>
 <h1>How close is the twin to the recorded schedule? {e(result['trace'])}</h1>
-<p>System {e(result['system']['name'])} ({result['system']['nodes']} nodes); site policy {e(result['policy'])} +
+<p>System {e(result['system']['name'])} ({result['system']['nodes']} nodes{_slots(result['system'])}); site policy {e(result['policy'])} +
 {e(result['backfill'])}; reported window {_days(w['reported'])}, fitting window {_days(w['fitting'])} (days from the trace epoch).
 Relative errors are (twin − log) / log.</p>
 <table><tr><th>mode</th>{head}</tr>{''.join(rows)}</table>

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from twin_helpers import write_swf_rows
@@ -236,3 +237,70 @@ def test_downtime_is_found_and_closes_the_gap(tmp_path):
     assert known["calibration"]["calendar_source"] == "system file"
     f = known["modes"]["informed"]
     assert f["wait_mean_rel_error"] == 0.0 and f["start_error_mae_s"] == 0.0
+
+
+def test_time_shared_slots_by_hand():
+    """Busy 4 nodes on [0, 10), 12 on [10, 20), 6 on [20, 100) of an 8-node machine: by time, 10 s
+    at 4, 80 s at 6, 10 s at 12. The 0.99 quantile is 12 slots; the 0.85 quantile is 6, below the
+    machine, so 8. A job that starts at or after the window's end (here 100) counts for nothing."""
+    from twinsweep.core.availability import time_shared_slots
+
+    sched = pd.DataFrame({"submit_time": [0, 0, 5, 50], "start_time": [0, 10, 20, 100],
+                          "end_time": [20, 20, 100, 200], "nodes": [4, 8, 6, 30]})
+    # busy: [0,10) 4; [10,20) 4+8 = 12; [20,100) 6; the 30-node job starts at 100 = fit1
+    assert time_shared_slots(sched, 8, 0, 100) == 12
+    assert time_shared_slots(sched, 8, 0, 100, quantile=0.85) == 8
+    assert time_shared_slots(sched, 8, 0, 100, quantile=0.95) == 12
+    assert time_shared_slots(sched, 8, 20, 100) == 8  # only the 6 busy nodes of [20, 100)
+    assert time_shared_slots(sched.iloc[:0], 8, 0, 100) == 8  # nothing ran: the machine
+    with pytest.raises(ValueError, match="empty"):
+        time_shared_slots(sched, 8, 100, 100)
+    with pytest.raises(ValueError, match="quantile"):
+        time_shared_slots(sched, 8, 0, 100, quantile=0.0)
+
+
+def test_time_shared_site_runs_on_the_slots_the_log_held(tmp_path):
+    """A log of an 8-node machine that held up to 16 node-slots at once (made by the twin on 16
+    slots): with ``time_shared = true`` in the site table, validate fits the slots on the fitting
+    window (the time-weighted 0.99 quantile of its busy count, checked on a 1-s grid) and the
+    blind and informed twins on them reproduce the log; on the 8 dedicated nodes the twin waits
+    several times as long. ``time_shared`` holds for any policy given, and must be a boolean."""
+    from twinsweep.core.availability import TIME_SHARED_QUANTILE
+
+    slots16 = tmp_path / "slots16.toml"
+    slots16.write_text('[system]\nname = "slots16"\nnodes = 16\n')
+    log = _log_of(tmp_path, "shared", _jobs(n=300, gap=450), "fcfs", "easy", system=slots16)
+    shared = tmp_path / "shared8.toml"
+    shared.write_text('[system]\nname = "shared8"\nnodes = 8\n[site]\npolicy = "fcfs"\nbackfill = "easy"\n'
+                      'time_shared = true\n')
+    dedicated = tmp_path / "dedicated8.toml"
+    dedicated.write_text('[system]\nname = "dedicated8"\nnodes = 8\n[site]\npolicy = "fcfs"\nbackfill = "easy"\n')
+    res = validate(str(log), system=str(shared), noise_seeds=0, sensitivity=False, windows=0)
+    # the slots by an independent method: the busy count of the fitting window on a 1-s grid
+    ref = recorded_schedule(load_workload(log).with_nodes(1).jobs)
+    f0, f1 = res["windows"]["fitting"]
+    grid = np.arange(f0, f1)
+    ran = ref.dropna(subset=["start_time", "end_time", "nodes"])
+    st, en, n = (ran[c].to_numpy(dtype="int64") for c in ("start_time", "end_time", "nodes"))
+    en = np.where(st >= f1, f1, np.minimum(en, f1))  # a start from f1 on is unknown at f1: nothing busy
+    st = np.minimum(st, f1)
+    busy = np.zeros(len(grid) + 1, dtype=np.int64)
+    np.add.at(busy, np.clip(st - f0, 0, len(grid)), n)
+    np.add.at(busy, np.clip(en - f0, 0, len(grid)), -n)
+    busy = np.cumsum(busy)[:-1]
+    expected = max(8, int(np.sort(busy)[int(np.ceil(TIME_SHARED_QUANTILE * len(grid))) - 1]))
+    assert res["system"]["nodes"] == 8 and res["system"]["time_shared_slots"] == expected
+    assert expected == 16, "the log must reach its 16 slots for the test to mean something"
+    blind = res["modes"]["blind"]
+    assert blind["wait_mean_ref_s"] > 600, "the log must have queueing for the test to mean something"
+    assert blind["wait_mean_rel_error"] == 0.0 and blind["start_within_1min_frac"] == 1.0
+    assert abs(res["modes"]["informed"]["wait_mean_rel_error"]) < 0.05
+    plain = validate(str(log), system=str(dedicated), noise_seeds=0, sensitivity=False, windows=0)
+    assert "time_shared_slots" not in plain["system"]
+    assert plain["modes"]["blind"]["wait_mean_rel_error"] > 1.0
+    given = validate(str(log), system=str(shared), policy="fcfs", backfill="easy", noise_seeds=0,
+                     sensitivity=False, windows=0)
+    assert given["site"]["from"] == "given" and given["system"]["time_shared_slots"] == 16
+    shared.write_text('[system]\nname = "shared8"\nnodes = 8\n[site]\ntime_shared = "yes"\n')
+    with pytest.raises(ConfigError, match="time_shared must be true or false"):
+        validate(str(log), system=str(shared), noise_seeds=0, sensitivity=False, windows=0)
