@@ -20,7 +20,6 @@ from typing import Callable
 import pandas as pd
 
 from .calendar import Calendar
-from .errors import ConfigError
 from .jobprep import effective_time_limit, prepare_jobs, select_window
 from .jobview import JobView, SchedulerContext
 from .kernel import Kernel
@@ -97,8 +96,8 @@ class Engine:
 
         With a node availability calendar (``system.availability``) the nodes of each period are
         drained and held (:mod:`core.calendar`); ``counts`` gains ``availability_periods`` and
-        ``availability_down_node_s``. Replay ignores the calendar. Raises ConfigError for a
-        calendar with a usage-following (dynamic) policy. With a scheduling cycle
+        ``availability_down_node_s``. Replay ignores the calendar; a usage-following policy
+        (fair share) counts no held node as anyone's usage. With a scheduling cycle
         (``system.scheduling_cycle_s`` = N > 0), passes run only at multiples of N s since the
         trace epoch (:class:`core.kernel.Kernel`). With ``queue_cancelled``, jobs cancelled while
         queued leave the queue at their cancel time with status ``cancelled`` (``counts`` gains
@@ -126,9 +125,6 @@ class Engine:
                                recorded_zero=[d == 0 for d in J.dur] if self.replay else None,
                                recorded_nodes=J.rec_nodes if self.replay else None,
                                external=self.scheduler)
-        if cal and getattr(getattr(sched, "policy", None), "dynamic", False):
-            raise ConfigError(f"policy {self.policy!r} follows usage during the run (fair share / accounts) and "
-                              "cannot run with a node availability calendar yet; use fcfs, sjf, ljf or priority")
         if cal:
             cal.listener = sched if hasattr(sched, "nodes_down") else None
         J.nodes, J.limit = nodes_all, limit_all

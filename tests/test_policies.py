@@ -263,6 +263,63 @@ def test_fairshare_factor_by_hand():
     assert pol.fairshare_factor("u2", 100) == pytest.approx(0.5)
 
 
+def test_fairshare_decay_by_hand():
+    """Half-life H = 100 s (Slurm's PriorityDecayHalfLife): a node-second used at τ counts
+    2^(−(t − τ)/H) at t. u1 runs 2 nodes on [0, 100), u2 1 node from 100. At 150: u1's closed
+    usage 2·(H/ln 2)·(1 − 2^−1) = 144.27, decayed by 2^−0.5 to 102.01; u2's running part
+    (H/ln 2)·(1 − 2^−0.5) = 42.26. U(u1) = 102.01/144.27 = 0.7071, F = 2^(−0.7071/0.5) = 0.3752;
+    U(u2) = 0.2929, F = 0.6660. At 200, once u2's job ended too: u1 72.13, u2 72.13 (equal)."""
+    view = JobView(submit=[0, 0], nodes=[2, 1], time_limit=[100, 100], trace_index=[0, 1], priority=[np.nan] * 2,
+                   user=["u1", "u2"], account=["a", "a"])
+    pol = Weighted(view, {"w_fairshare": 1.0, "fairshare_half_life_s": 100.0})
+    pol.on_start([0], 0)
+    pol.observe(100, _FakeCluster([]))
+    pol.on_start([1], 100)
+    pol.observe(150, _FakeCluster([(200, 1)]))
+    assert pol.fairshare_factor("u1", 150) == pytest.approx(2 ** (-(2 ** -0.5) / 0.5))
+    assert pol.fairshare_factor("u2", 150) == pytest.approx(2 ** (-(1 - 2 ** -0.5) / 0.5))
+    pol.observe(200, _FakeCluster([]))
+    assert pol.fairshare_factor("u1", 200) == pytest.approx(pol.fairshare_factor("u2", 200)) == pytest.approx(0.5)
+    # without a half-life the same usage never fades: u1 200 node-s against u2's 100 at 200
+    flat = Weighted(view, {"w_fairshare": 1.0})
+    flat.on_start([0], 0)
+    flat.observe(100, _FakeCluster([]))
+    flat.on_start([1], 100)
+    flat.observe(200, _FakeCluster([]))
+    assert flat.fairshare_factor("u1", 200) == pytest.approx(2 ** (-(2 / 3) / 0.5))
+
+
+def test_fairshare_by_account_pools_its_users_and_ignores_held_nodes():
+    """fairshare_level = "account": u1 and u2 (account a) share one usage; u3 (account b) has none.
+    An availability hold (a running entry past the jobs, index 3) is no one's usage."""
+    view = JobView(submit=[0, 0, 0], nodes=[1, 1, 1, 1], time_limit=[100, 100, 100, 50], trace_index=[0, 1, 2],
+                   priority=[np.nan] * 3, user=["u1", "u2", "u3"], account=["a", "a", "b"])
+    pol = Weighted(view, {"w_fairshare": 1.0, "fairshare_level": "account"})
+    pol.on_start([0], 0)
+    pol.observe(50, _FakeCluster([(100, 0), (50, 3)]))  # job 0 running, one node held down
+    assert pol.fairshare_factor("a", 50) == pytest.approx(2 ** (-1 / 0.5))  # all usage is a's; S = 1/2
+    assert pol.fairshare_factor("b", 50) == 1.0
+    assert pol.key_at(1, 50) == pol.key_at(0, 50) > pol.key_at(2, 50)  # u2 shares u1's account: both after u3
+    with pytest.raises(ConfigError, match="fairshare_level"):
+        Weighted(view, {"w_fairshare": 1.0, "fairshare_level": "group"})
+
+
+def test_fairshare_runs_with_an_availability_calendar():
+    """A fair-share policy on a machine with nodes down (formerly refused): 2 nodes, one down on
+    [0, 1000). u1's job runs first ([0, 100)); at 100 u1's second job and u2's (submitted later)
+    wait for the one free node: fair share starts u2's first (as on the full machine it would not
+    matter: both would start at once), and the held node counts for no one."""
+    jobs = [dict(submit=0, run=100, limit=100, nodes=1, user="u1"),
+            dict(submit=10, run=10, limit=10, nodes=1, user="u1"),
+            dict(submit=20, run=10, limit=10, nodes=1, user="u2")]
+    win, t0, t1 = select_window(frame(jobs), None, None, False, True)
+    system = System(name="t", title="t", nodes=2, availability=((0, 1000, 1),))
+    res = Engine(win, system, "weighted", "easy", True, [100.0] * 3, 10.0, t0, t1,
+                 options={"w_fairshare": 1.0}).run()
+    assert res.jobs["start_time"].tolist() == [0, 110, 100]
+    assert res.counts["availability_down_node_s"] == 120  # the free node is held from 0 to the run's end
+
+
 def test_fairshare_in_the_engine():
     """u1 uses the machine first; at t=100 u1 and u2 each have a job queued (u1's submitted earlier).
     fcfs runs u1's first; fair share runs u2's first, since u1 used 100 node·s and u2 none."""

@@ -17,14 +17,21 @@ policy favours:
     ``w_acct_power``   account average power per node / max; higher power first
                        (``acct_avg_power``; negative weight = ``acct_low_avg_power``).
     ``w_acct_edp``     1 − account EDP sum / max; lower EDP first (``acct_edp``).
-    ``w_fairshare``    fair share of the job's user, Slurm's classic formula F = 2^(−U/S)
-                       (https://slurm.schedmd.com/classic_fair_share.html) with equal shares
-                       S = 1/(users in the window) and U = the user's share of all usage so far:
-                       node-seconds of this run's jobs up to now (running jobs included), plus the
-                       user's node-seconds in the accounts table when one is given and
-                       ``fairshare_history`` is true (default). No decay. This factor changes as
+    ``w_fairshare``    fair share of the job's user (or account: ``fairshare_level``), Slurm's
+                       classic formula F = 2^(−U/S) (https://slurm.schedmd.com/classic_fair_share.html)
+                       with equal shares S = 1/(users, or accounts, in the window) and U = the
+                       entity's share of all usage so far: node-seconds of this run's jobs up to
+                       now (running jobs included), plus the entity's node-seconds in the accounts
+                       table when one is given and ``fairshare_history`` is true (default). No
+                       decay by default; with ``fairshare_half_life_s`` = H, usage decays as in
+                       Slurm's multifactor plugin (``PriorityDecayHalfLife``,
+                       https://slurm.schedmd.com/priority_multifactor.html): a node-second used
+                       at time τ counts 2^(−(now − τ)/H) at ``now`` (a running job's part is the
+                       exact integral n·H/ln 2·(1 − 2^(−(now − start)/H))); the history table's
+                       usage counts as used at the window's first submit. This factor changes as
                        jobs run, so a non-zero ``w_fairshare`` makes the policy dynamic (the queue
-                       is re-sorted at every pass).
+                       is re-sorted at every pass). Nodes held down by an availability calendar
+                       are no one's usage.
 
 Normalisers (options, each > 0): ``age_norm_s`` (default 604800 = 7 d), ``size_norm`` (default
 the system's node count), ``tlimit_norm_s`` (default the largest effective time limit of the
@@ -37,7 +44,7 @@ from __future__ import annotations
 
 import math
 import dataclasses
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Literal, Mapping
 
 from ..errors import ConfigError
 from .base import POLICIES, Policy, PolicyOptions
@@ -48,7 +55,8 @@ __all__ = ["WEIGHT_NAMES", "WEIGHTED_OPTIONS", "Weighted", "WeightedOptions", "p
 #: Factor names of the weighted policy (options ``w_<name>``).
 WEIGHT_NAMES = ("age", "size", "tlimit", "acct_points", "acct_power", "acct_edp", "fairshare")
 #: Other options the weighted policy reads.
-WEIGHTED_OPTIONS = ("age_norm_s", "size_norm", "tlimit_norm_s", "fairshare_history")
+WEIGHTED_OPTIONS = ("age_norm_s", "size_norm", "tlimit_norm_s", "fairshare_history", "fairshare_level",
+                    "fairshare_half_life_s")
 _ACCOUNT_FACTORS = ("acct_points", "acct_power", "acct_edp")
 
 
@@ -94,6 +102,8 @@ class WeightedOptions(PolicyOptions):
     size_norm: float | None = dataclasses.field(default=None, metadata={"gt": 0})
     tlimit_norm_s: float | None = dataclasses.field(default=None, metadata={"gt": 0})
     fairshare_history: bool = True
+    fairshare_level: Literal["user", "account"] = "user"
+    fairshare_half_life_s: float | None = dataclasses.field(default=None, metadata={"gt": 0})
 
     @classmethod
     def prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -174,14 +184,17 @@ class Weighted(Policy):
         # fair share (dynamic)
         self.dynamic = bool(w["fairshare"])
         if self.dynamic:
-            self._users = job_account_names(jobs, "user")
+            self._n = n
+            self._users = job_account_names(jobs, o.fairshare_level)  # the fair-share entity of each job
             n_users = len(set(self._users)) or 1
             self._share = 1.0 / n_users
+            self._half_life = o.fairshare_half_life_s
             acc = self.accounts
-            self._usage: dict[str, float] = {}
+            self._usage: dict[str, float] = {}  # closed usage, decayed to self._usage_t
+            self._usage_t = self.t_ref
             if o.fairshare_history and acc is not None:
                 window_users = set(self._users)
-                for u, use in acc.users.items():
+                for u, use in acc.table(o.fairshare_level).items():
                     if u in window_users:
                         self._usage[u] = float(use.node_seconds)
             self._running: dict[int, int] = {}  # job -> start (s)
@@ -206,12 +219,28 @@ class Weighted(Policy):
             self._refresh(now)
         return self._factor.get(user, 1.0)
 
+    def _used(self, nodes: int, start: int, until: int) -> float:
+        """Usage (node-s, decayed to ``until`` when a half-life is set) of ``nodes`` nodes busy on [start, until)."""
+        d = max(0, until - start)
+        h = self._half_life
+        if h is None:
+            return nodes * d
+        return nodes * (h / math.log(2.0)) * -math.expm1(-d * math.log(2.0) / h)
+
+    def _decay_closed(self, now: int) -> None:
+        """Bring the closed usage to ``now`` (a no-op without a half-life)."""
+        if self._half_life is not None and now > self._usage_t:
+            f = 2.0 ** (-(now - self._usage_t) / self._half_life)
+            self._usage = {u: x * f for u, x in self._usage.items()}
+        self._usage_t = max(self._usage_t, now)
+
     def _refresh(self, now: int) -> None:
+        self._decay_closed(now)
         usage = dict(self._usage)
         nodes = self.jobs.nodes
         for j, s in self._running.items():
             u = self._users[j]
-            usage[u] = usage.get(u, 0.0) + nodes[j] * max(0, now - s)
+            usage[u] = usage.get(u, 0.0) + self._used(nodes[j], s, now)
         total = math.fsum(usage.values())
         if total > 0:
             self._factor = {u: 2.0 ** (-(x / total) / self._share) for u, x in usage.items()}
@@ -225,13 +254,17 @@ class Weighted(Policy):
         seen start (prepopulated at the window start: started at expected end − time limit)."""
         if not self.dynamic:
             return
-        limit = self.jobs.time_limit
-        running = {j: exp_end - limit[j] for exp_end, j in cluster.running}
+        limit, n = self.jobs.time_limit, self._n
+        # entries past the n jobs are an availability calendar's holds: nodes down, no one's usage
+        running = {j: exp_end - limit[j] for exp_end, j in cluster.running if j < n}
         nodes = self.jobs.nodes
-        for j in [j for j in self._running if j not in running]:
+        ended = [j for j in self._running if j not in running]
+        if ended:
+            self._decay_closed(now)
+        for j in ended:
             s = self._running.pop(j)
             u = self._users[j]
-            self._usage[u] = self._usage.get(u, 0.0) + nodes[j] * max(0, now - s)
+            self._usage[u] = self._usage.get(u, 0.0) + self._used(nodes[j], s, now)
             self._cache_t = None
         for j, started in running.items():
             if j not in self._running:
