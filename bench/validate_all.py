@@ -91,11 +91,16 @@ def _render(v: dict, label: str, cost: str) -> dict:
         goals = "" if mode == "blind" else (
             f"{_ok(f.get('wait_mean_rel_error'), GOAL_MEAN)} / {_ok(f.get('wait_p95_rel_error'), GOAL_P95)} / "
             f"{_ok(corr, GOAL_CORR, absolute=False)}")
+        split = f.get("wait_by_log_hold") or {}
+        held, free = split.get("held") or {}, split.get("not_held") or {}
+        share = held.get("ref_wait_share", 0.0 if free else None)
         rows.append(f"| {label} | {site} | {mode} | {_pct(f.get('wait_mean_rel_error'))} | "
                     f"{_pct(f.get('wait_p95_rel_error'))} | {_pct(f.get('bsld_mean_rel_error'))} | "
                     f"{(f.get('start_within_1h_frac') or 0):.0%} | "
                     f"{'–' if med is None else f'{med / 3600:.1f} h'} | "
-                    f"{'–' if corr is None else f'{corr:.2f}'} | {_pct(nf)} | {goals} |")
+                    f"{'–' if corr is None else f'{corr:.2f}'} | {_pct(nf)} | {goals} | "
+                    f"{'–' if share is None else f'{share:.0%}'} | "
+                    f"{_pct(free.get('wait_mean_rel_error'))} / {_pct(free.get('wait_p95_rel_error'))} |")
     rs = v.get("ranking_stability") or {}
     tau = rs.get("kendall_tau_min_blind_vs_informed")
     tau_s, top3 = rs.get("kendall_tau_min_seeds"), rs.get("top3_same_frac")
@@ -110,8 +115,9 @@ def _render(v: dict, label: str, cost: str) -> dict:
 
 #: Headers of the two tables (figures by mode; ranking stability and calibration).
 HEAD_MODES = ("| trace | site scheduler | mode | mean wait err | p95 wait err | bsld err | starts within 1 h | "
-              "median \\|start err\\| | hourly occupancy corr | noise floor of the mean wait err | goals (mean / p95 / corr) |",
-              "|---|---|---|---|---|---|---|---|---|---|---|")
+              "median \\|start err\\| | hourly occupancy corr | noise floor of the mean wait err | goals (mean / p95 / corr) | "
+              "log's wait in jobs it held | mean / p95 wait err, jobs the log did not hold |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 HEAD_RANK = ("| trace | weeks | τ blind vs informed (min) | goal τ ≥ 0.7 | τ seeds (min) | top-3 same | kill grace "
              "fitted | blind nodes down | node-hours inferred down | cost (all modes, noise floor, rankings) |",
              "|---|---|---|---|---|---|---|---|---|---|")
@@ -136,16 +142,27 @@ def _order(name: str) -> tuple:
     return (ORDER.index(name) if name in ORDER else len(ORDER), name)
 
 
+def _pad(row: str, separator: str) -> str:
+    """A kept row written when its table had fewer columns, padded with ``–`` (not measured then)
+    to the columns of ``separator`` (a row with as many or more cells is returned as it is)."""
+    missing = separator.count("|") - row.count("|")
+    return row + " – |" * missing if missing > 0 else row
+
+
 def merge_block(text: str, rows: list[str], rank_rows: list[str], where: str) -> str:
     """``text`` with the tables between :data:`MARK_START` and :data:`MARK_END` replaced: rows of
-    the traces in ``rows`` / ``rank_rows`` replace theirs, the other traces' rows are kept.
-    Raises SystemExit naming ``where`` when the markers are missing."""
+    the traces in ``rows`` / ``rank_rows`` replace theirs, the other traces' rows are kept (a kept
+    row from a table with fewer columns is padded with ``–``: :func:`_pad`). Raises SystemExit
+    naming ``where`` when the markers are missing."""
     a, b = text.find(MARK_START), text.find(MARK_END)
     if a < 0 or b < a:
         raise SystemExit(f"{where}: no {MARK_START} ... {MARK_END} block to write the tables into")
-    old = [ln for ln in text[a + len(MARK_START):b].splitlines() if ln.startswith("| ") and not ln.startswith("| trace |")]
-    old_modes = [ln for ln in old if ln.count("|") == HEAD_MODES[1].count("|")]  # cells: as many as the separator's
-    old_rank = [ln for ln in old if ln.count("|") == HEAD_RANK[1].count("|")]
+    lines = text[a + len(MARK_START):b].splitlines()
+    # the second table starts at its header; rows above it are the modes table's
+    cut = next((i for i, ln in enumerate(lines) if ln.startswith(HEAD_RANK[0].split(" | ")[0] + " | weeks")), len(lines))
+    rows_of = lambda part: [ln for ln in part if ln.startswith("| ") and not ln.startswith("| trace |")]  # noqa: E731
+    old_modes = [_pad(r, HEAD_MODES[1]) for r in rows_of(lines[:cut])]
+    old_rank = [_pad(r, HEAD_RANK[1]) for r in rows_of(lines[cut:])]
 
     def merged(old_rows, new_rows):
         new_keys = {_key(r) for r in new_rows}

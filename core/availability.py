@@ -101,11 +101,17 @@ SCHED_LATENCY_S = 300
 MAJORITY = 0.5
 
 
+def _ran_mask(schedule: pd.DataFrame) -> np.ndarray:
+    """bool per row of ``schedule``: the job ran (a start, an end and nodes)."""
+    s = schedule["start_time"].astype("Int64")
+    return (s.notna() & schedule["end_time"].notna() & schedule["nodes"].notna()).to_numpy()
+
+
 def _ran(schedule: pd.DataFrame):
     """Arrays of the jobs that ran (a start, an end and nodes): submit (clipped to the start),
     start, nodes, time limit (float64; ``-inf`` when the schedule has none or it is missing)."""
     s = schedule["start_time"].astype("Int64")
-    ok = (s.notna() & schedule["end_time"].notna() & schedule["nodes"].notna()).to_numpy()
+    ok = _ran_mask(schedule)
     st = s.to_numpy(dtype="float64", na_value=np.nan)[ok].astype(np.int64)
     sub = np.minimum(schedule["submit_time"].to_numpy(dtype="int64")[ok], st)
     n = schedule["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=0)[ok].astype(np.int64)
@@ -141,6 +147,22 @@ def held_from(sub: np.ndarray, st: np.ndarray, n: np.ndarray, lim: np.ndarray) -
             out_o[i] = sto[a:b][m].min()
     out = np.empty(len(so))
     out[order] = out_o
+    return out
+
+
+def held_jobs(schedule: pd.DataFrame) -> np.ndarray:
+    """bool per row of ``schedule``: the job ran and the recorded queue shows it held for a
+    reason of its own at some point of its wait (:func:`held_from` is finite: a job submitted
+    after it, asking for at least its nodes and its time limit, started before it). Such a
+    job's wait is not all a shortage of nodes (a user or system hold, a dependency, a per-user
+    or per-queue limit, a class or fair-share order), so a twin of the machine and its queue
+    policy is not expected to reproduce it; ``twinsweep validate`` reports the twin's wait
+    figures for these jobs and for the others apart (:func:`core.fidelity.wait_split`). Reads
+    ``submit_time``, ``start_time``, ``end_time``, ``nodes`` and ``time_limit`` when present
+    (the queue listing: which job started when)."""
+    ok = _ran_mask(schedule)
+    out = np.zeros(len(schedule), dtype=bool)
+    out[ok] = np.isfinite(held_from(*_ran(schedule)))
     return out
 
 

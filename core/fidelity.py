@@ -168,20 +168,12 @@ def _f(x) -> float | None:
     return None if math.isnan(x) else x
 
 
-def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, system_nodes: int) -> dict:
-    """The fidelity figures of ``twin`` against ``reference`` over the reported window ``[t0, t1)``.
-
-    Args:
-        reference, twin: schedules (see the module docstring), paired by ``trace_index``; a twin
-            row with ``prepopulated`` true was placed at its recorded start, not scheduled, and
-            is excluded.
-        t0, t1: reported window (s); jobs are compared when submitted in it; occupancy is binned
-            by the hour over it.
-        system_nodes: the machine's node count (normalises the occupancy RMSE).
-    Returns: dict with every key of :data:`FIGURES` (None where undefined, e.g. no job compared)
-        and ``exclusions`` {reason: count}. Raises ValueError on an empty window or when the
-        twin holds a ``trace_index`` the reference lacks.
-    """
+def _paired(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int):
+    """The pairing :func:`compare` and :func:`wait_split` share: ``(ref, tw, keep, exclusions)``,
+    ``ref`` / ``tw`` indexed by the twin's ``trace_index`` (ref rows in the twin's order), ``keep``
+    the compared jobs (bool per row), ``exclusions`` every other job counted under its reason.
+    Raises ValueError on an empty window or when the twin holds a ``trace_index`` the reference
+    lacks."""
     if t1 <= t0:
         raise ValueError(f"reported window [{t0}, {t1}) is empty")
     ref = reference.set_index("trace_index", drop=False)
@@ -192,12 +184,8 @@ def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
     ref = ref.loc[tw.index]
     submit = ref["submit_time"].to_numpy(dtype="int64")
     in_window = (submit >= t0) & (submit < t1)
-    r_start = ref["start_time"].astype("Int64")
-    r_end = ref["end_time"].astype("Int64")
-    t_start = tw["start_time"].astype("Int64")
-    t_end = tw["end_time"].astype("Int64")
-    ran = (r_start.notna() & r_end.notna()).to_numpy()
-    started = t_start.notna().to_numpy()
+    ran = (ref["start_time"].astype("Int64").notna() & ref["end_time"].astype("Int64").notna()).to_numpy()
+    started = tw["start_time"].astype("Int64").notna().to_numpy()
     prepop = tw["prepopulated"].to_numpy(dtype=bool) if "prepopulated" in tw.columns else np.zeros(len(tw), bool)
     exclusions = {
         "submitted outside the reported window": int((~in_window).sum()),
@@ -214,10 +202,39 @@ def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
         exclusions["not started by the twin (rejected, or queued at its end)"] = int(unstarted.sum())
     exclusions = {k: v for k, v in exclusions.items() if v}
     keep = in_window & ran & started & ~prepop
+    return ref, tw, keep, exclusions
+
+
+def _waits(ref: pd.DataFrame, tw: pd.DataFrame, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(reference waits, twin waits)`` (s, float64) of the compared jobs."""
+    sub = ref["submit_time"].to_numpy(dtype="float64")[keep]
+    rs = ref["start_time"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)[keep]
+    ts = tw["start_time"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)[keep]
+    return rs - sub, ts - sub
+
+
+def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, system_nodes: int) -> dict:
+    """The fidelity figures of ``twin`` against ``reference`` over the reported window ``[t0, t1)``.
+
+    Args:
+        reference, twin: schedules (see the module docstring), paired by ``trace_index``; a twin
+            row with ``prepopulated`` true was placed at its recorded start, not scheduled, and
+            is excluded.
+        t0, t1: reported window (s); jobs are compared when submitted in it; occupancy is binned
+            by the hour over it.
+        system_nodes: the machine's node count (normalises the occupancy RMSE).
+    Returns: dict with every key of :data:`FIGURES` (None where undefined, e.g. no job compared)
+        and ``exclusions`` {reason: count}. Raises ValueError on an empty window or when the
+        twin holds a ``trace_index`` the reference lacks.
+    """
+    ref, tw, keep, exclusions = _paired(reference, twin, t0, t1)
+    r_start = ref["start_time"].astype("Int64")
+    r_end = ref["end_time"].astype("Int64")
+    t_start = tw["start_time"].astype("Int64")
+    t_end = tw["end_time"].astype("Int64")
     rs = r_start.to_numpy(dtype="float64", na_value=np.nan)[keep]
     ts = t_start.to_numpy(dtype="float64", na_value=np.nan)[keep]
-    sub = submit[keep].astype("float64")
-    w_ref, w_tw = rs - sub, ts - sub
+    w_ref, w_tw = _waits(ref, tw, keep)
     run_ref = r_end.to_numpy(dtype="float64", na_value=np.nan)[keep] - rs
     te = t_end.to_numpy(dtype="float64", na_value=np.nan)[keep]
     run_tw = np.where(np.isnan(te), np.float64(t1) - ts, te - ts)
@@ -256,4 +273,42 @@ def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
     })
     out = {k: (_f(v) if isinstance(v, float) else v) for k, v in out.items()}
     out["exclusions"] = exclusions
+    return out
+
+
+#: The figures of each group of :func:`wait_split`: name -> (unit, definition).
+SPLIT_FIGURES: dict[str, tuple[str, str]] = {
+    "jobs": ("jobs", "compared jobs of the group"),
+    "ref_wait_share": ("1", "the group's share of the compared jobs' total reference wait"),
+    "wait_mean_ref_s": ("s", "mean reference wait of the group"),
+    "wait_mean_twin_s": ("s", "mean twin wait of the group"),
+    "wait_mean_rel_error": ("1", "(mean twin wait − mean reference wait) / mean reference wait, in the group"),
+    "wait_p95_ref_s": ("s", "p95 reference wait of the group"),
+    "wait_p95_twin_s": ("s", "p95 twin wait of the group"),
+    "wait_p95_rel_error": ("1", "(p95 twin wait − p95 reference wait) / p95 reference wait, in the group"),
+}
+
+
+def wait_split(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, group: pd.Series) -> dict:
+    """The wait figures of :func:`compare` for each group of compared jobs apart.
+
+    ``group``: a label (str) per job, indexed by ``trace_index`` (every compared job needs one;
+    KeyError otherwise). The compared jobs are those of :func:`compare` (same pairing and
+    exclusions). Returns ``{label: {key of SPLIT_FIGURES: value}}`` for every label of a compared
+    job, in sorted order (None where undefined: a reference mean or p95 of 0). ``ref_wait_share``
+    of the groups adds up to 1 when the compared jobs waited at all. Raises as :func:`compare`.
+    """
+    ref, tw, keep, _ = _paired(reference, twin, t0, t1)
+    w_ref, w_tw = _waits(ref, tw, keep)
+    labels = group.loc[tw.index[keep]].to_numpy()
+    total = float(w_ref.sum())
+    out: dict = {}
+    for lab in sorted(set(labels.tolist())):
+        m = labels == lab
+        r, t = w_ref[m], w_tw[m]
+        mr, mt = float(r.mean()), float(t.mean())
+        pr, pt = float(np.quantile(r, 0.95)), float(np.quantile(t, 0.95))
+        out[str(lab)] = {"jobs": int(m.sum()), "ref_wait_share": (float(r.sum()) / total) if total > 0 else None,
+                         "wait_mean_ref_s": mr, "wait_mean_twin_s": mt, "wait_mean_rel_error": _rel(mt, mr),
+                         "wait_p95_ref_s": pr, "wait_p95_twin_s": pt, "wait_p95_rel_error": _rel(pt, pr)}
     return out

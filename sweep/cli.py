@@ -468,10 +468,17 @@ def _add_validate_parser(sub):
     p.add_argument("--windows", type=int, default=4,
                    help="busiest weeks of the ranking-stability study (Kendall tau blind vs informed; default 4, 0 = none)")
     p.add_argument("--no-kill", action="store_true", help="do not end jobs at their time limit")
+    p.add_argument("--queue-cancelled", action="store_true",
+                   help="jobs cancelled while queued in the log stay queued until their cancel time (every mode)")
     p.add_argument("--lenient", action="store_true", help="skip malformed trace lines (counted and warned about)")
     p.add_argument("--format", default=None, help="trace format (loader name; default: detected)")
     p.add_argument("--out", required=True, help="output folder for validation.json and validation.html")
     p.set_defaults(func=_cmd_validate)
+
+
+def _pct(v) -> str:
+    """A relative error for people: ``+12.3 %``, ``n/a`` for None."""
+    return "n/a" if v is None else f"{v * 100:+.1f} %"
 
 
 def _cmd_validate(args) -> int:
@@ -486,7 +493,7 @@ def _cmd_validate(args) -> int:
     res = validate(args.data, system=args.system, policy=args.policy, backfill=args.backfill, restart=args.restart,
                    calibrate=args.calibrate, report_window=args.report_window, noise_seeds=args.noise_seeds,
                    sensitivity=not args.no_sensitivity, kill=not args.no_kill, lenient=args.lenient, out=args.out,
-                   windows=args.windows, format=args.format)
+                   windows=args.windows, format=args.format, queue_cancelled=args.queue_cancelled)
     for w in res.get("warnings") or ():
         print(f"twinsweep validate: warning: {w}", file=sys.stderr)
     ref = next(iter(res["modes"].values()), {}).get("wait_mean_ref_s")
@@ -495,14 +502,21 @@ def _cmd_validate(args) -> int:
           + (f"; the log's mean wait {ref / 3600:.2f} h" if ref is not None else ""))
     for mode, fig in res["modes"].items():
         def pct(k):
-            v = fig.get(k)
-            return "n/a" if v is None else f"{v * 100:+.1f} %"
+            return _pct(fig.get(k))
         corr = fig.get("occupancy_corr_hourly")
         within = fig.get("start_within_1h_frac")
         print(f"{mode:8s} jobs {fig['jobs_compared']:>7,}  mean wait {pct('wait_mean_rel_error')}  "
               f"p95 wait {pct('wait_p95_rel_error')}  "
               f"starts within 1 h of the log's {'n/a' if within is None else f'{within * 100:.0f} %'}  "
               f"hourly busy-node correlation {'n/a' if corr is None else f'{corr:.2f}'}")
+    split = next(iter(res["modes"].values()), {}).get("wait_by_log_hold") or {}
+    held = split.get("held")
+    if held and held.get("ref_wait_share") is not None:
+        print(f"jobs the log held for a reason of their own (overtaken by a later job asking for at least their "
+              f"nodes and time limit): {held['jobs']:,} of the compared jobs, {held['ref_wait_share']:.0%} of the "
+              "log's wait; mean wait error without them: "
+              + ", ".join(f"{m} {_pct(f['wait_by_log_hold'].get('not_held', {}).get('wait_mean_rel_error'))}"
+                          for m, f in res["modes"].items()))
     rs = res.get("ranking_stability")
     if rs:
         print(f"rankings over the {rs['windows']} busiest weeks: Kendall tau blind vs informed >= "

@@ -55,7 +55,9 @@ from twinsweep.core.backfill import BUILTIN_BACKFILLS
 from twinsweep.core.backfill.windows import ClockRules, WindowsOptions
 from twinsweep.core.config import Perturbation, RunConfig, parse_human_duration
 from twinsweep.core.errors import ConfigError
-from twinsweep.core.fidelity import FIGURE_LABELS, FIGURES, compare, recorded_schedule, twin_schedule
+from twinsweep.core.jobprep import cancel_times
+from twinsweep.core.fidelity import (FIGURE_LABELS, FIGURES, SPLIT_FIGURES, compare, recorded_schedule,
+                                     twin_schedule, wait_split)
 from twinsweep.core.options import parse_options
 from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json
 from twinsweep.core.scheduler import validate_scheduler
@@ -81,6 +83,30 @@ _REFERENCE_FIELDS = ["submit_time", "recorded_start_time", "run_time", "procs (-
 #: Most restart periods one validation runs (each is one twin run from the recorded state).
 MAX_RESTART_PERIODS = 10_000
 
+#: Group labels of ``modes[m]["wait_by_log_hold"]`` (:func:`core.availability.held_jobs`).
+HELD, NOT_HELD = "held", "not_held"
+
+
+def log_hold_groups(reference: pd.DataFrame) -> pd.Series:
+    """:data:`HELD` or :data:`NOT_HELD` per job of the recorded schedule, indexed by
+    ``trace_index``: ``held`` when the log shows the job held for a reason of its own
+    (:func:`core.availability.held_jobs`: a later job asking for at least its nodes and time
+    limit started before it), else ``not_held`` (its wait is consistent with waiting for nodes
+    under the site's queue order). ``reference`` needs ``time_limit`` for the comparison of
+    limits (without it, nodes alone are compared)."""
+    held = _avail.held_jobs(reference)
+    return pd.Series(np.where(held, HELD, NOT_HELD), index=reference["trace_index"].to_numpy())
+
+
+def _mode_figures(reference: pd.DataFrame, jobs: pd.DataFrame, t0: int, t1: int, nodes: int,
+                  groups: pd.Series) -> dict:
+    """One mode's figures (:func:`core.fidelity.compare`) and their split by the log's holds
+    (``wait_by_log_hold``: :func:`core.fidelity.wait_split` over :func:`log_hold_groups`)."""
+    twin = twin_schedule(jobs)
+    out = compare(reference, twin, t0, t1, nodes)
+    out["wait_by_log_hold"] = wait_split(reference, twin, t0, t1, groups)
+    return out
+
 
 def _window_arg(text: str | None, what: str) -> tuple[int, int] | None:
     """``"A:B"`` (seconds or durations from the trace epoch) -> (A, B); None passes through."""
@@ -104,8 +130,9 @@ def blind_workload(workload: Workload) -> Workload:
     start and end times and placements (``node_ids``) are removed (set missing). What remains is
     what a user submitted (submit time, request, limit) and the run time."""
     jobs = workload.jobs.copy()
+    cancel = cancel_times(jobs)  # a user's action, not the schedule: kept as the time the job left
     jobs["recorded_start_time"] = pd.array([pd.NA] * len(jobs), dtype="Int64")
-    jobs["recorded_end_time"] = pd.array([pd.NA] * len(jobs), dtype="Int64")
+    jobs["recorded_end_time"] = pd.array(np.where(np.isnan(cancel), None, cancel), dtype="Int64")
     jobs["node_ids"] = pd.Series([None] * len(jobs), index=jobs.index, dtype="object")
     return dataclasses.replace(workload, jobs=jobs)
 
@@ -287,7 +314,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
              report_window: str | tuple | None = None, noise_seeds: int = DEFAULT_NOISE_SEEDS,
              sensitivity: bool = True, kill: bool = True, out: str | Path | None = None,
              workload: Workload | None = None, lenient: bool = False, tables: dict | None = None,
-             windows: int = 4, rank_seeds: int = 2, rank_window: int | str = "7d", format: str | None = None) -> dict:
+             windows: int = 4, rank_seeds: int = 2, rank_window: int | str = "7d", format: str | None = None,
+             queue_cancelled: bool = False) -> dict:
     """Backtest the twin on trace ``data`` (see the module docstring); returns validation.json's dict.
 
     Args:
@@ -312,6 +340,10 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         tables: when a dict is given, the twin's job table of each mode is stored in it under the
             mode's name (for inspection and tests).
         format: trace loader name (default: detected, as ``twinsweep run --format``).
+        queue_cancelled: jobs cancelled while queued in the log stay queued in the twin until
+            their cancel time (the machine-model option ``queue_cancelled``, every mode; the cancel
+            time, a user's action, is read even in blind mode). Off by default: its measured effect
+            on the PWA logs is mixed (docs/validation.md).
     Raises: ConfigError (bad window, restart period, output folder, policy, trace; a trace with
     fewer than two distinct submit times), UnknownNameError. Every check is made before any
     simulation, and nothing is written unless the whole validation succeeds.
@@ -379,7 +411,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
 
     site_cal = tuple(sysobj.availability)  # a calendar the system file gives is known machine state
     grace = sysobj.kill_grace_s or (fit_kill_grace(workload.jobs, fit[0], fit[1]) if kill else 0)
-    sysobj = dataclasses.replace(sysobj, kill_grace_s=grace)
+    sysobj = dataclasses.replace(sysobj, kill_grace_s=grace,
+                                 queue_cancelled=bool(queue_cancelled or sysobj.queue_cancelled))
     end_all = int(np.nanmax(reference["end_time"].astype("float64").to_numpy(na_value=np.nan), initial=span1)) + 1
     # a site whose rules hold jobs back by the clock: idle nodes while every queued job was held
     # are not down (core/availability.py, startable); the rules are the site's declared policy
@@ -387,6 +420,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     # the requested limits (a user's request, not recorded state) let the estimator tell a job
     # held for a reason of its own from one waiting for nodes (core.availability.held_from)
     reference_est = reference.assign(time_limit=wl_nodes.jobs["time_limit"].astype("float64").to_numpy())
+    hold_groups = log_hold_groups(reference_est)  # the log's own holds: what no machine model reproduces
     blind_down, blind_median = _avail.blind_constant(reference_est, nodes, fit[0], fit[1], startable=startable)
     # the constant hold lasts beyond any job (the engine stops once only holds are left)
     sys_blind = dataclasses.replace(sysobj, availability=_avail.constant_calendar(blind_down, span0, 2 ** 40))
@@ -407,7 +441,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     blind_jobs = _run(base_cfg, blind_wl, sys_blind)
     if tables is not None:
         tables["blind"] = blind_jobs
-    modes["blind"] = compare(reference, twin_schedule(blind_jobs), t0, t1, nodes)
+    modes["blind"] = _mode_figures(reference, blind_jobs, t0, t1, nodes, hold_groups)
     modes["blind"]["description"] = (f"whole trace rescheduled from its first submit with {blind_down} node(s) "
                                      "out of service throughout (fitted on the fitting window); the twin's input "
                                      "holds no recorded start, end or placement")
@@ -422,7 +456,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     inf_jobs = _run(base_cfg, blind_wl, sys_informed)
     if tables is not None:
         tables["informed"] = inf_jobs
-    modes["informed"] = compare(reference, twin_schedule(inf_jobs), t0, t1, nodes)
+    modes["informed"] = _mode_figures(reference, inf_jobs, t0, t1, nodes, hold_groups)
     modes["informed"]["description"] = (
         "as blind, on a machine whose node availability calendar is inferred from the recorded busy-node and "
         f"queued-job counts (blocks of {_avail.BLOCK_S} s: in a block with jobs queued at most looks, "
@@ -440,7 +474,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         rjobs = _restart_jobs(base_cfg, workload, sys_informed, t0, t1, period)
         if tables is not None:
             tables["restart"] = rjobs
-        modes["restart"] = compare(reference, twin_schedule(rjobs), t0, t1, nodes)
+        modes["restart"] = _mode_figures(reference, rjobs, t0, t1, nodes, hold_groups)
         modes["restart"]["description"] = (f"re-seeded from the recorded state every {period} s over the reported "
                                            "window, on the informed machine; each job judged in the period it was "
                                            "submitted in")
@@ -485,6 +519,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
             b = min(scored, key=lambda r: (abs(r["wait_mean_rel_error"]), -(r["occupancy_corr_hourly"] or -1)))
             best = {"policy": b["policy"], "backfill": b["backfill"], "by": "smallest |wait_mean_rel_error|"}
 
+    twin_fields = _TWIN_FIELDS_BLIND + (["the cancel time of jobs cancelled while queued (submit + the recorded wait "
+                                         "of a job that never ran: its user's action, not a start)"]
+                                        if sysobj.queue_cancelled else [])
     result = {
         "schema_version": SCHEMA_VERSION,
         "trace": Path(workload.source).name,
@@ -496,6 +533,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                                             "fitting window's recorded busy-node count (core/availability.py)")}
                       if time_shared else {})},
         "policy": policy, "backfill": backfill, "options": base_cfg.option_dict, "kill": kill,
+        "queue_cancelled": sysobj.queue_cancelled,
         "site": ({"from": f"{Path(sysobj.path).name} [site]", "class_field": site["class_field"],
                   "source": site["source"]} if site else
                  {"from": "given" if policy_given else "default (no [site] table)"}),
@@ -522,19 +560,21 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         },
         "fields_read": {
             "reference": _REFERENCE_FIELDS,
-            "blind": {"twin_input": _TWIN_FIELDS_BLIND,
+            "blind": {"twin_input": twin_fields,
                       "calibration": ("the fitting window's queue listing (recorded_start_time, run_time, nodes, "
                                       "time_limit of the jobs submitted in it, censored at its end) only")},
-            "informed": {"twin_input": _TWIN_FIELDS_BLIND,
+            "informed": {"twin_input": twin_fields,
                          "calibration": ("reported window: the recorded busy-node and queued-job counts over time "
                                          "only (aggregates of recorded_start_time, run_time, nodes; no per-job "
                                          "start or wait); fitting window: its queue listing, for the one share")},
-            **({"restart": {"twin_input": _TWIN_FIELDS_BLIND + ["recorded_start_time and run_time of the jobs "
+            **({"restart": {"twin_input": twin_fields + ["recorded_start_time and run_time of the jobs "
                                                                "running or queued at each restart point",
                                                                "node_ids (placement of those running)"]}}
                if period is not None else {}),
         },
         "modes": modes,
+        "log_holds": {"note": LOG_HOLD_NOTE, "key": "modes[m]['wait_by_log_hold']",
+                      "figures": {k: {"unit": u, "definition": d} for k, (u, d) in SPLIT_FIGURES.items()}},
         "sensitivity": table,
         "best_matching_policy": best,
         "ranking_stability": stability,
@@ -589,6 +629,32 @@ def _days(window) -> str:
     return f"[{window[0] / 86400:.1f} d, {window[1] / 86400:.1f} d)"
 
 
+#: What ``wait_by_log_hold`` splits (validation.json ``log_holds``, validation.html).
+LOG_HOLD_NOTE = ("A job is 'held in the log' when a job submitted after it, asking for at least its nodes and its "
+                 "time limit, started before it (core.availability.held_from): under the site's queue order it "
+                 "waited, at least from then on, for a reason of its own (a user or system hold, a dependency, a "
+                 "per-user or per-queue limit, a class or fair-share order), not for nodes. A twin of the machine "
+                 "and its queue policy is not expected to reproduce those waits; the other jobs' waits are what "
+                 "it models. The split reads the log's queue listing (which job started when) for the reference "
+                 "side only; no twin input changes.")
+_HOLD_LABELS = {HELD: "held in the log", NOT_HELD: "not held (waited for nodes)"}
+_SPLIT_LABELS = {"jobs": "jobs", "ref_wait_share": "share of the log's wait [%]", "wait_mean_ref_s": "mean log wait [h]",
+                 "wait_mean_twin_s": "mean twin wait [h]", "wait_mean_rel_error": "mean wait error [%]",
+                 "wait_p95_rel_error": "p95 wait error [%]"}
+
+
+def _fmt_split(k: str, v) -> str:
+    if v is None:
+        return "–"
+    if k == "jobs":
+        return f"{int(v):,}"
+    if k == "ref_wait_share":
+        return f"{100 * v:.0f}"
+    if k.endswith("_s"):
+        return f"{v / 3600:.2f}"
+    return f"{100 * v:+.0f}"
+
+
 def validation_html(result: dict) -> str:
     """A short self-contained HTML page of a validation: figures by mode with their noise floor,
     exclusions, the policy-sensitivity table and what was read."""
@@ -609,6 +675,16 @@ def validation_html(result: dict) -> str:
     read = "".join(f"<li><b>{e(m)}</b>: {_read(v)}</li>" for m, v in result["fields_read"].items())
     warn = ("<h2>Warnings</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in result["warnings"]) + "</ul>"
             if result.get("warnings") else "")
+    split = ""
+    if any(fig.get("wait_by_log_hold") for fig in result["modes"].values()):
+        cols = ("jobs", "ref_wait_share", "wait_mean_ref_s", "wait_mean_twin_s", "wait_mean_rel_error",
+                "wait_p95_rel_error")
+        shead = "".join(f"<th title='{e(SPLIT_FIGURES[k][1])}'>{e(_SPLIT_LABELS[k])}</th>" for k in cols)
+        srows = "".join(
+            f"<tr><th>{e(m)}: {e(_HOLD_LABELS.get(g, g))}</th>" + "".join(f"<td>{e(_fmt_split(k, f.get(k)))}</td>" for k in cols)
+            + "</tr>" for m, fig in result["modes"].items() for g, f in (fig.get("wait_by_log_hold") or {}).items())
+        split = (f"<h2>Where the wait error lives: jobs the log held, and the others</h2><p>{e(LOG_HOLD_NOTE)}</p>"
+                 f"<table><tr><th>mode: jobs</th>{shead}</tr>{srows}</table>")
     excl = "".join(f"<li><b>{e(m)}</b>: " + ", ".join(f"{e(r)}: {n:,}" for r, n in fig.get("exclusions", {}).items())
                    + "</li>" for m, fig in result["modes"].items())
     sens = ""
@@ -634,7 +710,7 @@ padding:3px 6px;text-align:right}}tr.nf{{color:#777}}tr.site{{background:#eef}}<
 <p>System {e(result['system']['name'])} ({result['system']['nodes']} nodes{_slots(result['system'])}); site policy {e(result['policy'])} +
 {e(result['backfill'])}; reported window {_days(w['reported'])}, fitting window {_days(w['fitting'])} (days from the trace epoch).
 Relative errors are (twin − log) / log.</p>
-<table><tr><th>mode</th>{head}</tr>{''.join(rows)}</table>
+<table><tr><th>mode</th>{head}</tr>{''.join(rows)}</table>{split}
 <h2>Jobs left out</h2><ul>{excl}</ul>{sens}{warn}
 <h2>Recorded fields read</h2><ul>{read}</ul>
 </body></html>

@@ -145,6 +145,21 @@ def test_held_from_by_hand():
     assert av.held_from(sub, st, n, unk).tolist() == [45, 45, 45, inf, inf]
 
 
+def test_held_jobs_by_hand():
+    """held_jobs marks, per row of a schedule, the jobs held_from finds overtaken (the example of
+    test_held_from_by_hand: job 0 only), never a job that did not run (row 5: no start)."""
+    sched = pd.DataFrame({
+        "submit_time": [0, 10, 20, 30, 40, 5],
+        "start_time": pd.array([500, 100, 60, 45, 50, None], dtype="Int64"),
+        "end_time": pd.array([600, 200, 560, 95, 250, None], dtype="Int64"),
+        "nodes": pd.array([4, 4, 2, 8, 3, 1], dtype="Int64"),
+        "time_limit": [100.0, 100.0, 500.0, 50.0, 200.0, 10.0],
+    })
+    assert av.held_jobs(sched).tolist() == [True, False, False, False, False, False]
+    # without limits, nodes alone decide (as held_from with unknown limits): 0, 1 and 2
+    assert av.held_jobs(sched.drop(columns="time_limit")).tolist() == [True, True, True, False, False, False]
+
+
 def test_held_job_is_no_evidence_of_nodes_down():
     """Hand-computed: 10 nodes, X holds 6 on [0, 300); A (2 nodes, limit 100) waits from 0 to 250.
     Blocks of 100 s, queue looked at every 10 s. Alone, A at the head of the queue with 4 nodes

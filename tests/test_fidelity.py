@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from twinsweep.core.fidelity import FIGURES, compare, hourly_busy_nodes, recorded_schedule
+from twinsweep.core.fidelity import FIGURES, SPLIT_FIGURES, compare, hourly_busy_nodes, recorded_schedule, wait_split
 
 
 def _sched(rows):
@@ -69,6 +69,32 @@ def test_compare_by_hand():
     assert f["occupancy_corr_hourly"] is None
     # node-seconds in [1000, 4600): 400 in both (the job submitted at 500 ended before) -> equal means
     assert f["occupancy_rmse_frac"] == pytest.approx(0.0)
+
+
+def test_wait_split_by_hand():
+    """The compared jobs of test_compare_by_hand in two groups: a = jobs 0 and 2 (reference waits
+    0 and 190, twin 0 and 0), b = jobs 1 and 3 (reference 100 and 280, twin 50 and 300); jobs 4
+    (never ran) and 5 (outside the window) are not compared, whatever their group."""
+    ref, tw = _pair()
+    groups = pd.Series(["a", "b", "a", "b", "a", "b"], index=range(6))
+    out = wait_split(ref, tw, 1000, 4600, groups)
+    assert list(out) == ["a", "b"]
+    a, b = out["a"], out["b"]
+    assert set(a) == set(SPLIT_FIGURES)
+    assert a["jobs"] == 2 and b["jobs"] == 2
+    assert a["ref_wait_share"] == pytest.approx(190 / 570) and b["ref_wait_share"] == pytest.approx(380 / 570)
+    assert a["wait_mean_ref_s"] == 95.0 and a["wait_mean_twin_s"] == 0.0 and a["wait_mean_rel_error"] == -1.0
+    assert b["wait_mean_ref_s"] == 190.0 and b["wait_mean_twin_s"] == 175.0
+    assert b["wait_mean_rel_error"] == pytest.approx(-15 / 190)
+    # numpy linear quantile of two values: a + 0.95 (b - a)
+    assert b["wait_p95_ref_s"] == pytest.approx(271.0) and b["wait_p95_twin_s"] == pytest.approx(287.5)
+    assert b["wait_p95_rel_error"] == pytest.approx(16.5 / 271)
+    assert a["wait_p95_rel_error"] == -1.0
+    # a group whose reference waits are all 0 has no relative error, and a job without a label is an error
+    zero = wait_split(ref, tw, 1000, 4600, pd.Series(["z", "y", "y", "y", "y", "y"], index=range(6)))
+    assert zero["z"]["wait_mean_rel_error"] is None and zero["z"]["ref_wait_share"] == 0.0
+    with pytest.raises(KeyError):
+        wait_split(ref, tw, 1000, 4600, pd.Series(["a"], index=[0]))
 
 
 def test_compare_identity_and_occupancy():

@@ -53,6 +53,10 @@ def test_twin_made_log_validates_to_zero_error(tmp_path):
         assert f["wait_ks"] == 0.0 and f["wait_w1_s"] == 0.0
         assert f["occupancy_corr_hourly"] == pytest.approx(1.0) and f["occupancy_rmse_frac"] == 0.0
         assert f["noise_floor"]["seeds"] == 2
+        # FCFS + EASY never lets a later job that asks for as much start first: nothing is held
+        split = f["wait_by_log_hold"]
+        assert list(split) == ["not_held"] and split["not_held"]["jobs"] == f["jobs_compared"]
+        assert split["not_held"]["wait_mean_rel_error"] == 0.0 and split["not_held"]["ref_wait_share"] == 1.0
     # the site's policy is the closest in the sensitivity table, and the table covers the grid
     assert res["best_matching_policy"]["policy"] == "fcfs" and res["best_matching_policy"]["backfill"] == "easy"
     assert len(res["sensitivity"]) == 12
@@ -178,6 +182,60 @@ def test_bad_windows_are_one_clear_error(tmp_path, capsys):
     with pytest.raises(ConfigError, match="at least two"):
         validate(str(one), noise_seeds=0, sensitivity=False, windows=0)
     assert not (tmp_path / "x").exists()
+
+
+def test_jobs_the_log_held_are_reported_apart(tmp_path):
+    """A log whose user held one job: A (job 1, 2 nodes, 1 h limit) waited 5 h on an idle machine
+    while B (job 2, submitted 10 s later, as large) started at once. A is 'held' (B overtook it),
+    every other job 'not held'; the twin, which knows nothing of the hold, starts A at once: all
+    of the error sits in the held group, none in the other."""
+    jobs = [(1, 0, 18000, 600, 2), (2, 10, 0, 600, 2)]  # (job, submit, wait, run, procs)
+    jobs += [(3 + i, 40000 + 1000 * i, 0, 600, 2) for i in range(8)]  # a second half of jobs that never wait
+    jobs += [(11, 50000, 18000, 600, 2), (12, 50010, 0, 600, 2)]  # the same hold in the reported window
+    log = write_swf_rows(tmp_path / "held.swf", [(j, s, w, r, p) for j, s, w, r, p in jobs], max_nodes=NODES)
+    res = validate(str(log), policy="fcfs", backfill="easy", noise_seeds=0, sensitivity=False, windows=0,
+                   calibrate="0:45000", report_window="45000:60000", out=tmp_path / "v")
+    split = res["modes"]["blind"]["wait_by_log_hold"]
+    assert split["held"]["jobs"] == 1 and split["held"]["ref_wait_share"] == 1.0
+    assert split["held"]["wait_mean_ref_s"] == 18000.0 and split["held"]["wait_mean_rel_error"] == -1.0
+    assert split["not_held"]["jobs"] == 4 and split["not_held"]["wait_mean_ref_s"] == 0.0
+    assert split["not_held"]["wait_mean_twin_s"] == 0.0 and split["not_held"]["wait_mean_rel_error"] is None
+    assert res["modes"]["blind"]["wait_mean_rel_error"] == -1.0
+    assert "jobs the log held" in (tmp_path / "v" / "validation.html").read_text().lower()
+    assert json.loads((tmp_path / "v" / "validation.json").read_text())["log_holds"]["figures"]["jobs"]["unit"] == "jobs"
+
+
+def _cancel_log(tmp_path):
+    """4 nodes, the scenario of tests/test_cancelled_jobs.py twice (fitting and reported halves):
+    A (2 nodes) runs 100 s; C (4 nodes, limit 1000 s) is cancelled in the queue 40 s after its
+    submit (SWF: wait 40, run -1, allocated -1, requested 4); B (2 nodes) waited 30 s in the log,
+    because C held EASY's reservation until it was cancelled."""
+    lines = ["; MaxNodes: 4", "; MaxProcs: 4"]
+    for base, j in ((0, 1), (100000, 4)):
+        lines += [f"{j} {base} 0 100 2 -1 -1 2 100 -1 1 1 1 -1 -1 -1 -1 -1",
+                  f"{j + 1} {base + 10} 40 -1 -1 -1 -1 4 1000 -1 5 1 1 -1 -1 -1 -1 -1",
+                  f"{j + 2} {base + 20} 30 200 2 -1 -1 2 200 -1 1 1 1 -1 -1 -1 -1 -1"]
+    path = tmp_path / "cancel.swf"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_cancelled_while_queued_jobs_hold_their_reservation_in_validate(tmp_path):
+    """With queue_cancelled the blind twin keeps the cancelled job queued until its cancel time (a
+    user's action, read from the log even in blind mode and listed as read) and reproduces B's
+    30 s wait; without it B starts at once (error -100 %)."""
+    log = _cancel_log(tmp_path)
+    kw = dict(policy="fcfs", backfill="easy", noise_seeds=0, sensitivity=False, windows=0,
+              calibrate="0:50000", report_window="50000:200000")
+    on = validate(str(log), queue_cancelled=True, **kw)
+    off = validate(str(log), **kw)
+    assert on["queue_cancelled"] is True and off["queue_cancelled"] is False
+    for mode in ("blind", "informed"):
+        assert on["modes"][mode]["wait_mean_ref_s"] == 15.0  # A waited 0 s, B 30 s
+        assert on["modes"][mode]["wait_mean_rel_error"] == 0.0
+        assert off["modes"][mode]["wait_mean_rel_error"] == -1.0
+    assert any("cancel time" in f for f in on["fields_read"]["blind"]["twin_input"])
+    assert not any("cancel time" in f for f in off["fields_read"]["blind"]["twin_input"])
 
 
 def test_cli_writes_validation(tmp_path, capsys):

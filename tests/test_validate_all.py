@@ -13,7 +13,7 @@ import validate_all as va  # noqa: E402
 
 
 def _mode_rows(name, tag):
-    return [f"| {name} (9 days) | fcfs + easy | {m} | {tag} | – | – | 0% | – | – | – |  |"
+    return [f"| {name} (9 days) | fcfs + easy | {m} | {tag} | – | – | 0% | – | – | – |  | 10% | – / – |"
             for m in ("blind", "informed", "restart")]
 
 
@@ -43,3 +43,15 @@ def test_merge_block_replaces_the_rendered_traces_and_keeps_the_others():
     assert va.merge_block(new, [], [], "doc") == new  # rendering nothing changes nothing
     with pytest.raises(SystemExit, match="README.md: no <!-- validate-all table -->"):
         va.merge_block("no markers\n", [], [], "README.md")
+
+
+def test_a_kept_row_of_an_older_narrower_table_is_padded_not_dropped():
+    """A row written before the table gained columns is kept, with "–" in the new cells."""
+    short = "| HPC2N-2002-2.2-cln (9 days) | fcfs + easy | blind | old | – | – | 0% | – | – | – |  |"
+    text = "\n".join([va.MARK_START, *va.HEAD_MODES, short, "", *va.HEAD_RANK, _rank_row("HPC2N-2002-2.2-cln", "old"),
+                      va.MARK_END]) + "\n"
+    new = va.merge_block(text, _mode_rows("KTH-SP2-1996-2.1-cln", "new"), [], "doc")
+    kept = [ln for ln in new.splitlines() if ln.startswith("| HPC2N") and "blind" in ln]
+    assert kept == [short + " – | – |"]
+    assert kept[0].count("|") == va.HEAD_MODES[1].count("|")
+    assert sum(ln.startswith("| HPC2N") for ln in new.splitlines()) == 2  # its rank row too
