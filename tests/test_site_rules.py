@@ -253,4 +253,7 @@ def test_shipped_site_tables_load():
     kth = site_scheduler(load_system("kth-sp2"))
     assert kth["backfill"] == "windows" and kth["options"]["sync"] == "mon-fri 07:00 16:00"
     assert site_scheduler(load_system("sdsc-sp2"))["policy"] == "queue_class"
-    assert site_scheduler(load_system("ricc")) == {}
+    ricc = site_scheduler(load_system("ricc"))  # the PWA-documented project fair share
+    assert (ricc["policy"], ricc["backfill"]) == ("weighted", "easy")
+    assert ricc["options"] == {"w_fairshare": 1.0, "fairshare_level": "account", "fairshare_half_life_s": 604800.0}
+    assert site_scheduler(load_system("hpc2n-seth")) == {}  # no described rule: fcfs + easy
