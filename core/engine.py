@@ -67,12 +67,16 @@ class Engine:
             time (None: the run option ``queue_cancelled``, else the system's); see
             :func:`core.jobprep.cancel_times`. The window frame must come from :func:`select_window`
             with the same setting.
+        honor_eligible: a job enters the queue at its ``eligible_time`` when the frame gives one
+            after its submit time (None: the run option ``honor_eligible``, else the system's);
+            see :func:`core.jobprep.prepare_jobs`.
     """
 
     def __init__(self, frame, system: System, policy: str, backfill: str, kill: bool,
                  node_power_w, idle_power_w: float, t0: int, t1: int | None,
                  options: dict | None = None, progress: Callable[[int], None] | None = None,
-                 accounts=None, scheduler=None, queue_cancelled: bool | None = None):
+                 accounts=None, scheduler=None, queue_cancelled: bool | None = None,
+                 honor_eligible: bool | None = None):
         self.frame = frame
         self.system = system
         self.replay = policy == "replay"
@@ -90,6 +94,11 @@ class Engine:
         if queue_cancelled is None:
             queue_cancelled = bool(getattr(system, "queue_cancelled", False))
         self.queue_cancelled = bool(queue_cancelled) and not self.replay
+        if honor_eligible is None:
+            honor_eligible = self.options.get("honor_eligible")
+        if honor_eligible is None:
+            honor_eligible = bool(getattr(system, "honor_eligible", False))
+        self.honor_eligible = bool(honor_eligible) and not self.replay
 
     def run(self) -> EngineResult:
         """Simulate the window.
@@ -101,10 +110,11 @@ class Engine:
         (``system.scheduling_cycle_s`` = N > 0), passes run only at multiples of N s since the
         trace epoch (:class:`core.kernel.Kernel`). With ``queue_cancelled``, jobs cancelled while
         queued leave the queue at their cancel time with status ``cancelled`` (``counts`` gains
-        ``cancelled``).
+        ``cancelled``). With ``honor_eligible``, ``counts`` gains ``eligible_later`` (jobs queued
+        at an eligible time after their submit time).
         """
         f = self.frame
-        J = prepare_jobs(f, self.system, self.kill, self.replay, self.t0, self.queue_cancelled)
+        J = prepare_jobs(f, self.system, self.kill, self.replay, self.t0, self.queue_cancelled, self.honor_eligible)
         n = J.n
         N = self.system.nodes
         periods = () if self.replay else getattr(self.system, "availability", ())
@@ -113,7 +123,7 @@ class Engine:
         # what the scheduler may know (DESIGN.md §3.3): requests, limits, submit times, owners;
         # never run times or recorded starts (replay alone gets those, apart from the view)
         view = JobView(
-            submit=J.submit, nodes=nodes_all, time_limit=limit_all, trace_index=J.trace_index,
+            submit=J.queue_time, nodes=nodes_all, time_limit=limit_all, trace_index=J.trace_index,
             priority=f["priority"].astype("float64").tolist(), user=f["user"].tolist(),
             account=f["account"].tolist(), partition=f["partition"].tolist(), job_id=f["job_id"].tolist(),
             source=str(f.attrs.get("source", "")), time_limit_imputed=J.imputed,
@@ -153,6 +163,8 @@ class Engine:
             counts.update(cal.counts(t_end))
         if self.queue_cancelled:
             counts["cancelled"] = sum(1 for s in status if s == "cancelled")
+        if self.honor_eligible:  # jobs queued at a later eligible time than their submit
+            counts["eligible_later"] = sum(1 for a, b in zip(J.queue_time, J.submit) if a > b)
         counts.setdefault("replay_delayed", 0)
         counts.setdefault("reservation_delays", 0)
         jobs = jobs_table(f, J, k, status, reason, self.node_power, self.t1)

@@ -133,7 +133,11 @@ class WindowJobs:
 
     Attributes (lists of length n unless said):
         n: jobs in the window.
-        submit: submit time (int s); ``sub_time``: when the engine submits it (max(submit, t0)).
+        submit: submit time (int s); ``queue_time``: when it enters the queue (its submit time, or
+            with ``honor_eligible`` its later ``eligible_time``; the time a scheduler sees as the
+            job's submit, so FCFS orders it and a priority's age counts from it, as Slurm's age
+            factor counts from eligibility); ``sub_time``: when the engine submits it
+            (max(queue_time, t0)).
         run: recorded run time (int s or None: never ran).
         nodes: nodes requested (0 when unknown); the availability calendar appends its holds.
         limit: effective time limit (int s, DESIGN.md §3.3; 0 for a job that never ran); the
@@ -152,6 +156,7 @@ class WindowJobs:
 
     n: int
     submit: list
+    queue_time: list
     sub_time: list
     run: list
     nodes: list
@@ -171,7 +176,7 @@ class WindowJobs:
 
 
 def prepare_jobs(f: pd.DataFrame, system: System, kill: bool, replay: bool, t0: int,
-                 queue_cancelled: bool = False) -> WindowJobs:
+                 queue_cancelled: bool = False, honor_eligible: bool = False) -> WindowJobs:
     """The window frame (:func:`select_window`) as :class:`WindowJobs`.
 
     Effective limits (:func:`effective_time_limit` with ``system.default_time_limit``);
@@ -179,6 +184,13 @@ def prepare_jobs(f: pd.DataFrame, system: System, kill: bool, replay: bool, t0: 
     jobs without a run time are ``not_run`` — except, with ``queue_cancelled`` (not in replay),
     jobs cancelled while queued (:func:`cancel_times`) that have a usable time limit: they are
     queued and leave the queue at their cancel time. ``kill`` is ignored in replay.
+
+    With ``honor_eligible`` (not in replay) a job whose ``eligible_time`` (a trace column, s;
+    Slurm's ``Eligible``) lies after its submit time enters the queue then (``queue_time``): it was
+    held (a user or administrator hold, a dependency, a ``--begin`` time) and no scheduler could
+    start it before. Its wait still counts from its submit time. A job cancelled in the queue
+    before it became eligible is ``not_run`` (it never was a candidate). The eligible time is a
+    recorded input, not the twin's: a dependency's parent may end earlier or later in the twin.
     """
     n = len(f)
     N = system.nodes
@@ -196,10 +208,24 @@ def prepare_jobs(f: pd.DataFrame, system: System, kill: bool, replay: bool, t0: 
     if queue_cancelled and not replay:
         ct = cancel_times(f)
         cancel_at = np.where(np.isnan(ct), -1, _ints_nan_zero(ct)).tolist()
+    queue_a = submit_a
+    if honor_eligible and not replay and "eligible_time" in f.columns:
+        elig = f["eligible_time"].astype("float64").to_numpy(na_value=np.nan)
+        later = ~np.isnan(elig) & (elig > submit_a)
+        if later.any():
+            queue_a = np.where(later, elig, submit_a).astype(np.int64)
+            cancel_at_before = list(cancel_at)
     reason, status = [None] * n, [None] * n
+    if queue_a is not submit_a:
+        for j in np.flatnonzero(later & (np.asarray(cancel_at) >= 0) & (np.asarray(cancel_at) <= queue_a)).tolist():
+            cancel_at[j] = -1  # cancelled before it could be queued: never a candidate
+            status[j] = "not_run"
+            reason[j] = f"cancelled at t = {int(cancel_at_before[j])} s, before it became eligible (t = {int(queue_a[j])} s)"
     # the rules below, tried only for the jobs that any of them can concern
     maybe = run_missing | nodes_missing | (nodes_v <= 0) | (nodes_v > N)
     for j in np.flatnonzero(maybe).tolist():
+        if status[j] is not None:
+            continue
         if run[j] is None and cancel_at[j] < 0:
             status[j] = "not_run"
             reason[j] = "never ran in the trace (no run time recorded)"
@@ -222,7 +248,8 @@ def prepare_jobs(f: pd.DataFrame, system: System, kill: bool, replay: bool, t0: 
         occ = run_v
     dur = np.where(run_missing, 0, occ).tolist()
     return WindowJobs(
-        n=n, submit=submit, sub_time=np.maximum(submit_a, t0).tolist(), run=run, nodes=nodes, limit=limit,
+        n=n, submit=submit, queue_time=queue_a.tolist() if queue_a is not submit_a else submit,
+        sub_time=np.maximum(queue_a, t0).tolist(), run=run, nodes=nodes, limit=limit,
         imputed=imp.tolist(), dur=dur, status=status, reason=reason, cancel_at=cancel_at,
         trace_index=f["trace_index"].astype("int64").tolist(), prepop=f["prepopulated"].tolist(),
         rstart=f["replay_start"].astype("int64").tolist(), start_unknown=f["recorded_start_time"].isna().tolist(),

@@ -75,12 +75,18 @@ class RunOptions(PluginOptions):
         time (then they leave with status ``cancelled``; :func:`core.jobprep.cancel_times`), false to
         leave them out (``not_run``); None (default) follows the system file's ``queue_cancelled``
         (default false). Reschedule modes only; replay ignores it.
+    honor_eligible: true to queue a job at its ``eligible_time`` (Slurm's ``Eligible``: the end of
+        a hold, a dependency or a ``--begin`` time) when the trace gives one after its submit time
+        (:func:`core.jobprep.prepare_jobs`); false to queue every job at its submit time; None
+        (default) follows the system file's ``honor_eligible`` (default false). Reschedule modes
+        only; replay ignores it.
     """
 
     accounts_in: str | None = None
     acct_level: Literal["account", "user"] = "account"
     replay_oversubscribe: bool = False
     queue_cancelled: bool | None = None
+    honor_eligible: bool | None = None
 
 
 def option_names(model: type[PluginOptions]) -> set[str]:

@@ -173,6 +173,10 @@ class System:
     #: status ``cancelled`` (they can hold an EASY reservation meanwhile); off: they are ``not_run``.
     #: The run option ``queue_cancelled`` overrides it. Reschedule modes only.
     queue_cancelled: bool = False
+    #: a job enters the queue at its ``eligible_time`` when the trace gives one later than its
+    #: submit time (Slurm's ``Eligible``: the end of a hold, a dependency or a ``--begin`` time);
+    #: off: at its submit time. The run option ``honor_eligible`` overrides it. Reschedule modes only.
+    honor_eligible: bool = False
 
     def __post_init__(self):
         if self.nodes < 1:
@@ -183,8 +187,9 @@ class System:
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ConfigError(f"system {self.name!r}: {k} must be an integer >= 0 s, got {v!r}")
-        if not isinstance(self.queue_cancelled, bool):
-            raise ConfigError(f"system {self.name!r}: queue_cancelled must be true or false, got {self.queue_cancelled!r}")
+        for k in ("queue_cancelled", "honor_eligible"):
+            if not isinstance(getattr(self, k), bool):
+                raise ConfigError(f"system {self.name!r}: {k} must be true or false, got {getattr(self, k)!r}")
         if self.installed_nodes is not None or self.unavailable_nodes:
             inst = self.installed_nodes if self.installed_nodes is not None else self.nodes + len(self.unavailable_nodes)
             bad = [i for i in self.unavailable_nodes if not 0 <= int(i) < inst]
@@ -214,7 +219,7 @@ class System:
 
         d = self.to_dict()
         d.pop("path", None)
-        for k in ("availability", "kill_grace_s", "scheduling_cycle_s", "queue_cancelled"):  # added later: at their defaults the identity is unchanged
+        for k in ("availability", "kill_grace_s", "scheduling_cycle_s", "queue_cancelled", "honor_eligible"):  # added later: at their defaults the identity is unchanged
             if not d.get(k):
                 d.pop(k, None)
         blob = json.dumps(d, sort_keys=True, default=str, separators=(",", ":")).encode()
