@@ -6,8 +6,9 @@
 Runs :func:`twinsweep.sweep.validate.validate` per trace with the site's scheduler as its system
 file's ``[site]`` table declares it (else ``fcfs`` + ``easy``), one estimator and one set of
 constants for every trace (core/availability.py), the reported window the second half of each
-(possibly cut) log, the noise floor (3 seeds) and the ranking-stability study (``--windows``
-busiest weeks). Traces with more than ``--max-jobs`` jobs are cut to their first that many jobs
+(possibly cut) log, the noise floor (3 seeds), the ranking-stability study (``--windows``
+busiest weeks) and the diagnostic mode ``holds`` (blind with the log's holds given; a row of
+its own, no goal: ``--no-holds`` leaves it out). Traces with more than ``--max-jobs`` jobs are cut to their first that many jobs
 in trace order (the cut is printed; the fitting and reported windows are then the halves of
 the cut span). Writes each trace's validation.json / validation.html under ``--out`` and
 ``table.md`` there: the markdown tables of docs/validation.md and the README, each figure beside
@@ -70,7 +71,7 @@ def _one(name: str, args) -> dict:
     cpu0, t0 = time.process_time(), time.perf_counter()
     folder_out = Path(args.out) / name.removesuffix(".swf.gz")
     v = validate(f"pwa-swf/{name}", restart=args.restart, sensitivity=args.sensitivity, workload=wl,
-                 noise_seeds=args.noise_seeds, windows=args.windows)
+                 noise_seeds=args.noise_seeds, windows=args.windows, holds=not args.no_holds)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
     v["cpu_s"], v["load_avg"] = round(cpu, 1), [round(x, 1) for x in os.getloadavg()]
     if note:
@@ -88,7 +89,7 @@ def _render(v: dict, label: str, cost: str) -> dict:
         nf = (f.get("noise_floor") or {}).get("wait_mean_rel_error")
         corr = f.get("occupancy_corr_hourly")
         med = f.get("start_error_median_s")
-        goals = "" if mode == "blind" else (
+        goals = "" if mode in ("blind", "holds") else (
             f"{_ok(f.get('wait_mean_rel_error'), GOAL_MEAN)} / {_ok(f.get('wait_p95_rel_error'), GOAL_P95)} / "
             f"{_ok(corr, GOAL_CORR, absolute=False)}")
         split = f.get("wait_by_log_hold") or {}
@@ -181,6 +182,8 @@ def main(argv=None) -> int:
     ap.add_argument("--windows", type=int, default=4, help="busiest weeks of the ranking-stability study")
     ap.add_argument("--noise-seeds", type=int, default=3)
     ap.add_argument("--sensitivity", action="store_true", help="also the policy x backfill table (slow)")
+    ap.add_argument("--no-holds", action="store_true",
+                    help="leave out the diagnostic mode 'holds' (blind with the log's holds given)")
     ap.add_argument("--parallel", type=int, default=1, help="traces validated at once (worker processes)")
     ap.add_argument("--out", default="out/validate-all")
     ap.add_argument("--render-only", action="store_true",

@@ -470,6 +470,9 @@ def _add_validate_parser(sub):
     p.add_argument("--no-kill", action="store_true", help="do not end jobs at their time limit")
     p.add_argument("--queue-cancelled", action="store_true",
                    help="jobs cancelled while queued in the log stay queued until their cancel time (every mode)")
+    p.add_argument("--holds-given", action="store_true",
+                   help="add the diagnostic mode 'holds': blind, with the jobs the log held queued from their recorded "
+                        "start (how close the model is once the holds are known)")
     p.add_argument("--lenient", action="store_true", help="skip malformed trace lines (counted and warned about)")
     p.add_argument("--format", default=None, help="trace format (loader name; default: detected)")
     p.add_argument("--out", required=True, help="output folder for validation.json and validation.html")
@@ -493,7 +496,8 @@ def _cmd_validate(args) -> int:
     res = validate(args.data, system=args.system, policy=args.policy, backfill=args.backfill, restart=args.restart,
                    calibrate=args.calibrate, report_window=args.report_window, noise_seeds=args.noise_seeds,
                    sensitivity=not args.no_sensitivity, kill=not args.no_kill, lenient=args.lenient, out=args.out,
-                   windows=args.windows, format=args.format, queue_cancelled=args.queue_cancelled)
+                   windows=args.windows, format=args.format, queue_cancelled=args.queue_cancelled,
+                   holds=args.holds_given)
     for w in res.get("warnings") or ():
         print(f"twinsweep validate: warning: {w}", file=sys.stderr)
     ref = next(iter(res["modes"].values()), {}).get("wait_mean_ref_s")

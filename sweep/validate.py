@@ -98,6 +98,21 @@ def log_hold_groups(reference: pd.DataFrame) -> pd.Series:
     return pd.Series(np.where(held, HELD, NOT_HELD), index=reference["trace_index"].to_numpy())
 
 
+def holds_workload(workload: Workload, reference: pd.DataFrame, groups: pd.Series) -> Workload:
+    """``workload`` with an ``eligible_time`` column: the recorded start of each job the log held
+    (``groups`` == :data:`HELD`, :func:`log_hold_groups`), missing for every other job — the
+    log's holds as if the log had recorded when each held job became eligible (Slurm's
+    ``Eligible``; the hold ended at or before the start). Reads ``reference`` (the recorded
+    schedule) for those jobs' starts; used by the diagnostic ``holds`` mode only."""
+    jobs = workload.jobs.copy()
+    held = groups.reindex(jobs["trace_index"].to_numpy()).to_numpy() == HELD
+    start = reference.set_index("trace_index")["start_time"].astype("Int64")
+    rec = start.reindex(jobs["trace_index"].to_numpy()).to_numpy(dtype="float64", na_value=np.nan)
+    elig = np.where(held, rec, np.nan)
+    jobs["eligible_time"] = pd.array(np.where(np.isnan(elig), None, elig), dtype="Int64")
+    return dataclasses.replace(workload, jobs=jobs)
+
+
 def _mode_figures(reference: pd.DataFrame, jobs: pd.DataFrame, t0: int, t1: int, nodes: int,
                   groups: pd.Series) -> dict:
     """One mode's figures (:func:`core.fidelity.compare`) and their split by the log's holds
@@ -315,7 +330,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
              sensitivity: bool = True, kill: bool = True, out: str | Path | None = None,
              workload: Workload | None = None, lenient: bool = False, tables: dict | None = None,
              windows: int = 4, rank_seeds: int = 2, rank_window: int | str = "7d", format: str | None = None,
-             queue_cancelled: bool = False) -> dict:
+             queue_cancelled: bool = False, holds: bool = False) -> dict:
     """Backtest the twin on trace ``data`` (see the module docstring); returns validation.json's dict.
 
     Args:
@@ -344,6 +359,11 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
             their cancel time (the machine-model option ``queue_cancelled``, every mode; the cancel
             time, a user's action, is read even in blind mode). Off by default: its measured effect
             on the PWA logs is mixed (docs/validation.md).
+        holds: add the diagnostic mode ``holds``: blind, but each job the log held for a reason
+            of its own (:func:`log_hold_groups`) enters the queue only at its recorded start
+            (:func:`holds_workload`, the run option ``honor_eligible``). It reads those jobs'
+            recorded starts in the reported window, so it is no backtest of the twin's
+            prediction: it says how close the machine and queue model is once the holds are known.
     Raises: ConfigError (bad window, restart period, output folder, policy, trace; a trace with
     fewer than two distinct submit times), UnknownNameError. Every check is made before any
     simulation, and nothing is written unless the whole validation succeeds.
@@ -485,6 +505,21 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                                                sys_informed, t0, t1, period), noise_seeds, t0, t1, nodes)
         timing["restart_s"] = time.perf_counter() - t
 
+    # -- holds given (diagnostic) ----------------------------------------------------------------
+    if holds:
+        t = time.perf_counter()
+        held_wl = holds_workload(blind_wl, reference, hold_groups)
+        hcfg = dataclasses.replace(base_cfg, options=tuple(sorted({**base_cfg.option_dict, "honor_eligible": True}.items())))
+        hjobs = _run(hcfg, held_wl, sys_blind)
+        if tables is not None:
+            tables["holds"] = hjobs
+        modes["holds"] = _mode_figures(reference, hjobs, t0, t1, nodes, hold_groups)
+        modes["holds"]["description"] = (
+            "diagnostic: as blind, with each job the log held for a reason of its own queued only from its recorded "
+            "start (honor_eligible): how close the machine and queue model is once the holds are known; the held "
+            "jobs are inputs here, the not-held jobs' figures are the test")
+        timing["holds_s"] = time.perf_counter() - t
+
     # -- policy sensitivity (blind twin) ----------------------------------------------------------
     table = []
     if sensitivity:
@@ -567,6 +602,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                          "calibration": ("reported window: the recorded busy-node and queued-job counts over time "
                                          "only (aggregates of recorded_start_time, run_time, nodes; no per-job "
                                          "start or wait); fitting window: its queue listing, for the one share")},
+            **({"holds": {"twin_input": twin_fields + ["recorded_start_time of the jobs the log held for a reason of "
+                                                        "their own (as their eligible time)"],
+                          "calibration": "as blind"}} if holds else {}),
             **({"restart": {"twin_input": twin_fields + ["recorded_start_time and run_time of the jobs "
                                                                "running or queued at each restart point",
                                                                "node_ids (placement of those running)"]}}

@@ -194,7 +194,12 @@ def test_jobs_the_log_held_are_reported_apart(tmp_path):
     jobs += [(11, 50000, 18000, 600, 2), (12, 50010, 0, 600, 2)]  # the same hold in the reported window
     log = write_swf_rows(tmp_path / "held.swf", [(j, s, w, r, p) for j, s, w, r, p in jobs], max_nodes=NODES)
     res = validate(str(log), policy="fcfs", backfill="easy", noise_seeds=0, sensitivity=False, windows=0,
-                   calibrate="0:45000", report_window="45000:60000", out=tmp_path / "v")
+                   calibrate="0:45000", report_window="45000:60000", out=tmp_path / "v", holds=True)
+    # the diagnostic mode 'holds' queues A only from its recorded start: every wait is the log's
+    hm = res["modes"]["holds"]
+    assert hm["wait_mean_rel_error"] == 0.0 and hm["start_within_1min_frac"] == 1.0
+    assert hm["wait_by_log_hold"]["held"]["wait_mean_twin_s"] == 18000.0
+    assert any("held" in f for f in res["fields_read"]["holds"]["twin_input"])
     split = res["modes"]["blind"]["wait_by_log_hold"]
     assert split["held"]["jobs"] == 1 and split["held"]["ref_wait_share"] == 1.0
     assert split["held"]["wait_mean_ref_s"] == 18000.0 and split["held"]["wait_mean_rel_error"] == -1.0
