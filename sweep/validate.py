@@ -427,6 +427,13 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     blind_wl = blind_workload(workload)
 
     modes: dict[str, dict] = {}
+
+    def mode(name: str, jobs: pd.DataFrame, description: str, **extra) -> None:
+        """Record one mode: its twin job table (``tables``), figures, split and description."""
+        if tables is not None:
+            tables[name] = jobs
+        modes[name] = {**_mode_figures(reference, jobs, t0, t1, nodes, hold_groups), "description": description,
+                       **extra}
     timing: dict[str, float] = {}
 
     site_cal = tuple(sysobj.availability)  # a calendar the system file gives is known machine state
@@ -459,12 +466,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     # -- blind ------------------------------------------------------------------------------------
     t = time.perf_counter()
     blind_jobs = _run(base_cfg, blind_wl, sys_blind)
-    if tables is not None:
-        tables["blind"] = blind_jobs
-    modes["blind"] = _mode_figures(reference, blind_jobs, t0, t1, nodes, hold_groups)
-    modes["blind"]["description"] = (f"whole trace rescheduled from its first submit with {blind_down} node(s) "
-                                     "out of service throughout (fitted on the fitting window); the twin's input "
-                                     "holds no recorded start, end or placement")
+    mode("blind", blind_jobs, f"whole trace rescheduled from its first submit with {blind_down} node(s) out of "
+         "service throughout (fitted on the fitting window); the twin's input holds no recorded start, end or placement")
     if noise_seeds:
         modes["blind"]["noise_floor"] = _noise_floor(
             blind_jobs, lambda s: _run(dataclasses.replace(base_cfg, seed=s, perturbation=pert), blind_wl, sys_blind),
@@ -474,14 +477,11 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     # -- informed ---------------------------------------------------------------------------------
     t = time.perf_counter()
     inf_jobs = _run(base_cfg, blind_wl, sys_informed)
-    if tables is not None:
-        tables["informed"] = inf_jobs
-    modes["informed"] = _mode_figures(reference, inf_jobs, t0, t1, nodes, hold_groups)
-    modes["informed"]["description"] = (
+    mode("informed", inf_jobs, (
         "as blind, on a machine whose node availability calendar is inferred from the recorded busy-node and "
         f"queued-job counts (blocks of {_avail.BLOCK_S} s: in a block with jobs queued at most looks, "
         f"{idle_fit['share']:.2f} of the nodes never busy in it taken as down, that share fitted on the fitting "
-        "window's queue; core/availability.py)")
+        "window's queue; core/availability.py)"))
     if noise_seeds:
         modes["informed"]["noise_floor"] = _noise_floor(
             inf_jobs, lambda s: _run(dataclasses.replace(base_cfg, seed=s, perturbation=pert), blind_wl, sys_informed),
@@ -492,13 +492,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     if period is not None:
         t = time.perf_counter()
         rjobs = _restart_jobs(base_cfg, workload, sys_informed, t0, t1, period)
-        if tables is not None:
-            tables["restart"] = rjobs
-        modes["restart"] = _mode_figures(reference, rjobs, t0, t1, nodes, hold_groups)
-        modes["restart"]["description"] = (f"re-seeded from the recorded state every {period} s over the reported "
-                                           "window, on the informed machine; each job judged in the period it was "
-                                           "submitted in")
-        modes["restart"]["period_s"] = period
+        mode("restart", rjobs, f"re-seeded from the recorded state every {period} s over the reported window, on the "
+             "informed machine; each job judged in the period it was submitted in", period_s=period)
         if noise_seeds:
             modes["restart"]["noise_floor"] = _noise_floor(
                 rjobs, lambda s: _restart_jobs(dataclasses.replace(base_cfg, seed=s, perturbation=pert), workload,
@@ -510,14 +505,10 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         t = time.perf_counter()
         held_wl = holds_workload(blind_wl, reference, hold_groups)
         hcfg = dataclasses.replace(base_cfg, options=tuple(sorted({**base_cfg.option_dict, "honor_eligible": True}.items())))
-        hjobs = _run(hcfg, held_wl, sys_blind)
-        if tables is not None:
-            tables["holds"] = hjobs
-        modes["holds"] = _mode_figures(reference, hjobs, t0, t1, nodes, hold_groups)
-        modes["holds"]["description"] = (
+        mode("holds", _run(hcfg, held_wl, sys_blind), (
             "diagnostic: as blind, with each job the log held for a reason of its own queued only from its recorded "
             "start (honor_eligible): how close the machine and queue model is once the holds are known; the held "
-            "jobs are inputs here, the not-held jobs' figures are the test")
+            "jobs are inputs here, the not-held jobs' figures are the test"))
         timing["holds_s"] = time.perf_counter() - t
 
     # -- policy sensitivity (blind twin) ----------------------------------------------------------
