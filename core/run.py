@@ -299,6 +299,9 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     past = span.past_last_submit_warning(res.t_start, t1, Path(workload.source).name)
     if past:
         warnings.append(past)
+    if eng.honor_eligible and "eligible_time" not in workload.jobs.columns:
+        warnings.append(f"{Path(workload.source).name}: honor_eligible is on, but the trace records no eligible "
+                        "time (sacct and PM100 dumps do, SWF logs do not): every job is queued at its submit time")
     manifest = {
         "schema_version": MANIFEST_SCHEMA_VERSION,
         "twinsweep_version": __version__,

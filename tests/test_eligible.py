@@ -91,3 +91,17 @@ def test_a_sacct_dump_queues_a_held_job_at_its_eligible_time(tmp_path):
     assert on.jobs["wait_time"].tolist() == [3600, 0]
     assert (off.jobs["start_time"] - t0).tolist() == [0, 600]
     assert on.stats["counts"]["eligible_later"] == 1
+
+
+def test_the_option_on_a_trace_without_eligible_times_says_so(tmp_path):
+    """An SWF log records no eligible time: the option changes nothing, and the run says why
+    instead of ignoring it silently."""
+    from twin_helpers import write_swf_rows
+    from twinsweep.core import RunConfig, simulate
+
+    log = write_swf_rows(tmp_path / "t.swf", [(1, 0, 0, 100, 2), (2, 10, 90, 100, 2)], max_nodes=2)
+    on = simulate(RunConfig(data=str(log), options=(("honor_eligible", True),)))
+    off = simulate(RunConfig(data=str(log)))
+    assert on.jobs["start_time"].tolist() == off.jobs["start_time"].tolist()
+    assert any("records no eligible time" in w for w in on.warnings)
+    assert not any("eligible" in w for w in off.warnings)
