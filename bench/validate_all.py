@@ -7,8 +7,9 @@ Runs :func:`twinsweep.sweep.validate.validate` per trace with the site's schedul
 file's ``[site]`` table declares it (else ``fcfs`` + ``easy``), one estimator and one set of
 constants for every trace (core/availability.py), the reported window the second half of each
 (possibly cut) log, the noise floor (3 seeds), the ranking-stability study (``--windows``
-busiest weeks) and the diagnostic mode ``holds`` (blind with the log's holds given; a row of
-its own, no goal: ``--no-holds`` leaves it out). Traces with more than ``--max-jobs`` jobs are cut to their first that many jobs
+busiest weeks) and the diagnostic mode ``holds`` (blind with the log's holds given; no goal: its
+figures on the jobs the log did not hold are the last column of the per-trace table; ``--no-holds``
+leaves it out). Traces with more than ``--max-jobs`` jobs are cut to their first that many jobs
 in trace order (the cut is printed; the fitting and reported windows are then the halves of
 the cut span). Writes each trace's validation.json / validation.html under ``--out`` and
 ``table.md`` there: the markdown tables of docs/validation.md and the README, each figure beside
@@ -86,6 +87,8 @@ def _render(v: dict, label: str, cost: str) -> dict:
     site = f"{v['policy']} + {v['backfill']}"
     rows = []
     for mode, f in v["modes"].items():
+        if mode == "holds":  # a diagnostic whose held jobs are inputs: its not-held figures go to the per-trace table
+            continue
         nf = (f.get("noise_floor") or {}).get("wait_mean_rel_error")
         corr = f.get("occupancy_corr_hourly")
         med = f.get("start_error_median_s")
@@ -106,11 +109,12 @@ def _render(v: dict, label: str, cost: str) -> dict:
     tau = rs.get("kendall_tau_min_blind_vs_informed")
     tau_s, top3 = rs.get("kendall_tau_min_seeds"), rs.get("top3_same_frac")
     cal = v["calibration"]
+    held_given = ((v["modes"].get("holds") or {}).get("wait_by_log_hold") or {}).get("not_held") or {}
     rank_row = (f"| {label} | {rs.get('windows', 0)} | {'–' if tau is None else f'{tau:.2f}'} | "
                 f"{_ok(tau, GOAL_TAU, absolute=False)} | "
                 f"{'–' if tau_s is None else f'{tau_s:.2f}'} | {'–' if top3 is None else f'{top3:.0%}'} | "
                 f"{cal['kill_grace_s']} s | {cal['blind_nodes_down']} | {cal['informed_down_node_frac']:.1%} | "
-                f"{cost} |")
+                f"{cost} | {_pct(held_given.get('wait_mean_rel_error'))} / {_pct(held_given.get('wait_p95_rel_error'))} |")
     return {"rows": rows, "rank_row": rank_row}
 
 
@@ -120,8 +124,9 @@ HEAD_MODES = ("| trace | site scheduler | mode | mean wait err | p95 wait err | 
               "log's wait in jobs it held | mean / p95 wait err, jobs the log did not hold |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 HEAD_RANK = ("| trace | weeks | τ blind vs informed (min) | goal τ ≥ 0.7 | τ seeds (min) | top-3 same | kill grace "
-             "fitted | blind nodes down | node-hours inferred down | cost (all modes, noise floor, rankings) |",
-             "|---|---|---|---|---|---|---|---|---|---|")
+             "fitted | blind nodes down | node-hours inferred down | cost (all modes, noise floor, rankings) | "
+             "holds given (diagnostic): mean / p95 wait err, jobs the log did not hold |",
+             "|---|---|---|---|---|---|---|---|---|---|---|")
 MARK_START, MARK_END = "<!-- validate-all table -->", "<!-- /validate-all table -->"
 
 

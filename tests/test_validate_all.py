@@ -18,7 +18,7 @@ def _mode_rows(name, tag):
 
 
 def _rank_row(name, tag):
-    return f"| {name} (9 days) | 4 | {tag} | met | – | – | 0 s | 0 | 0.0% | 1 s CPU |"
+    return f"| {name} (9 days) | 4 | {tag} | met | – | – | 0 s | 0 | 0.0% | 1 s CPU | – / – |"
 
 
 def test_merge_block_replaces_the_rendered_traces_and_keeps_the_others():
@@ -55,3 +55,22 @@ def test_a_kept_row_of_an_older_narrower_table_is_padded_not_dropped():
     assert kept == [short + " – | – |"]
     assert kept[0].count("|") == va.HEAD_MODES[1].count("|")
     assert sum(ln.startswith("| HPC2N") for ln in new.splitlines()) == 2  # its rank row too
+
+
+def test_render_puts_the_holds_diagnostic_in_the_per_trace_table_not_among_the_modes(tmp_path):
+    """The 'holds' mode's held jobs are inputs, so its all-jobs figures are no test: it gets no row
+    of the modes table, only its not-held errors in the per-trace table's last column."""
+    from twin_helpers import write_swf_rows
+    from twinsweep.sweep.validate import validate
+
+    jobs = [(1, 0, 18000, 600, 2), (2, 10, 0, 600, 2), *[(3 + i, 40000 + 1000 * i, 0, 600, 2) for i in range(8)],
+            (11, 50000, 18000, 600, 2), (12, 50010, 100, 600, 2)]
+    log = write_swf_rows(tmp_path / "held.swf", jobs, max_nodes=8)
+    v = validate(str(log), policy="fcfs", backfill="easy", noise_seeds=0, sensitivity=False, windows=0,
+                 calibrate="0:45000", report_window="45000:60000", restart="1d", holds=True)
+    out = va._render(v, va._label(v), "1 s CPU")
+    assert [r.split("|")[3].strip() for r in out["rows"]] == ["blind", "informed", "restart"]
+    assert all(r.count("|") == va.HEAD_MODES[1].count("|") for r in out["rows"])
+    assert out["rank_row"].count("|") == va.HEAD_RANK[1].count("|")
+    # not-held jobs with the holds given: job 12 waited 100 s in the log and 0 s in the twin
+    assert out["rank_row"].rstrip(" |").endswith("-100 % / -100 %")
