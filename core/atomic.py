@@ -87,14 +87,26 @@ def fsync_path(path: str | os.PathLike) -> None:
 def folder_target_problem(path: str | os.PathLike) -> str | None:
     """Why ``path`` cannot be (or become) a folder, or None when it can: ``"is a file, not a
     folder"`` when it is a file, ``"'<parent>' is a file, not a folder"`` when one of its parents
-    is. Nothing is created (``twinsweep validate`` checks its ``--out`` with it before any work;
+    is; ``"cannot create a folder in '<folder>' (<reason>)"`` when the folder itself (when it
+    exists) or its nearest existing parent takes no new entry — read-only, no permission, or a
+    pseudo file system such as ``/proc``: a probe folder is made there and removed at once, so
+    nothing is left behind (``twinsweep validate`` checks its ``--out`` with it before any work;
     ``twinsweep run`` and ``sweep`` create their folder up front and say why when they cannot)."""
+    import tempfile
+
     path = Path(path)
     if path.exists():
-        return None if path.is_dir() else "is a file, not a folder"
-    for parent in path.parents:
-        if parent.exists():
-            return None if parent.is_dir() else f"{str(parent)!r} is a file, not a folder"
+        if not path.is_dir():
+            return "is a file, not a folder"
+        where = path
+    else:
+        where = next((p for p in path.parents if p.exists()), Path("."))
+        if not where.is_dir():
+            return f"{str(where)!r} is a file, not a folder"
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".twinsweep-probe-", dir=where))
+    except OSError as exc:
+        return f"cannot create a folder in {str(where)!r} ({exc.strerror or exc})"
     return None
 
 

@@ -114,7 +114,8 @@ def _coerce(tp: Any, v: Any) -> Any:
                 return _coerce(a, v)
             except ValueError as exc:
                 errors.append(str(exc))
-        raise ValueError(" or ".join(errors) + (" or None" if type(None) in args else ""))
+        # "or None" after "got 'x'" read as part of the value: say that the option may be left unset
+        raise ValueError(" or ".join(errors) + (" (or leave it unset)" if type(None) in args else ""))
     if origin is Literal:
         allowed = typing.get_args(tp)
         if not any(v == a and type(v) is type(a) for a in allowed):

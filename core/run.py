@@ -299,6 +299,9 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     past = span.past_last_submit_warning(res.t_start, t1, Path(workload.source).name)
     if past:
         warnings.append(past)
+    ignored = [k for k in ("honor_eligible", "queue_cancelled") if replay and config.option_dict.get(k)]
+    if ignored:
+        warnings.append(f"policy 'replay' replays the recorded starts and ignores the option(s) {', '.join(ignored)}")
     if eng.honor_eligible and "eligible_time" not in workload.jobs.columns:
         warnings.append(f"{Path(workload.source).name}: honor_eligible is on, but the trace records no eligible "
                         "time (sacct and PM100 dumps do, SWF logs do not): every job is queued at its submit time")

@@ -252,8 +252,9 @@ def _print_summary(console, res, out: Path) -> None:
         ("window", f"{utc_text(epoch, m['window']['start'])} to {utc_text(epoch, m['window']['end'])}; "
                    f"[{m['window']['start']:,}, {m['window']['end']:,}) s  ({m['window']['duration'] / 86400:.2f} d)"),
         ("jobs", f"{c['jobs_in_window']:,} in window, {c['completed']:,} completed, {c['timeout']:,} killed, "
-                 f"{c['rejected']:,} rejected, {c['not_run']:,} never ran, {c['still_queued']:,} queued / "
-                 f"{c['still_running']:,} running at end"
+                 f"{c['rejected']:,} rejected, {c['not_run']:,} never ran, "
+                 + (f"{c['cancelled']:,} cancelled while queued, " if c.get("cancelled") else "")
+                 + f"{c['still_queued']:,} queued / {c['still_running']:,} running at end"
                  + (f" ({c['running_when_recorded']:,} still running when the trace was recorded)"
                     if c.get("running_when_recorded") else "")),
         ("time limits imputed", f"{c['time_limit_imputed']:,}"),
@@ -513,12 +514,15 @@ def _cmd_validate(args) -> int:
               f"p95 wait {pct('wait_p95_rel_error')}  "
               f"starts within 1 h of the log's {'n/a' if within is None else f'{within * 100:.0f} %'}  "
               f"hourly busy-node correlation {'n/a' if corr is None else f'{corr:.2f}'}")
+    if res.get("queue_cancelled"):
+        print(f"jobs cancelled while queued, kept queued until their cancel time (--queue-cancelled): "
+              f"{res.get('queue_cancelled_jobs', 0):,}")
     split = next(iter(res["modes"].values()), {}).get("wait_by_log_hold") or {}
     held = split.get("held")
     if held and held.get("ref_wait_share") is not None:
         print(f"jobs the log held for a reason of their own (overtaken by a later job asking for at least their "
-              f"nodes and time limit): {held['jobs']:,} of the compared jobs, {held['ref_wait_share']:.0%} of the "
-              "log's wait; mean wait error without them: "
+              f"nodes and time limit): {held['jobs']:,} of the compared jobs, {held['ref_wait_share'] * 100:.0f} % of "
+              "the log's wait; mean wait error without them: "
               + ", ".join(f"{m} {_pct(f['wait_by_log_hold'].get('not_held', {}).get('wait_mean_rel_error'))}"
                           for m, f in res["modes"].items()))
     rs = res.get("ranking_stability")

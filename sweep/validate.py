@@ -80,6 +80,10 @@ _TWIN_FIELDS_BLIND = ["submit_time", "run_time", "procs (-> nodes)", "time_limit
 _REFERENCE_FIELDS = ["submit_time", "recorded_start_time", "run_time", "procs (-> nodes)"]
 
 
+#: Fewer submissions than this in the fitting or the reported window: the validation runs, with a
+#: warning that its constants or figures rest on too few jobs (a rule of thumb, not a test).
+MIN_WINDOW_JOBS = 100
+
 #: Most restart periods one validation runs (each is one twin run from the recorded state).
 MAX_RESTART_PERIODS = 10_000
 
@@ -402,19 +406,29 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     if rep is None:
         rep = (fit[1], span1) if fit[1] < span1 else (span0, fit[0])
     t0, t1 = rep
+    if t1 <= t0 and fit[0] <= span0 and fit[1] >= span1:
+        raise ConfigError(f"validate: the fitting window {_days(fit)} covers every submission of the trace "
+                          f"({_days((span0, span1))} from the trace epoch): nothing is left to report on; give a "
+                          "shorter --calibrate or a --report-window")
     if t1 <= t0 or t1 <= span0 or t0 >= span1:
-        raise ConfigError(f"validate: the reported window [{t0}, {t1}) s holds no submission of the trace "
-                          f"(submits span [{span0}, {span1}) s)")
+        raise ConfigError(f"validate: the reported window [{t0}, {t1}) s {_days((t0, t1))} holds no submission of the "
+                          f"trace (submits span [{span0}, {span1}) s, {_days((span0, span1))} from the trace epoch)")
     if fit[0] < t1 and t0 < fit[1]:
-        raise ConfigError(f"validate: the fitting window [{fit[0]}, {fit[1]}) s overlaps the reported window [{t0}, {t1}) s; "
-                          "blind mode must not fit on what it reports")
+        raise ConfigError(f"validate: the fitting window [{fit[0]}, {fit[1]}) s {_days(fit)} overlaps the reported "
+                          f"window [{t0}, {t1}) s {_days((t0, t1))}; blind mode must not fit on what it reports")
     if not ((submit >= fit[0]) & (submit < fit[1])).any():
-        raise ConfigError(f"validate: the fitting window [{fit[0]}, {fit[1]}) s holds no submission of the trace "
-                          f"(submits span [{span0}, {span1}) s): nothing to fit the constants on")
+        raise ConfigError(f"validate: the fitting window [{fit[0]}, {fit[1]}) s {_days(fit)} holds no submission of the "
+                          f"trace (submits span [{span0}, {span1}) s, {_days((span0, span1))} from the trace epoch): "
+                          "nothing to fit the constants on")
     if period is not None and -(-(t1 - t0) // period) > MAX_RESTART_PERIODS:
         raise ConfigError(f"--restart: a period of {period} s cuts the reported window ({t1 - t0} s) into "
                           f"{-(-(t1 - t0) // period):,} periods, more than {MAX_RESTART_PERIODS:,} (each is a run); "
                           "give a longer period")
+    # windows too small to mean much are allowed (a quick look), and said so
+    small = [f"the {what} window {_days(w)} holds only {k} submission(s) (fewer than {MIN_WINDOW_JOBS}): its "
+             f"{use} rest on too few jobs to mean much"
+             for what, w, use in (("fitting", fit, "fitted constants"), ("reported", (t0, t1), "figures"))
+             if (k := int(((submit >= w[0]) & (submit < w[1])).sum())) < MIN_WINDOW_JOBS]
     nominal = nodes = sysobj.nodes
     wl_nodes = workload.with_nodes(sysobj.cores_per_node)
     reference = recorded_schedule(wl_nodes.jobs)
@@ -545,13 +559,15 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
             b = min(scored, key=lambda r: (abs(r["wait_mean_rel_error"]), -(r["occupancy_corr_hourly"] or -1)))
             best = {"policy": b["policy"], "backfill": b["backfill"], "by": "smallest |wait_mean_rel_error|"}
 
-    twin_fields = _TWIN_FIELDS_BLIND + (["the cancel time of jobs cancelled while queued (submit + the recorded wait "
-                                         "of a job that never ran: its user's action, not a start)"]
+    n_cancel = int(np.isfinite(cancel_times(workload.jobs)).sum()) if sysobj.queue_cancelled else 0
+    twin_fields = _TWIN_FIELDS_BLIND + ([f"the cancel time of the {n_cancel:,} jobs cancelled while queued (submit + "
+                                         "the recorded wait of a job that never ran: its user's action, not a start)"]
                                         if sysobj.queue_cancelled else [])
     result = {
         "schema_version": SCHEMA_VERSION,
         "trace": Path(workload.source).name,
         "checksum": workload.checksum,
+        "provenance": workload.provenance or "",
         "system": {"name": sysobj.name, "nodes": nominal, "cores_per_node": sysobj.cores_per_node,
                    **({"time_shared_slots": nodes,
                        "time_shared_note": (f"the site ran jobs time-shared: every mode runs on {nodes} node slots, "
@@ -560,11 +576,12 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                       if time_shared else {})},
         "policy": policy, "backfill": backfill, "options": base_cfg.option_dict, "kill": kill,
         "queue_cancelled": sysobj.queue_cancelled,
+        **({"queue_cancelled_jobs": n_cancel} if sysobj.queue_cancelled else {}),
         "site": ({"from": f"{Path(sysobj.path).name} [site]", "class_field": site["class_field"],
                   "source": site["source"]} if site else
                  {"from": "given" if policy_given else "default (no [site] table)"}),
         "windows": {"trace_submit_span": [span0, span1], "fitting": list(fit), "reported": [t0, t1]},
-        "warnings": list(workload.warnings),
+        "warnings": list(workload.warnings) + small,
         "calibration": {
             "calendar_source": "system file" if site_cal else "estimated (core/availability.py)",
             "kill_grace_s": grace,
@@ -742,5 +759,6 @@ Relative errors are (twin − log) / log.</p>
 <table><tr><th>mode</th>{head}</tr>{''.join(rows)}</table>{split}
 <h2>Jobs left out</h2><ul>{excl}</ul>{sens}{warn}
 <h2>Recorded fields read</h2><ul>{read}</ul>
+<h2>Data</h2><p>{e(result['trace'])} ({e(result.get('checksum', ''))}): {e(result.get('provenance') or 'no provenance recorded by the loader')}</p>
 </body></html>
 """

@@ -72,7 +72,9 @@ def test_pool_dataset_file_lives_in_the_cache_folder_and_is_reused(tmp_path):
     with LocalBackend(workers=2, cache_dir=cache) as b:  # another dataset: the old file goes
         list(b.run(tasks, _double, {"ds": [1, 2]}))
     assert len(list(cache.glob("shared-*.pkl"))) == 1
-    assert set(Path(tempfile.gettempdir()).glob("twinsweep-shared-*")) == tmp_before
+    # nothing of ours left in the system's temporary folder (files another twinsweep process on the
+    # machine makes or removes meanwhile are not this test's business)
+    assert not set(Path(tempfile.gettempdir()).glob("twinsweep-shared-*")) - tmp_before
 
 
 def test_sweep_with_a_pool_keeps_nothing_in_tmp(tmp_path):
@@ -81,7 +83,9 @@ def test_sweep_with_a_pool_keeps_nothing_in_tmp(tmp_path):
     res = run_sweep(spec, backend="local", workers=2, report=False)
     assert res.ran == 4 and not res.failed
     assert not (tmp_path / "out" / ".cache").exists()  # all runs in: the dataset file is removed
-    assert set(Path(tempfile.gettempdir()).glob("twinsweep-shared-*")) == tmp_before
+    # nothing of ours left in the system's temporary folder (files another twinsweep process on the
+    # machine makes or removes meanwhile are not this test's business)
+    assert not set(Path(tempfile.gettempdir()).glob("twinsweep-shared-*")) - tmp_before
 
 
 # ----------------------------------------------------------------------- workers that see elsewhere

@@ -105,3 +105,13 @@ def test_the_option_on_a_trace_without_eligible_times_says_so(tmp_path):
     assert on.jobs["start_time"].tolist() == off.jobs["start_time"].tolist()
     assert any("records no eligible time" in w for w in on.warnings)
     assert not any("eligible" in w for w in off.warnings)
+
+
+def test_replay_says_it_ignores_the_option(tmp_path):
+    from twin_helpers import write_swf_rows
+    from twinsweep.core import RunConfig, simulate
+
+    log = write_swf_rows(tmp_path / "t.swf", [(1, 0, 0, 100, 2), (2, 10, 90, 100, 2)], max_nodes=2)
+    res = simulate(RunConfig(data=str(log), policy="replay", options=(("honor_eligible", True),)))
+    assert any("ignores the option(s) honor_eligible" in w for w in res.warnings)
+    assert not simulate(RunConfig(data=str(log), policy="replay")).warnings

@@ -206,7 +206,9 @@ def test_jobs_the_log_held_are_reported_apart(tmp_path):
     assert split["not_held"]["jobs"] == 4 and split["not_held"]["wait_mean_ref_s"] == 0.0
     assert split["not_held"]["wait_mean_twin_s"] == 0.0 and split["not_held"]["wait_mean_rel_error"] is None
     assert res["modes"]["blind"]["wait_mean_rel_error"] == -1.0
-    assert "jobs the log held" in (tmp_path / "v" / "validation.html").read_text().lower()
+    page = (tmp_path / "v" / "validation.html").read_text()
+    assert "jobs the log held" in page.lower()
+    assert "<h2>Data</h2><p>held.swf (sha256:" in page  # which data, with its checksum and provenance
     assert json.loads((tmp_path / "v" / "validation.json").read_text())["log_holds"]["figures"]["jobs"]["unit"] == "jobs"
 
 
@@ -235,6 +237,7 @@ def test_cancelled_while_queued_jobs_hold_their_reservation_in_validate(tmp_path
     on = validate(str(log), queue_cancelled=True, **kw)
     off = validate(str(log), **kw)
     assert on["queue_cancelled"] is True and off["queue_cancelled"] is False
+    assert on["queue_cancelled_jobs"] == 2 and "queue_cancelled_jobs" not in off
     for mode in ("blind", "informed"):
         assert on["modes"][mode]["wait_mean_ref_s"] == 15.0  # A waited 0 s, B 30 s
         assert on["modes"][mode]["wait_mean_rel_error"] == 0.0
@@ -367,3 +370,31 @@ def test_time_shared_site_runs_on_the_slots_the_log_held(tmp_path):
     shared.write_text('[system]\nname = "shared8"\nnodes = 8\n[site]\ntime_shared = "yes"\n')
     with pytest.raises(ConfigError, match="time_shared must be true or false"):
         validate(str(log), system=str(shared), noise_seeds=0, sensitivity=False, windows=0)
+
+
+def test_out_folder_that_cannot_be_made_windows_that_cover_or_hold_too_little(tmp_path, monkeypatch):
+    """Found by a new user's trial: --out on a pseudo file system crashed with a traceback after
+    all the work; a fitting window over the whole trace gave an inverted reported window; a
+    window of a handful of jobs ran without a word."""
+    import tempfile
+
+    log = _log_of(tmp_path, "easy", _jobs(240), "fcfs", "easy")
+    kw = dict(noise_seeds=0, sensitivity=False, windows=0)
+    real = tempfile.mkdtemp
+
+    def refuse(*a, **k):  # a folder that takes no new entry (read-only, /proc, no permission)
+        if str(k.get("dir", "")).startswith(str(tmp_path / "ro")):
+            raise PermissionError(13, "Permission denied")
+        return real(*a, **k)
+
+    (tmp_path / "ro").mkdir()
+    monkeypatch.setattr(tempfile, "mkdtemp", refuse)
+    with pytest.raises(ConfigError, match="cannot create a folder in .*ro.*Permission denied"):
+        validate(str(log), out=tmp_path / "ro" / "v", **kw)
+    assert list((tmp_path / "ro").iterdir()) == []
+    monkeypatch.setattr(tempfile, "mkdtemp", real)
+    with pytest.raises(ConfigError, match="covers every submission of the trace"):
+        validate(str(log), calibrate="0:400d", **kw)
+    res = validate(str(log), calibrate="0:2h", **kw)  # a few jobs to fit on
+    assert any("fitting window" in w and "too few jobs" in w for w in res["warnings"])
+    assert not any("reported window" in w for w in res["warnings"])
