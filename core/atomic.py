@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import os
+import tempfile
 import threading
 import uuid
 from pathlib import Path
@@ -92,8 +93,6 @@ def folder_target_problem(path: str | os.PathLike) -> str | None:
     pseudo file system such as ``/proc``: a probe folder is made there and removed at once, so
     nothing is left behind (``twinsweep validate`` checks its ``--out`` with it before any work;
     ``twinsweep run`` and ``sweep`` create their folder up front and say why when they cannot)."""
-    import tempfile
-
     path = Path(path)
     if path.exists():
         if not path.is_dir():
