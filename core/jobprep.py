@@ -208,19 +208,18 @@ def prepare_jobs(f: pd.DataFrame, system: System, kill: bool, replay: bool, t0: 
     if queue_cancelled and not replay:
         ct = cancel_times(f)
         cancel_at = np.where(np.isnan(ct), -1, _ints_nan_zero(ct)).tolist()
+    reason, status = [None] * n, [None] * n
     queue_a = submit_a
     if honor_eligible and not replay and "eligible_time" in f.columns:
         elig = f["eligible_time"].astype("float64").to_numpy(na_value=np.nan)
         later = ~np.isnan(elig) & (elig > submit_a)
         if later.any():
             queue_a = np.where(later, elig, submit_a).astype(np.int64)
-            cancel_at_before = list(cancel_at)
-    reason, status = [None] * n, [None] * n
-    if queue_a is not submit_a:
-        for j in np.flatnonzero(later & (np.asarray(cancel_at) >= 0) & (np.asarray(cancel_at) <= queue_a)).tolist():
-            cancel_at[j] = -1  # cancelled before it could be queued: never a candidate
-            status[j] = "not_run"
-            reason[j] = f"cancelled at t = {int(cancel_at_before[j])} s, before it became eligible (t = {int(queue_a[j])} s)"
+            ca = np.asarray(cancel_at)
+            for j in np.flatnonzero(later & (ca >= 0) & (ca <= queue_a)).tolist():  # never a candidate
+                status[j] = "not_run"
+                reason[j] = f"cancelled at t = {cancel_at[j]} s, before it became eligible (t = {int(queue_a[j])} s)"
+                cancel_at[j] = -1
     # the rules below, tried only for the jobs that any of them can concern
     maybe = run_missing | nodes_missing | (nodes_v <= 0) | (nodes_v > N)
     for j in np.flatnonzero(maybe).tolist():

@@ -147,7 +147,10 @@ def _window_arg(text: str | None, what: str) -> tuple[int, int] | None:
 def blind_workload(workload: Workload) -> Workload:
     """A copy of ``workload`` without anything the log recorded about the schedule: recorded
     start and end times and placements (``node_ids``) are removed (set missing). What remains is
-    what a user submitted (submit time, request, limit) and the run time."""
+    what a user submitted (submit time, request, limit), the run time, and for a job its user
+    cancelled while it was queued (it never ran) the cancel time, kept as its
+    ``recorded_end_time``: a user's action, not the schedule, which the twin reads only with
+    ``queue_cancelled`` (:func:`core.jobprep.cancel_times`)."""
     jobs = workload.jobs.copy()
     cancel = cancel_times(jobs)  # a user's action, not the schedule: kept as the time the job left
     jobs["recorded_start_time"] = pd.array([pd.NA] * len(jobs), dtype="Int64")
