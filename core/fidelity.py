@@ -213,7 +213,8 @@ def _waits(ref: pd.DataFrame, tw: pd.DataFrame, keep: np.ndarray) -> tuple[np.nd
     return rs - sub, ts - sub
 
 
-def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, system_nodes: int) -> dict:
+def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, system_nodes: int,
+            groups: pd.Series | None = None) -> dict:
     """The fidelity figures of ``twin`` against ``reference`` over the reported window ``[t0, t1)``.
 
     Args:
@@ -223,11 +224,14 @@ def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
         t0, t1: reported window (s); jobs are compared when submitted in it; occupancy is binned
             by the hour over it.
         system_nodes: the machine's node count (normalises the occupancy RMSE).
+        groups: optional label per job (indexed by ``trace_index``): the result then also holds
+            ``wait_by_group``, :func:`wait_split` of the same pairing.
     Returns: dict with every key of :data:`FIGURES` (None where undefined, e.g. no job compared)
         and ``exclusions`` {reason: count}. Raises ValueError on an empty window or when the
         twin holds a ``trace_index`` the reference lacks.
     """
     ref, tw, keep, exclusions = _paired(reference, twin, t0, t1)
+    split = _split(ref, tw, keep, groups) if groups is not None else None
     r_start = ref["start_time"].astype("Int64")
     r_end = ref["end_time"].astype("Int64")
     t_start = tw["start_time"].astype("Int64")
@@ -251,6 +255,8 @@ def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
         for k in FIGURE_KEYS:
             out.setdefault(k, None)
         out["exclusions"] = exclusions
+        if split is not None:
+            out["wait_by_group"] = split
         return out
     from scipy.stats import ks_2samp, wasserstein_distance
 
@@ -273,6 +279,8 @@ def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
     })
     out = {k: (_f(v) if isinstance(v, float) else v) for k, v in out.items()}
     out["exclusions"] = exclusions
+    if split is not None:
+        out["wait_by_group"] = split
     return out
 
 
@@ -299,6 +307,11 @@ def wait_split(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, gr
     of the groups adds up to 1 when the compared jobs waited at all. Raises as :func:`compare`.
     """
     ref, tw, keep, _ = _paired(reference, twin, t0, t1)
+    return _split(ref, tw, keep, group)
+
+
+def _split(ref: pd.DataFrame, tw: pd.DataFrame, keep: np.ndarray, group: pd.Series) -> dict:
+    """:func:`wait_split` of a pairing (:func:`_paired`)."""
     w_ref, w_tw = _waits(ref, tw, keep)
     labels = group.loc[tw.index[keep]].to_numpy()
     total = float(w_ref.sum())

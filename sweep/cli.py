@@ -488,7 +488,7 @@ def _pct(v) -> str:
 def _cmd_validate(args) -> int:
     from twinsweep.core.errors import ConfigError
 
-    from .validate import validate
+    from .validate import HELD, NOT_HELD, validate
 
     if args.windows < 0:
         raise ConfigError(f"--windows must be >= 0, got {args.windows}")
@@ -518,12 +518,12 @@ def _cmd_validate(args) -> int:
         print(f"jobs cancelled while queued, kept queued until their cancel time (--queue-cancelled): "
               f"{res.get('queue_cancelled_jobs', 0):,}")
     split = next(iter(res["modes"].values()), {}).get("wait_by_log_hold") or {}
-    held = split.get("held")
+    held = split.get(HELD)
     if held and held.get("ref_wait_share") is not None:
         print(f"jobs the log held for a reason of their own (overtaken by a later job asking for at least their "
               f"nodes and time limit): {held['jobs']:,} of the compared jobs, {held['ref_wait_share'] * 100:.0f} % of "
               "the log's wait; mean wait error without them: "
-              + ", ".join(f"{m} {_pct(f['wait_by_log_hold'].get('not_held', {}).get('wait_mean_rel_error'))}"
+              + ", ".join(f"{m} {_pct(f['wait_by_log_hold'].get(NOT_HELD, {}).get('wait_mean_rel_error'))}"
                           for m, f in res["modes"].items()))
     rs = res.get("ranking_stability")
     if rs:

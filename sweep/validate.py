@@ -56,8 +56,7 @@ from twinsweep.core.backfill.windows import ClockRules, WindowsOptions
 from twinsweep.core.config import Perturbation, RunConfig, parse_human_duration
 from twinsweep.core.errors import ConfigError
 from twinsweep.core.jobprep import cancel_times
-from twinsweep.core.fidelity import (FIGURE_LABELS, FIGURES, SPLIT_FIGURES, compare, recorded_schedule,
-                                     twin_schedule, wait_split)
+from twinsweep.core.fidelity import FIGURE_LABELS, FIGURES, SPLIT_FIGURES, compare, recorded_schedule, twin_schedule
 from twinsweep.core.options import parse_options
 from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json
 from twinsweep.core.scheduler import validate_scheduler
@@ -120,10 +119,10 @@ def holds_workload(workload: Workload, reference: pd.DataFrame, groups: pd.Serie
 def _mode_figures(reference: pd.DataFrame, jobs: pd.DataFrame, t0: int, t1: int, nodes: int,
                   groups: pd.Series) -> dict:
     """One mode's figures (:func:`core.fidelity.compare`) and their split by the log's holds
-    (``wait_by_log_hold``: :func:`core.fidelity.wait_split` over :func:`log_hold_groups`)."""
-    twin = twin_schedule(jobs)
-    out = compare(reference, twin, t0, t1, nodes)
-    out["wait_by_log_hold"] = wait_split(reference, twin, t0, t1, groups)
+    (``wait_by_log_hold``: :func:`core.fidelity.wait_split` over :func:`log_hold_groups`, from the
+    same pairing)."""
+    out = compare(reference, twin_schedule(jobs), t0, t1, nodes, groups=groups)
+    out["wait_by_log_hold"] = out.pop("wait_by_group")
     return out
 
 
@@ -562,7 +561,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
             b = min(scored, key=lambda r: (abs(r["wait_mean_rel_error"]), -(r["occupancy_corr_hourly"] or -1)))
             best = {"policy": b["policy"], "backfill": b["backfill"], "by": "smallest |wait_mean_rel_error|"}
 
-    n_cancel = int(np.isfinite(cancel_times(workload.jobs)).sum()) if sysobj.queue_cancelled else 0
+    # the blind workload keeps exactly the cancel times as recorded ends (blind_workload)
+    n_cancel = int(blind_wl.jobs["recorded_end_time"].notna().sum()) if sysobj.queue_cancelled else 0
     twin_fields = _TWIN_FIELDS_BLIND + ([f"the cancel time of the {n_cancel:,} jobs cancelled while queued (submit + "
                                          "the recorded wait of a job that never ran: its user's action, not a start)"]
                                         if sysobj.queue_cancelled else [])

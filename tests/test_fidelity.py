@@ -81,6 +81,7 @@ def test_wait_split_by_hand():
     assert list(out) == ["a", "b"]
     a, b = out["a"], out["b"]
     assert set(a) == set(SPLIT_FIGURES)
+    assert compare(ref, tw, 1000, 4600, system_nodes=4, groups=groups)["wait_by_group"] == out  # one pairing
     assert a["jobs"] == 2 and b["jobs"] == 2
     assert a["ref_wait_share"] == pytest.approx(190 / 570) and b["ref_wait_share"] == pytest.approx(380 / 570)
     assert a["wait_mean_ref_s"] == 95.0 and a["wait_mean_twin_s"] == 0.0 and a["wait_mean_rel_error"] == -1.0
