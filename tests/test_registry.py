@@ -89,8 +89,8 @@ def test_one_scan_serves_every_group_and_matches_importlib_per_group(monkeypatch
     tables = {g: installed_entry_points(g) for g in groups}
     assert calls == [{}]
     for g in groups:
-        expect = {e.name: e for e in real(group=g)}
-        assert list(tables[g].items()) == list(expect.items()), g
+        expect = {e.name: (e.value, e.group) for e in real(group=g)}
+        assert [(n, (ep.value, ep.group)) for n, ep in tables[g].items()] == list(expect.items()), g
     assert any(tables.values())  # this environment has installed entry points (pytest's own, at least)
     reg = Registry("widget", group="twinsweep.policies")
     reg.names()
@@ -98,6 +98,47 @@ def test_one_scan_serves_every_group_and_matches_importlib_per_group(monkeypatch
     reg.refresh()
     reg.names()
     assert calls == [{}, {}]
+
+
+def test_the_scan_is_cached_between_processes_until_the_environment_changes(monkeypatch, tmp_path):
+    """With a user cache folder, a process whose environment is unchanged reads the scan of the
+    last one instead of scanning (no ``importlib.metadata`` call); installing a distribution (a
+    new ``*.dist-info`` in a ``sys.path`` entry) or changing its entry points is a new key, hence
+    a scan; other files in a ``sys.path`` entry are not."""
+    calls = []
+    real = metadata.entry_points
+
+    def counting(**kw):
+        calls.append(kw)
+        return real(**kw)
+
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("TWINSWEEP_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(metadata, "entry_points", counting)
+    monkeypatch.setattr(registry, "_SCAN", None)
+    first = {g: dict(installed_entry_points(g)) for g in ("console_scripts", "pytest11")}
+    assert calls == [{}]
+    assert len(list((tmp_path / "cache").glob("entry-points-*.json"))) == 1
+    (site / "results.txt").write_text("x")  # other files in a sys.path entry (python -m's working directory)
+    registry.forget_entry_points()  # a new process, as far as the scan goes
+    again = {g: dict(installed_entry_points(g)) for g in ("console_scripts", "pytest11")}
+    assert calls == [{}] and again == first and any(first.values())
+    (site / "newpkg-1.0.dist-info").mkdir()  # pip installs a distribution into a sys.path entry
+    registry.forget_entry_points()
+    installed_entry_points("pytest11")
+    assert calls == [{}, {}]
+    (site / "newpkg-1.0.dist-info" / "entry_points.txt").write_text("[pytest11]\nx = os:path\n")  # its entry points change
+    registry.forget_entry_points()
+    assert installed_entry_points("pytest11")["x"].value == "os:path"
+    assert calls == [{}, {}, {}]
+    (tmp_path / "cache").joinpath("x").write_text("")  # the folder is the user's: other files are left alone
+    for f in (tmp_path / "cache").glob("entry-points-*.json"):
+        f.write_text("{not json")  # a damaged cache file is scanned again, never an error
+    registry.forget_entry_points()
+    assert installed_entry_points("pytest11")["x"].value == "os:path"
+    assert calls == [{}, {}, {}, {}]
 
 
 def test_entry_points_are_listed_before_loading_and_loaded_on_get(monkeypatch):

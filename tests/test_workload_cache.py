@@ -51,7 +51,7 @@ def cache_fixture(tmp_path, monkeypatch):
 def test_a_hit_is_exactly_the_parsed_workload_and_skips_the_parser(tmp_path, cache, monkeypatch):
     trace = _swf(tmp_path / "t.swf")
     first = load_workload(trace)  # miss: parsed and written
-    files = list(cache.iterdir())
+    files = list(cache.glob("*.arrow"))
     assert len(files) == 1 and files[0].suffix == ".arrow"
     calls = []
     real = _registry.get_loader
@@ -72,7 +72,7 @@ def test_real_trace_round_trips(cache):
     rel = data_path("pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz")
     parsed = load_workload(rel)
     hit = load_workload(rel)
-    assert len(list(cache.iterdir())) == 1
+    assert len(list(cache.glob("*.arrow"))) == 1
     _same(parsed, hit)
     assert len(hit) == 28476 and hit.checksum.startswith("sha256:")
 
@@ -81,14 +81,14 @@ def test_changed_bytes_path_or_lenient_are_misses(tmp_path, cache):
     a = _swf(tmp_path / "a.swf")
     load_workload(a)
     load_workload(a, lenient=True)
-    assert len(list(cache.iterdir())) == 2
+    assert len(list(cache.glob("*.arrow"))) == 2
     b = tmp_path / "b.swf"
     b.write_bytes(a.read_bytes())  # same bytes elsewhere: its own entry (loaders cite the file name)
     assert load_workload(b).source == str(b)
-    assert len(list(cache.iterdir())) == 3
+    assert len(list(cache.glob("*.arrow"))) == 3
     _swf(a, seed=2)  # the file changed in place
     wl = load_workload(a)
-    assert len(list(cache.iterdir())) == 4
+    assert len(list(cache.glob("*.arrow"))) == 4
     assert wl.checksum == "sha256:" + hashlib.sha256(a.read_bytes()).hexdigest()
 
 
@@ -103,7 +103,7 @@ def test_parser_code_is_in_the_key(tmp_path, cache, monkeypatch):
 def test_damaged_cache_file_is_parsed_again_and_rewritten(tmp_path, cache):
     trace = _swf(tmp_path / "t.swf")
     good = load_workload(trace)
-    (f,) = cache.iterdir()
+    (f,) = cache.glob("*.arrow")
     f.write_bytes(f.read_bytes()[:100])  # truncated
     _same(load_workload(trace), good)
     assert f.stat().st_size > 100  # rewritten
@@ -114,13 +114,13 @@ def test_not_cached_off_small_or_other_formats(tmp_path, cache, monkeypatch):
     small = tmp_path / "small.swf"
     small.write_text("; MaxProcs: 4\n1 0 1 10 2 -1 -1 2 20 -1 1 1 1 -1 1 -1 -1 -1\n")
     load_workload(small)
-    assert not cache.exists() or not list(cache.iterdir())
+    assert not cache.exists() or not list(cache.glob("*.arrow"))
     trace = _swf(tmp_path / "t.swf")
     raw = trace.read_bytes()
     assert _cache.cache_path(str(trace), raw, "sacct", False) is None  # reads more than the file: never
     monkeypatch.setenv("TWINSWEEP_CACHE", "off")
     load_workload(trace)
-    assert not cache.exists() or not list(cache.iterdir())
+    assert not cache.exists() or not list(cache.glob("*.arrow"))
 
 
 def test_default_folder_is_the_user_cache(monkeypatch, tmp_path):
@@ -143,7 +143,7 @@ def test_run_outputs_do_not_depend_on_the_cache(tmp_path, cache, monkeypatch):
         d = tmp_path / f"out{len(outs)}"
         write_run(simulate(cfg), d)
         outs.append({p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.name != "timing.json"})
-    assert list(cache.iterdir())
+    assert list(cache.glob("*.arrow"))
     assert set(outs[0]) >= {"jobs.parquet", "timeline.parquet", "stats.json", "manifest.json"}
     assert outs[0] == outs[1] == outs[2]
 

@@ -5,9 +5,8 @@ Parsing a text trace costs far more than reading its table back (KTH-SP2, 28,476
 every call. :func:`load_workload` (``core.loaders``) therefore keeps the Workload of a trace in a
 user cache folder and reads it from there when the same file is loaded again by the same code.
 
-Where: ``$TWINSWEEP_CACHE`` when set (``off`` disables the cache), else
-``$XDG_CACHE_HOME/twinsweep/workloads`` (default ``~/.cache/twinsweep/workloads``): one folder for
-every results folder and data folder, never inside the user's data or results.
+Where: the user cache folder (:func:`core.usercache.cache_dir`: ``$TWINSWEEP_CACHE`` when set,
+``off`` disables it, else ``~/.cache/twinsweep/workloads``).
 
 Key: sha256 of the trace file's bytes as stored (compressed or not), its path, the requested
 format (or "detected"), the lenient flag, the requested and the system's time zones, and a fingerprint of the code that parses it (the bytes of the loader's module, of
@@ -30,31 +29,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 
 from ..workload import Workload
 from ..atomic import atomic_write
+from ..usercache import cache_dir
 
 #: formats whose Workload depends on the trace file alone (no side files, no per-job traces)
 CACHED_FORMATS = frozenset({"swf", "swf-theta", "swf-metacentrum", "swf-frontier"})
 #: files smaller than this (bytes as stored) are parsed every time
 MIN_BYTES = 256 * 1024
-#: bump when the cache file's layout changes (2: dump_time, finished_only, timezone, warnings)
-LAYOUT = 2
+#: bump when the cache file's layout changes (2: dump_time, finished_only, timezone, warnings; 3: repeated
+#: strings dictionary-encoded)
+LAYOUT = 3
 _META = b"twinsweep.workload"
-
-
-def cache_dir() -> Path | None:
-    """The cache folder (see the module doc), or None when ``TWINSWEEP_CACHE=off``."""
-    env = os.environ.get("TWINSWEEP_CACHE", "").strip()
-    if env.lower() in ("off", "0", "no", "false"):
-        return None
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
-    return Path(base) / "twinsweep" / "workloads"
 
 
 def _code_fingerprint(loader_load) -> bytes:
@@ -127,7 +116,7 @@ def write_cached(path: Path, wl: Workload) -> bool:
                 "provenance": wl.provenance, "dump_time": wl.dump_time, "finished_only": wl.finished_only,
                 "timezone": wl.timezone, "warnings": list(wl.warnings),
                 "dtypes": {c: str(df[c].dtype) for c in df.columns}}
-        table = pa.Table.from_pandas(df, preserve_index=False)
+        table = _encoded(pa.Table.from_pandas(df, preserve_index=False))
         table = table.replace_schema_metadata({_META: json.dumps(meta).encode()})
         if _to_frame(table, meta["dtypes"]).equals(df) is False:  # a column that does not round-trip
             return False
@@ -151,9 +140,12 @@ def _range_index(n: int):
 
 def _to_frame(table, dtypes: dict):
     """The pandas frame of ``table`` with each column's recorded pandas dtype: object columns hold
-    Python objects (``str``, ``None``, lists) as the loaders build them."""
+    Python objects (``str``, ``None``, lists) as the loaders build them. String columns may be
+    stored dictionary-encoded (:func:`_encoded`); nullable integers (``Int64``) are built from their
+    values and validity directly (no ``pyarrow.pandas_compat``, whose import alone costs ~3 ms)."""
     import pandas as pd
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     import numpy as np
 
@@ -163,12 +155,39 @@ def _to_frame(table, dtypes: dict):
         if dtype == "object":
             if col.null_count == len(col):
                 cols[name] = pd.Series(np.full(len(col), None, dtype=object), dtype=object)
+            elif pa.types.is_dictionary(col.type):  # str, None for nulls: one Python str per distinct value
+                arr = col.combine_chunks()
+                words = np.empty(len(arr.dictionary) + 1, dtype=object)
+                words[:-1] = arr.dictionary.to_numpy(zero_copy_only=False)
+                words[-1] = None
+                codes = arr.indices.fill_null(len(arr.dictionary)) if arr.null_count else arr.indices
+                cols[name] = pd.Series(words[codes.to_numpy()], dtype=object)
             elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):  # str, None for nulls
                 cols[name] = pd.Series(col.to_numpy(zero_copy_only=False), dtype=object)
             else:
                 cols[name] = pd.Series(col.to_pylist(), dtype=object)
         elif dtype == "Int64":
-            cols[name] = pd.Series(col.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get), dtype="Int64")
+            arr = col.combine_chunks()
+            mask = arr.is_null().to_numpy(zero_copy_only=False)
+            if arr.null_count == len(arr):  # no value at all (Arrow may type the column null)
+                values = np.zeros(len(arr), dtype=np.int64)
+            else:
+                values = (pc.fill_null(arr, 0) if arr.null_count else arr).to_numpy(zero_copy_only=False).astype(np.int64)
+            cols[name] = pd.Series(pd.arrays.IntegerArray(values, mask), dtype="Int64")
         else:
             cols[name] = pd.Series(col.to_numpy(), dtype=dtype)
     return pd.DataFrame(cols, copy=False)  # the Series are ours: no copy into consolidated blocks (~10 ms for KTH-SP2)
+
+
+def _encoded(table):
+    """``table`` with each string column that repeats its values (fewer distinct values than half
+    its rows: users, accounts, queues, statuses) dictionary-encoded, so that reading it builds one
+    Python ``str`` per distinct value instead of one per row."""
+    import pyarrow as pa
+
+    for i, field in enumerate(table.schema):
+        if pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
+            enc = table.column(i).combine_chunks().dictionary_encode()
+            if len(enc.dictionary) * 2 < len(enc):
+                table = table.set_column(i, pa.field(field.name, enc.type), enc)
+    return table
