@@ -32,6 +32,7 @@ import json
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 from types import MappingProxyType
 from typing import Callable, Generic, Iterator, Mapping, NamedTuple, TypeVar
@@ -139,18 +140,38 @@ def _cached_scan() -> dict[str, dict[str, EntryPoint]]:
     if path is not None:
         try:
             rows = json.loads(path.read_text())
+        except (OSError, ValueError, RecursionError):  # missing, unreadable, truncated, not JSON: scan again
+            rows = None
+        if isinstance(rows, list) and all(isinstance(r, list) and len(r) == 3 and all(isinstance(x, str) for x in r)
+                                          for r in rows):
             return _table(EntryPoint(*row) for row in rows)
-        except (OSError, ValueError, TypeError):  # missing, truncated or foreign: scan again
-            pass
-    found = _scan()
+    found = _scan()  # no cached scan, or one of another shape (foreign or damaged): it is replaced
     if path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             text = json.dumps([list(ep) for eps in found.values() for ep in eps.values()])
             atomic_write(path, lambda tmp: Path(tmp).write_text(text), sync=False)
+            _prune_scans(path)
         except OSError:
             pass
     return found
+
+
+#: A cached scan of another environment (another key) not written for this long is deleted
+#: when a new scan is written (s): 30 days. An environment used again after that scans once.
+SCAN_MAX_AGE_S = 30 * 86400
+
+
+def _prune_scans(keep: Path) -> None:
+    """Delete the cached scans beside ``keep`` older than :data:`SCAN_MAX_AGE_S` (each install or
+    removal of a distribution leaves the previous key's file behind). Best effort."""
+    limit = time.time() - SCAN_MAX_AGE_S
+    for old in keep.parent.glob("entry-points-*.json"):
+        try:
+            if old != keep and old.stat().st_mtime < limit:
+                old.unlink()
+        except OSError:
+            pass
 
 
 def _scan() -> dict[str, dict[str, EntryPoint]]:

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+import time
 import types
 from importlib import metadata
 
@@ -139,6 +142,39 @@ def test_the_scan_is_cached_between_processes_until_the_environment_changes(monk
     registry.forget_entry_points()
     assert installed_entry_points("pytest11")["x"].value == "os:path"
     assert calls == [{}, {}, {}, {}]
+
+
+@pytest.mark.parametrize("text", ["", "{not json", "[" * 5000, "null", '{"abc": 1}', "[[1, 2]]",
+                                  '[[5, "m:o", "twinsweep.policies"]]', '[["x", 5, "twinsweep.policies"]]',
+                                  '[["a", "b", "c", "d"]]', "[null]"])
+def test_a_damaged_or_foreign_cached_scan_is_replaced_by_a_scan(monkeypatch, tmp_path, text):
+    """Whatever the cached file holds that is not a list of [name, value, group] strings, the next
+    process scans (the same entry points as importlib.metadata) and rewrites the file; never an error."""
+    monkeypatch.setenv("TWINSWEEP_CACHE", str(tmp_path))
+    monkeypatch.setattr(registry, "_SCAN", None)
+    first = dict(installed_entry_points("console_scripts"))
+    (path,) = tmp_path.glob("entry-points-*.json")
+    path.write_text(text)
+    calls = []
+    real = metadata.entry_points
+    monkeypatch.setattr(metadata, "entry_points", lambda **kw: calls.append(kw) or real(**kw))
+    registry.forget_entry_points()
+    assert dict(installed_entry_points("console_scripts")) == first and calls == [{}]
+    rows = json.loads(path.read_text())  # rewritten: the scan's rows
+    assert path.read_text() != text and rows and all(len(r) == 3 and all(isinstance(x, str) for x in r) for r in rows)
+
+
+def test_cached_scans_of_other_environments_are_pruned_after_a_month(monkeypatch, tmp_path):
+    monkeypatch.setenv("TWINSWEEP_CACHE", str(tmp_path))
+    old, recent = tmp_path / "entry-points-old.json", tmp_path / "entry-points-recent.json"
+    for f in (old, recent):
+        f.write_text("[]")
+    month = registry.SCAN_MAX_AGE_S
+    os.utime(old, (time.time() - month - 60,) * 2)
+    os.utime(recent, (time.time() - month + 3600,) * 2)
+    monkeypatch.setattr(registry, "_SCAN", None)
+    installed_entry_points("console_scripts")
+    assert not old.exists() and recent.exists() and len(list(tmp_path.glob("entry-points-*.json"))) == 2
 
 
 def test_entry_points_are_listed_before_loading_and_loaded_on_get(monkeypatch):
