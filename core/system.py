@@ -387,8 +387,12 @@ GENERIC_POWER = PowerModel(
 def system_from_swf_header(header: dict, source: str = "", procs_unit: str = "cores") -> System:
     """A generic system from SWF header fields ``MaxNodes`` / ``MaxProcs`` / ``MaxRuntime``.
 
-    nodes = MaxNodes (else MaxProcs); cores_per_node = MaxProcs // MaxNodes when both are present
-    and divide, else 1; ``procs_unit == "nodes"`` forces 1. default_time_limit = MaxRuntime.
+    nodes = MaxNodes and cores_per_node = MaxProcs // MaxNodes when both are present and divide;
+    when MaxProcs is not a multiple of MaxNodes (nodes of different sizes, e.g. OSC's 32 quad +
+    25 dual nodes), MaxProcs one-processor slots (allocation by processor keeps the machine's
+    capacity); with one of them only, that many one-processor nodes; ``procs_unit == "nodes"``
+    forces cores_per_node 1. default_time_limit = MaxRuntime. The derivation is the first entry
+    of ``sources`` (``what = "nodes, cores_per_node"``).
     Power: :data:`GENERIC_POWER` (assumed). Raises ConfigError when the header has neither field.
     """
 
@@ -407,14 +411,28 @@ def system_from_swf_header(header: dict, source: str = "", procs_unit: str = "co
             "(see `twinsweep systems`)"
         )
     cpn = 1
-    if procs_unit == "cores" and max_nodes and max_procs and max_procs % max_nodes == 0:
+    head = f"SWF header MaxNodes {max_nodes if max_nodes else 'absent'}, MaxProcs {max_procs if max_procs else 'absent'}"
+    if procs_unit != "cores" or not max_procs:
+        how = f"{head}: {nodes:,} nodes" + (" (the trace counts nodes)" if procs_unit != "cores" else "")
+    elif not max_nodes:
+        how = f"{head}: {nodes:,} one-processor nodes"
+    elif max_procs % max_nodes == 0:
         cpn = max_procs // max_nodes
+        how = f"{head}: {nodes:,} nodes of {cpn} processors"
+    else:
+        # nodes of different sizes (MaxProcs is not a multiple of MaxNodes): no one node size holds
+        # the machine, so it is allocated by processor, all MaxProcs of them (never MaxNodes
+        # one-processor nodes, which would drop most of its capacity)
+        nodes = max_procs
+        how = (f"{head}: MaxProcs is not a multiple of MaxNodes (nodes of different sizes), so "
+               f"{nodes:,} one-processor slots (allocation by processor; give --system for a node model)")
     name = Path(source).name.split(".")[0].lower() if source else "generic"
     return System(
         name=f"generic:{name}", title=f"Generic system from the header of {Path(source).name or 'trace'}",
         nodes=int(nodes), cores_per_node=cpn, cpus_per_node=1,
         default_time_limit=num("MaxRuntime"), power=GENERIC_POWER, generic=True,
-        sources=({"what": "power", "cite": "generic assumed node power (SPEC power_ssj2008-era 1-socket servers)"},),
+        sources=({"what": "nodes, cores_per_node", "cite": how},
+                 {"what": "power", "cite": "generic assumed node power (SPEC power_ssj2008-era 1-socket servers)"}),
     )
 
 

@@ -501,6 +501,9 @@ def _cmd_validate(args) -> int:
                    holds=args.holds_given)
     for w in res.get("warnings") or ():
         print(f"twinsweep validate: warning: {w}", file=sys.stderr)
+    sysd = res.get("system") or {}
+    print(f"system: {sysd.get('name')} ({sysd.get('nodes'):,} nodes x {sysd.get('cores_per_node')} cores"
+          + (f"; {sysd['derived']}" if sysd.get("derived") else "") + ")")
     ref = next(iter(res["modes"].values()), {}).get("wait_mean_ref_s")
     print(f"twin against the log's recorded schedule, {res['policy']} + {res['backfill']}, jobs submitted in the "
           f"reported window; errors are (twin - log) / log"
@@ -526,10 +529,15 @@ def _cmd_validate(args) -> int:
               + ", ".join(f"{m} {_pct(f['wait_by_log_hold'].get(NOT_HELD, {}).get('wait_mean_rel_error'))}"
                           for m, f in res["modes"].items()))
     rs = res.get("ranking_stability")
-    if rs:
-        print(f"rankings over the {rs['windows']} busiest weeks: Kendall tau blind vs informed >= "
-              f"{rs['kendall_tau_min_blind_vs_informed']:.2f}, seeds >= {rs['kendall_tau_min_seeds']:.2f}, "
-              f"top-3 the same in {rs['top3_same_frac']:.0%}")
+    if rs and rs.get("windows"):
+        def num(v, fmt):
+            return "n/a" if v is None else format(v, fmt)
+        n = rs["windows"]
+        print(f"rankings over the {n} busiest week{'s' if n != 1 else ''}: Kendall tau blind vs informed >= "
+              f"{num(rs['kendall_tau_min_blind_vs_informed'], '.2f')}, seeds >= "
+              f"{num(rs['kendall_tau_min_seeds'], '.2f')}, top-3 the same in {num(rs['top3_same_frac'], '.0%')}")
+    elif rs is not None:
+        print(f"rankings: not studied ({rs.get('skipped') or 'no window'})")
     print(f"validation: {Path(args.out) / 'validation.json'}, {Path(args.out) / 'validation.html'}")
     return 0
 

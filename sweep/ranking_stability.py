@@ -19,7 +19,8 @@ site's options (a ``[site]`` table's clock rules or classes are not applied here
 ``kendall_tau_min_seeds`` (minimum over windows, metrics and seeds of τ between the informed
 ranking and a perturbed one), ``top3_same_frac`` (share of window × metric whose top-3 set is the
 same blind and informed), ``top1_gap_exceeds_seed_spread_frac`` (share whose informed winner leads
-the runner-up by more than the winner's spread over the seeds) and the per-window tables.
+the runner-up by more than the winner's spread over the seeds) and the per-window tables. A trace
+whose submit span holds no full window gets ``windows = 0``, ``None`` figures and ``skipped`` (why).
 """
 
 from __future__ import annotations
@@ -119,8 +120,12 @@ def ranking_stability(config: RunConfig, workload: Workload, sys_blind, sys_info
                                  "top1_gap": gap, "winner_seed_spread": spread,
                                  "blind": blind[m], "informed": inf[m]}
         per_window.append(row)
+    skipped = None if starts else (
+        f"the trace's submit span ({(t1 - t0) / 86400:.1f} d) holds no full window of {window_s / 86400:g} d with "
+        "submitted work: no ranking to compare")
     return {
         "windows": len(starts), "window_s": window_s, "seeds": seeds, "runtime_sigma": noise_sigma,
+        **({"skipped": skipped} if skipped else {}),
         "initial_state": ("recorded: every window, under both machines, starts from the log's running and queued "
                           "jobs at its start (DESIGN.md §3.9); 'blind' names the machine model, not blind mode"),
         "metrics": list(RANK_METRICS), "variants": [f"{p}+{b}" for p, b in combos],

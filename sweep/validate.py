@@ -143,6 +143,32 @@ def _window_arg(text: str | None, what: str) -> tuple[int, int] | None:
     return int(a), int(b)
 
 
+def _system_origin(system) -> str:
+    """Where the machine's size comes from, for people: the system file, or for a generic system
+    the header fields and the rule (:func:`core.system.system_from_swf_header`)."""
+    if not system.generic:
+        return f"system file {Path(system.path).name}" if system.path else "given"
+    return next((src["cite"] for src in system.sources if "nodes" in src.get("what", "")), "the trace header")
+
+
+def _check_comparable(reference: pd.DataFrame, t0: int, t1: int, nodes: int, data: str) -> None:
+    """Raise ConfigError, before any simulation, when no job submitted in ``[t0, t1)`` can be
+    compared: none has a recorded start (the log records no schedule there), or every one that
+    has asks for no nodes or for more than the machine's ``nodes``."""
+    sub = reference["submit_time"].to_numpy(dtype="int64")
+    inw = (sub >= t0) & (sub < t1)
+    ran = inw & reference["start_time"].notna().to_numpy() & reference["end_time"].notna().to_numpy()
+    if not ran.any():
+        raise ConfigError(f"validate: {data}: none of the {int(inw.sum()):,} jobs submitted in the reported window "
+                          f"{_days((t0, t1))} has a recorded start (SWF field 3, wait, is -1, or no run time): the log "
+                          "records no schedule there to validate against")
+    n = reference["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)[ran]
+    if not ((n > 0) & (n <= nodes)).any():
+        raise ConfigError(f"validate: {data}: every one of the {int(ran.sum()):,} jobs of the reported window with a "
+                          f"recorded start asks for no nodes or for more than the machine's {nodes:,}: nothing the "
+                          "twin could run to compare (check --system)")
+
+
 def blind_workload(workload: Workload) -> Workload:
     """A copy of ``workload`` without anything the log recorded about the schedule: recorded
     start and end times and placements (``node_ids``) are removed (set missing). What remains is
@@ -188,21 +214,34 @@ _SCHED_COLS = ["trace_index", "submit_time", "start_time", "end_time", "nodes", 
 
 def _restart_jobs(config: RunConfig, workload: Workload, system, t0: int, t1: int, period: int) -> pd.DataFrame:
     """Twin schedule of restart mode: periods of ``period`` s over ``[t0, t1)``, each simulated
-    from the recorded state at its start. A job's row is the first period that started it: the
-    twin's start, or, when the log had started it before a restart at which the twin still held
-    it queued, its recorded placement (``prepopulated``: not compared). Jobs no period started
-    have no start. The last period runs on until every job has ended. One row per job of the
-    trace (trace order)."""
+    from the recorded state at its start (running jobs on their nodes, queued jobs queued). Each
+    job is judged in the run of the period it was submitted in: its row is that run's (the
+    twin's start, or none when the twin rejected it). A period's run lasts until every job
+    submitted in the period has left the twin's queue: when some are still queued at the
+    period's end, the run is made again from the same restart point over a window
+    :data:`RESTART_STRETCH` times longer (the later submissions in it, as in the log), until none
+    is or the trace ends. So no job drops out between periods (a job the twin still held queued
+    at the next restart point while the log had run it by then — the jobs the twin delays most —
+    keeps the twin's start instead of vanishing from the comparison), and a log the twin made
+    itself validates to zero error. The first period's run also gives the rows of the jobs
+    running or queued at ``t0`` (a running one at its recorded placement, ``prepopulated``: not
+    compared; they fill the busy-node series). One row per job of the trace (trace order); jobs
+    submitted at or after ``t1`` have no start."""
+    end_all = int(workload.jobs["submit_time"].max()) + 1
     parts = []
-    for k, s in enumerate(range(t0, t1, period)):
-        last = s + period >= t1  # the last period runs until its queue is empty
-        cfg = dataclasses.replace(config, start=s, duration=None if last else period)
-        jobs = _run(cfg, workload, system)
-        part = jobs.loc[jobs["start_time"].notna().to_numpy(), _SCHED_COLS].copy()
-        part["_period"] = k
-        parts.append(part)
-    started = pd.concat(parts, ignore_index=True).sort_values(["trace_index", "_period"], kind="stable")
-    started = started.drop_duplicates("trace_index", keep="first").set_index("trace_index")
+    for s in range(t0, t1, period):
+        e = min(s + period, t1)
+        dur = e - s
+        while True:
+            last = s + dur >= end_all
+            jobs = _run(dataclasses.replace(config, start=s, duration=None if last else dur), workload, system)
+            sub = jobs["submit_time"].to_numpy(dtype="int64")
+            mine = ((sub >= s) | (s == t0)) & (sub < e)  # the first period also holds the state at t0
+            if last or not (mine & (jobs["status"] == "queued").to_numpy()).any():
+                break
+            dur *= RESTART_STRETCH
+        parts.append(jobs.loc[mine, _SCHED_COLS])
+    judged = pd.concat(parts, ignore_index=True).set_index("trace_index")
     wl = workload.with_nodes(system.cores_per_node).jobs
     out = pd.DataFrame({
         "trace_index": wl["trace_index"].astype("int64").to_numpy(),
@@ -210,10 +249,15 @@ def _restart_jobs(config: RunConfig, workload: Workload, system, t0: int, t1: in
         "nodes": wl["nodes"].astype("Int64").to_numpy(),
     })
     idx = out["trace_index"]
-    out["start_time"] = started["start_time"].reindex(idx).astype("Int64").to_numpy()
-    out["end_time"] = started["end_time"].reindex(idx).astype("Int64").to_numpy()
-    out["prepopulated"] = started["prepopulated"].reindex(idx).fillna(False).astype(bool).to_numpy()
+    out["start_time"] = judged["start_time"].reindex(idx).astype("Int64").to_numpy()
+    out["end_time"] = judged["end_time"].reindex(idx).astype("Int64").to_numpy()
+    out["prepopulated"] = judged["prepopulated"].reindex(idx).fillna(False).astype(bool).to_numpy()
     return out
+
+
+#: How much longer each new attempt of a restart period's run is when jobs of the period are
+#: still queued at its end (:func:`_restart_jobs`): 4 x, so a period needs few attempts.
+RESTART_STRETCH = 4
 
 
 def _noise_floor(base: pd.DataFrame, make_jobs, seeds: int, t0: int, t1: int, nodes: int) -> dict:
@@ -415,6 +459,13 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     if t1 <= t0 or t1 <= span0 or t0 >= span1:
         raise ConfigError(f"validate: the reported window [{t0}, {t1}) s {_days((t0, t1))} holds no submission of the "
                           f"trace (submits span [{span0}, {span1}) s, {_days((span0, span1))} from the trace epoch)")
+    notes: list[str] = []
+    if t0 < span0 or t1 > span1:
+        # hours outside the data are empty in both schedules: they would only inflate the agreement
+        # of the busy-node series (and restart periods there have nothing to restart from)
+        notes.append(f"the reported window {_days((t0, t1))} reaches beyond the trace's submissions "
+                     f"{_days((span0, span1))}: it is cut to {_days((max(t0, span0), min(t1, span1)))}")
+        t0, t1 = max(t0, span0), min(t1, span1)
     if fit[0] < t1 and t0 < fit[1]:
         raise ConfigError(f"validate: the fitting window [{fit[0]}, {fit[1]}) s {_days(fit)} overlaps the reported "
                           f"window [{t0}, {t1}) s {_days((t0, t1))}; blind mode must not fit on what it reports")
@@ -427,13 +478,14 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                           f"{-(-(t1 - t0) // period):,} periods, more than {MAX_RESTART_PERIODS:,} (each is a run); "
                           "give a longer period")
     # windows too small to mean much are allowed (a quick look), and said so
-    small = [f"the {what} window {_days(w)} holds only {k} submission(s) (fewer than {MIN_WINDOW_JOBS}): its "
+    small = notes + [f"the {what} window {_days(w)} holds only {k} submission(s) (fewer than {MIN_WINDOW_JOBS}): its "
              f"{use} rest on too few jobs to mean much"
              for what, w, use in (("fitting", fit, "fitted constants"), ("reported", (t0, t1), "figures"))
              if (k := int(((submit >= w[0]) & (submit < w[1])).sum())) < MIN_WINDOW_JOBS]
     nominal = nodes = sysobj.nodes
     wl_nodes = workload.with_nodes(sysobj.cores_per_node)
     reference = recorded_schedule(wl_nodes.jobs)
+    _check_comparable(reference, t0, t1, nominal, data)
     time_shared = bool(site_table.get("time_shared"))
     if time_shared:
         # a time-shared machine held more jobs at once than its nodes: the twin (space-shared) runs
@@ -460,6 +512,17 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     # a site whose rules hold jobs back by the clock: idle nodes while every queued job was held
     # are not down (core/availability.py, startable); the rules are the site's declared policy
     startable = _clock_rules(base_cfg)
+    if startable is not None and not workload.epoch:
+        small.append("the trace gives no absolute start time (no UnixStartTime in its header: time 0 is taken as "
+                     "1970-01-01 00:00 UTC), yet the site's clock rules are applied on the site's clock: their "
+                     "hours and dates are then not the log's")
+    tl = workload.jobs["time_limit"].astype("float64").to_numpy(na_value=np.nan)
+    no_limit = int((~(tl > 0) & (submit >= t0) & (submit < t1)).sum())
+    if no_limit:
+        small.append(f"{no_limit:,} of the reported window's {int(((submit >= t0) & (submit < t1)).sum()):,} jobs have "
+                     "no requested time (SWF field 9 is -1): the twin gives them "
+                     + (f"the system's default limit ({sysobj.default_time_limit:,} s)" if sysobj.default_time_limit
+                        else "their own run time as the limit (perfect estimates: backfilling is then optimistic)"))
     # the requested limits (a user's request, not recorded state) let the estimator tell a job
     # held for a reason of its own from one waiting for nodes (core.availability.held_from)
     reference_est = reference.assign(time_limit=wl_nodes.jobs["time_limit"].astype("float64").to_numpy())
@@ -509,7 +572,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         t = time.perf_counter()
         rjobs = _restart_jobs(base_cfg, workload, sys_informed, t0, t1, period)
         mode("restart", rjobs, f"re-seeded from the recorded state every {period} s over the reported window, on the "
-             "informed machine; each job judged in the period it was submitted in", period_s=period)
+             "informed machine; each job judged in the run of the period it was submitted in, run on (with the later "
+             "submissions) until every job of the period has left the queue", period_s=period)
         if noise_seeds:
             modes["restart"]["noise_floor"] = _noise_floor(
                 rjobs, lambda s: _restart_jobs(dataclasses.replace(base_cfg, seed=s, perturbation=pert), workload,
@@ -554,6 +618,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                                       windows=windows, seeds=rank_seeds, noise_sigma=NOISE_SIGMA,
                                       window_s=parse_human_duration(rank_window, "rank_window"))
         timing["ranking_stability_s"] = time.perf_counter() - t
+        if stability.get("skipped"):
+            small.append(f"ranking stability not studied: {stability['skipped']}")
     best = None
     if table:
         scored = [r for r in table if r.get("wait_mean_rel_error") is not None]
@@ -572,6 +638,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         "checksum": workload.checksum,
         "provenance": workload.provenance or "",
         "system": {"name": sysobj.name, "nodes": nominal, "cores_per_node": sysobj.cores_per_node,
+                   "derived": _system_origin(sysobj),
                    **({"time_shared_slots": nodes,
                        "time_shared_note": (f"the site ran jobs time-shared: every mode runs on {nodes} node slots, "
                                             f"the time-weighted quantile {_avail.TIME_SHARED_QUANTILE} of the "
@@ -674,8 +741,12 @@ def _slots(system: dict) -> str:
 
 
 def _days(window) -> str:
-    """``[a, b)`` in s as ``"[a d, b d)"``, days to one decimal."""
-    return f"[{window[0] / 86400:.1f} d, {window[1] / 86400:.1f} d)"
+    """``[a, b)`` in s as ``"[a d, b d)"``, days to one decimal; hours (``"[a h, b h)"``) for a
+    window shorter than two days, whose ends one-decimal days would blur."""
+    a, b = window
+    if b - a < 2 * 86400:
+        return f"[{a / 3600:.1f} h, {b / 3600:.1f} h)"
+    return f"[{a / 86400:.1f} d, {b / 86400:.1f} d)"
 
 
 #: What ``wait_by_log_hold`` splits (validation.json ``log_holds``, validation.html).
@@ -711,11 +782,25 @@ def validation_html(result: dict) -> str:
     head = "".join(f"<th title='{e(k)}: {e(FIGURES[k][1])}'>{e(FIGURE_LABELS[k])}</th>" for k in _SHOWN)
     rows = []
     for m, fig in result["modes"].items():
-        rows.append(f"<tr><th>{e(m)}</th>" + "".join(f"<td>{e(_fmt(k, fig.get(k)))}</td>" for k in _SHOWN) + "</tr>")
+        label = f"{m} (diagnostic, not a test)" if m == "holds" else m
+        rows.append(f"<tr><th>{e(label)}</th>" + "".join(f"<td>{e(_fmt(k, fig.get(k)))}</td>" for k in _SHOWN) + "</tr>")
         nf = fig.get("noise_floor")
         if nf:
+            # jobs_compared of a noise floor is a mean over seeds: shown as a whole number of jobs
+            nfv = {k: (round(v) if k == "jobs_compared" and v is not None else v) for k, v in nf.items()}
             rows.append(f"<tr class='nf'><td>{e(m)} noise floor ({nf['seeds']} seed{'' if nf['seeds'] == 1 else 's'}, σ={nf['runtime_sigma']})</td>"
-                        + "".join(f"<td>{e(_fmt(k, nf.get(k)))}</td>" for k in _SHOWN) + "</tr>")
+                        + "".join(f"<td>{e(_fmt(k, nfv.get(k)))}</td>" for k in _SHOWN) + "</tr>")
+    modes_desc = "".join(f"<li><b>{e(m)}</b>: {e(fig.get('description', ''))}</li>" for m, fig in result["modes"].items())
+    cal = result.get("calibration") or {}
+    consts = [("kill grace", f"{cal['kill_grace_s']:,} s ({cal.get('kill_grace_note', '')})" if "kill_grace_s" in cal else None),
+              ("blind: nodes out of service", f"{cal['blind_nodes_down']:,} ({cal.get('blind_note', '')})"
+               if "blind_nodes_down" in cal else None),
+              ("informed: share of idle nodes taken as down", f"{cal['informed_idle_share']:.2f} ({cal.get('informed_note', '')})"
+               if cal.get("informed_idle_share") is not None else None),
+              ("informed: node-time inferred down", f"{100 * cal['informed_down_node_frac']:.1f} % in "
+               f"{cal.get('informed_periods', 0):,} periods" if cal.get("informed_down_node_frac") is not None else None),
+              ("calendar source", cal.get("calendar_source"))]
+    consts_html = "".join(f"<li>{e(k)}: {e(str(v))}</li>" for k, v in consts if v is not None)
     def _read(v) -> str:  # fields_read: {mode: {"twin_input": [...], "calibration": "..."}} or a list
         if isinstance(v, dict):
             return "; ".join(f"{e(k.replace('_', ' '))}: {_read(x)}" for k, x in v.items())
@@ -756,10 +841,11 @@ def validation_html(result: dict) -> str:
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;
 padding:3px 6px;text-align:right}}tr.nf{{color:#777}}tr.site{{background:#eef}}</style></head><body>
 <h1>How close is the twin to the recorded schedule? {e(result['trace'])}</h1>
-<p>System {e(result['system']['name'])} ({result['system']['nodes']} nodes{_slots(result['system'])}); site policy {e(result['policy'])} +
+<p>System {e(result['system']['name'])} ({result['system']['nodes']:,} nodes{_slots(result['system'])}{'; ' + e(result['system']['derived']) if result['system'].get('derived') else ''}); site policy {e(result['policy'])} +
 {e(result['backfill'])}; reported window {_days(w['reported'])}, fitting window {_days(w['fitting'])} (days from the trace epoch).
 Relative errors are (twin − log) / log.</p>
-<table><tr><th>mode</th>{head}</tr>{''.join(rows)}</table>{split}
+<table><tr><th>mode</th>{head}</tr>{''.join(rows)}</table>
+<h2>Modes</h2><ul>{modes_desc}</ul><h2>Fitted constants (on the fitting window)</h2><ul>{consts_html}</ul>{split}
 <h2>Jobs left out</h2><ul>{excl}</ul>{sens}{warn}
 <h2>Recorded fields read</h2><ul>{read}</ul>
 <h2>Data</h2><p>{e(result['trace'])} ({e(result.get('checksum', ''))}): {e(result.get('provenance') or 'no provenance recorded by the loader')}</p>

@@ -136,7 +136,12 @@ def test_compare_prepopulated_and_unstarted_are_excluded():
     # with the twin's reason known (twin_schedule of a jobs table with a status), they are told apart
     tw["rejected"] = [False, False, False, True, False, False]
     g = compare(ref, tw, 1000, 4600, system_nodes=4)["exclusions"]
-    assert g["rejected by the twin at submit (a request its machine cannot hold)"] == 1
+    assert g["rejected by the twin at submit (asks for more nodes than the machine has)"] == 1
+    tw.loc[3, "nodes"] = 0  # processors <= 0 in the log: the twin's reason is another one, and said so
+    g0 = compare(ref, tw, 1000, 4600, system_nodes=4)["exclusions"]
+    assert g0["rejected by the twin at submit (asks for no nodes: processors <= 0 or unknown)"] == 1
+    assert not any("more nodes" in k for k in g0)
+    tw.loc[3, "nodes"] = ref.loc[3, "nodes"]
     assert "not started by the twin (queued at its end)" not in g
     tw["rejected"] = False
     assert compare(ref, tw, 1000, 4600, system_nodes=4)["exclusions"]["not started by the twin (queued at its end)"] == 1

@@ -605,3 +605,14 @@ def test_out_of_range_number_names_the_line_and_lenient_skips_it(tmp_path):
         load_workload(p)
     wl = load_workload(p, lenient=True)
     assert len(wl) == 4 and wl.skipped_lines[0][0] == 5
+
+
+@pytest.mark.parametrize("text", [b"", b"\n\n  \n", None])
+def test_an_empty_trace_file_is_said_to_be_empty(tmp_path, text):
+    """An empty file (or blank lines, or an empty gzip) names the file and says it is empty,
+    instead of "cannot detect the trace format"."""
+    p = tmp_path / ("empty.swf.gz" if text is None else "empty.swf")
+    p.write_bytes(gzip.compress(b"") if text is None else text)
+    with pytest.raises(TraceFormatError, match="the file is empty") as e:
+        load_workload(str(p))
+    assert p.name in str(e.value)

@@ -152,3 +152,14 @@ def test_system_from_swf_header_values():
     assert (s.nodes, s.cores_per_node, s.default_time_limit) == (8, 4, 3600)
     with pytest.raises(ConfigError, match="MaxNodes"):
         system_from_swf_header({"Computer": "x"}, "x.swf")
+
+
+def test_a_header_whose_procs_are_not_a_multiple_of_its_nodes_gives_processor_slots():
+    """OSC's cluster, 32 quad + 25 dual nodes (MaxNodes 57, MaxProcs 178): no one node size holds
+    it, so the generic system allocates its 178 processors (not 57 one-processor nodes, a third of
+    its capacity), and says how it was derived."""
+    s = system_from_swf_header({"MaxNodes": 57, "MaxProcs": 178}, "OSC.swf")
+    assert (s.nodes, s.cores_per_node) == (178, 1)
+    assert "not a multiple" in s.sources[0]["cite"] and s.sources[0]["what"] == "nodes, cores_per_node"
+    s = system_from_swf_header({"MaxNodes": 8, "MaxProcs": 32})
+    assert "8 nodes of 4 processors" in s.sources[0]["cite"]

@@ -398,3 +398,82 @@ def test_out_folder_that_cannot_be_made_windows_that_cover_or_hold_too_little(tm
     res = validate(str(log), calibrate="0:2h", **kw)  # a few jobs to fit on
     assert any("fitting window" in w and "too few jobs" in w for w in res["warnings"])
     assert not any("reported window" in w for w in res["warnings"])
+
+
+def test_restart_judges_every_job_in_its_own_period_even_when_the_twin_delays_it_past_the_next(tmp_path):
+    """A log made by LJF without backfilling, validated under fcfs + easy with short restart
+    periods: the twin holds some jobs queued past the next restart point that the log had run by
+    then. Restart mode keeps them (each job is judged in its own period's run, run on until the
+    period's jobs have left the queue), so it compares as many jobs as blind mode and leaves none
+    out as 'queued at its end'."""
+    log = _log_of(tmp_path, "ljf", _jobs(), "ljf", "none")
+    res = validate(str(log), policy="fcfs", backfill="easy", restart="3h", noise_seeds=0, sensitivity=False,
+                   windows=0)
+    blind, restart = res["modes"]["blind"], res["modes"]["restart"]
+    assert restart["jobs_compared"] == blind["jobs_compared"] > 100
+    assert not any("queued at its end" in k for k in restart["exclusions"])
+
+
+def test_a_log_without_a_schedule_or_jobs_that_fit_is_one_clear_error_before_any_work(tmp_path):
+    jobs = _jobs(200)
+    no_waits = write_swf_rows(tmp_path / "nowait.swf", [(j, s, -1, r, p) for j, s, r, p in jobs], max_nodes=NODES)
+    with pytest.raises(ConfigError, match="has a recorded start"):
+        validate(str(no_waits), noise_seeds=0, sensitivity=False, windows=0, out=tmp_path / "o1")
+    too_big = write_swf_rows(tmp_path / "big.swf", [(j, s, 10, r, NODES + 1) for j, s, r, p in jobs], max_nodes=NODES)
+    with pytest.raises(ConfigError, match="more than the machine's 8"):
+        validate(str(too_big), noise_seeds=0, sensitivity=False, windows=0, out=tmp_path / "o2")
+    assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
+
+
+def test_a_reported_window_beyond_the_data_is_cut_to_it_and_said(tmp_path, capsys):
+    """Hours after the last submission are empty in both schedules: counted, they would only
+    inflate the busy-node correlation, so the window is cut to the data (with a warning)."""
+    log = _log_of(tmp_path, "easy", _jobs(120), "fcfs", "easy")
+    last = max(s for _, s, _, _ in _jobs(120))
+    res = validate(str(log), calibrate="0:20h", report_window="20h:400d", noise_seeds=0, sensitivity=False, windows=0)
+    assert res["windows"]["reported"] == [20 * 3600, last + 1]
+    assert any("reaches beyond the trace's submissions" in w for w in res["warnings"])
+    cut = validate(str(log), calibrate="0:20h", report_window=f"20h:{last + 1}", noise_seeds=0, sensitivity=False,
+                   windows=0)
+    assert res["modes"]["blind"]["occupancy_corr_hourly"] == cut["modes"]["blind"]["occupancy_corr_hourly"]
+
+
+def test_short_traces_skip_the_ranking_study_with_a_reason_and_the_cli_says_so(tmp_path, capsys):
+    log = _log_of(tmp_path, "easy", _jobs(150), "fcfs", "easy")  # ~1.6 days: no full week
+    assert main(["validate", "--data", str(log), "--noise-seeds", "0", "--no-sensitivity",
+                 "--out", str(tmp_path / "o")]) == 0
+    captured = capsys.readouterr()
+    assert "rankings: not studied" in captured.out and "system: generic:" in captured.out
+    v = json.loads((tmp_path / "o" / "validation.json").read_text())
+    assert v["ranking_stability"]["windows"] == 0 and "no full window" in v["ranking_stability"]["skipped"]
+    assert any("ranking stability not studied" in w for w in v["warnings"])
+    page = (tmp_path / "o" / "validation.html").read_text()
+    assert "<h2>Modes</h2>" in page and "Fitted constants" in page and "MaxNodes 8" in page
+
+
+def test_missing_requested_times_are_said(tmp_path):
+    path = tmp_path / "noreq.swf"
+    rows = [(j, s, 0, r, p) for j, s, r, p in _jobs(200)]
+    draft = write_swf_rows(path, rows, max_nodes=NODES)
+    text = draft.read_text().splitlines()
+    out = []
+    for line in text:  # SWF field 9 (requested time) -> -1
+        if line.startswith(";") or not line.strip():
+            out.append(line)
+            continue
+        f = line.split()
+        f[8] = "-1"
+        out.append(" ".join(f))
+    path.write_text("\n".join(out) + "\n")
+    res = validate(str(path), noise_seeds=0, sensitivity=False, windows=0)
+    assert any("no requested time" in w and "perfect estimates" in w for w in res["warnings"])
+
+
+def test_site_clock_rules_on_a_trace_without_an_absolute_start_are_said(tmp_path):
+    """KTH's [site] clock rules (07:00 / 16:00 on weekdays, by date) applied to a trace whose
+    header gives no UnixStartTime: time 0 is then 1970-01-01, not the log's day, and validate
+    says so instead of reporting figures on a made-up calendar silently."""
+    log = write_swf_rows(tmp_path / "nohdr.swf", [(j, s, 0, r, p) for j, s, r, p in _jobs(150)], max_nodes=NODES)
+    res = validate(str(log), system="kth-sp2", noise_seeds=0, sensitivity=False, windows=0)
+    assert res["policy"] == "fcfs" and res["backfill"] == "windows"
+    assert any("no absolute start time" in w for w in res["warnings"])

@@ -189,6 +189,8 @@ def detect_format(trace: TraceText) -> str:
     Raises:
         TraceFormatError: no loader recognises the file (lists the known formats).
     """
+    if not trace.data.strip():
+        raise TraceFormatError(trace.path, None, "the file is empty (no job lines, no header): nothing to load")
     best, best_score = None, 0.0
     for name, obj in LOADERS.in_order():
         try:
@@ -258,8 +260,8 @@ def load_workload(path: str | os.PathLike, format: str | None = None, lenient: b
         first = "; ".join(f"line {n}: {why}" for n, why in wl.skipped_lines[:3])
         more = f"; and {len(wl.skipped_lines) - 3:,} more" if len(wl.skipped_lines) > 3 else ""
         wl.warnings = [*wl.warnings, f"{Path(str(resolved)).name}: {len(wl.skipped_lines):,} malformed line(s) skipped "
-                                     f"(lenient): {first}{more} (all in stats.json counts.lenient_skipped_lines and "
-                                     "Workload.skipped_lines)"]
+                                     f"(lenient): {first}{more} (each one in Workload.skipped_lines; a run's stats.json counts "
+                                     "them in counts.lenient_skipped_lines)"]
     if cached is not None and wl.format in _cache.CACHED_FORMATS:
         _cache.write_cached(cached, wl)
     return wl
