@@ -151,6 +151,25 @@ def _system_origin(system) -> str:
     return next((src["cite"] for src in system.sources if "nodes" in src.get("what", "")), "the trace header")
 
 
+def _oversubscribed(reference: pd.DataFrame, nodes: int) -> str | None:
+    """A warning when the recorded schedule holds more than ``nodes`` nodes busy at some time
+    (jobs that fit the machine only), else None: the log's machine was larger then, or ran jobs
+    time-shared, and no twin of ``nodes`` nodes can follow those periods (nor can the
+    estimators, which read the recorded busy-node counts)."""
+    n = reference["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
+    fits = (n > 0) & (n <= nodes)
+    t, busy, _, _ = _avail.busy_and_queued(reference.loc[fits])
+    above = busy[:-1] > nodes
+    if len(t) < 2 or not above.any():
+        return None
+    secs = float(np.sum(np.diff(t)[above]))
+    length = f"{secs / 3600:,.1f} h" if secs >= 3600 else f"{secs:,.0f} s"
+    periods = int(np.sum(above[1:] & ~above[:-1]) + above[0])
+    return (f"the recorded schedule holds more than the machine's {nodes:,} nodes busy in {periods:,} period(s), "
+            f"{length} in all (peak {int(busy[:-1][above].max()):,} nodes): the log's machine was larger then, or ran "
+            "jobs time-shared (see time_shared); no twin of this size can follow those periods")
+
+
 def _check_comparable(reference: pd.DataFrame, t0: int, t1: int, nodes: int, data: str) -> None:
     """Raise ConfigError, before any simulation, when no job submitted in ``[t0, t1)`` can be
     compared: none has a recorded start (the log records no schedule there), or every one that
@@ -486,6 +505,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     wl_nodes = workload.with_nodes(sysobj.cores_per_node)
     reference = recorded_schedule(wl_nodes.jobs)
     _check_comparable(reference, t0, t1, nominal, data)
+    if (over := _oversubscribed(reference, nominal)) is not None:
+        small.append(over)
     time_shared = bool(site_table.get("time_shared"))
     if time_shared:
         # a time-shared machine held more jobs at once than its nodes: the twin (space-shared) runs

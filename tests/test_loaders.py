@@ -616,3 +616,22 @@ def test_an_empty_trace_file_is_said_to_be_empty(tmp_path, text):
     with pytest.raises(TraceFormatError, match="the file is empty") as e:
         load_workload(str(p))
     assert p.name in str(e.value)
+
+
+def test_fractional_seconds_and_repeated_job_numbers_are_said_not_silently_changed(tmp_path):
+    """SWF times are whole seconds: a 57.7 s run time is rounded (58 s) and said, with its line;
+    a job number used twice stays two jobs and is said."""
+    head = "; MaxNodes: 8\n; MaxProcs: 8\n"
+    p = tmp_path / "odd.swf"
+    p.write_text(head + "1 0 5 100 2 -1 -1 2 200 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                        "2 10 5 57.7 2 -1 -1 2 200 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                        "2 20 5 30 1 -1 -1 1 200 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    wl = load_workload(str(p))
+    assert wl.jobs["run_time"].tolist() == [100, 58, 30] and len(wl.jobs) == 3
+    (frac,) = [w for w in wl.warnings if "whole number of seconds" in w]
+    assert "run time (field 4)" in frac and "line 4" in frac and "57.7" in frac
+    (dup,) = [w for w in wl.warnings if "more than one line" in w]
+    assert "1 job number(s)" in dup and "(2 lines)" in dup
+    clean = tmp_path / "clean.swf"
+    clean.write_text(head + "1 0 5 100 2 -1 -1 2 200 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    assert load_workload(str(clean)).warnings == []

@@ -477,3 +477,16 @@ def test_site_clock_rules_on_a_trace_without_an_absolute_start_are_said(tmp_path
     res = validate(str(log), system="kth-sp2", noise_seeds=0, sensitivity=False, windows=0)
     assert res["policy"] == "fcfs" and res["backfill"] == "windows"
     assert any("no absolute start time" in w for w in res["warnings"])
+
+
+def test_a_recorded_schedule_busier_than_the_machine_is_said(tmp_path):
+    """Every job started at its submit, 2 nodes for 1,000 s, one every 100 s, on 8 nodes: the log
+    holds ~20 nodes busy; validate says so (periods, time, peak) instead of comparing silently."""
+    rows = [(i + 1, 100 * i, 0, 1000, 2) for i in range(200)]
+    log = write_swf_rows(tmp_path / "busy.swf", rows, max_nodes=NODES)
+    res = validate(str(log), noise_seeds=0, sensitivity=False, windows=0)
+    (w,) = [w for w in res["warnings"] if "nodes busy in" in w]
+    assert "more than the machine's 8 nodes" in w and "1 period(s)" in w and "peak 20 nodes" in w
+    fine = _log_of(tmp_path, "easy", _jobs(150), "fcfs", "easy")
+    assert not any("nodes busy in" in w for w in validate(str(fine), noise_seeds=0, sensitivity=False,
+                                                          windows=0)["warnings"])

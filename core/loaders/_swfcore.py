@@ -457,6 +457,36 @@ def swf_jobs_frame(a: np.ndarray, submit_abs_offset: int = 0) -> tuple[dict, np.
     return cols, code
 
 
+#: SWF time fields (1-based) whose values are whole seconds by the format's definition.
+_SWF_TIME_FIELDS = {2: "submit", 3: "wait", 4: "run time", 9: "requested time"}
+
+
+def swf_content_warnings(a: np.ndarray, name: str, line_of=None) -> list[str]:
+    """One-line warnings about SWF content the loader accepts but changes or cannot tell apart,
+    so that nothing is altered silently: time fields (2, 3, 4, 9) that are not whole seconds
+    (the format defines them in seconds; they are rounded to the nearest second), and job
+    numbers (field 1) used by more than one line (each line stays one job, told apart by
+    ``trace_index``). ``a``: the float array of the job lines (columns 0..17 = fields 1..18);
+    ``line_of``: row index -> its line in the file (called only for a first example to name),
+    or None. Returns the warnings (empty when there is nothing to say)."""
+    out = []
+    for k, what in _SWF_TIME_FIELDS.items():
+        v = a[:, k - 1]
+        frac = np.isfinite(v) & (v != np.rint(v))
+        if frac.any():
+            i = int(np.flatnonzero(frac)[0])
+            where = f"line {line_of(i)}" if line_of is not None else f"job line {i + 1}"
+            out.append(f"{name}: {int(frac.sum()):,} job line(s) give a {what} (field {k}) that is not a whole number of "
+                       f"seconds (first: {where}, {float(v[i])!r}); rounded to the nearest second")
+    ids = a[:, 0]
+    _, counts = np.unique(ids[np.isfinite(ids)], return_counts=True)
+    dup = counts > 1
+    if dup.any():
+        out.append(f"{name}: {int(dup.sum()):,} job number(s) (field 1) appear on more than one line "
+                   f"({int(counts[dup].sum()):,} lines); each line is kept as its own job (told apart by trace_index)")
+    return out
+
+
 def build_frame(cols: dict) -> pd.DataFrame:
     """DataFrame from a column dict, object arrays kept as ``object`` dtype."""
     out = {}

@@ -34,8 +34,8 @@ import numpy as np
 from ..workload import Workload
 from ._registry import TraceText, register_loader
 from ._swfcore import (
-    _NUM_RE, build_frame, drop_partial_lines, header_int, leading_comment_lines, parse_swf_header,
-    parse_table, provenance_pwa, subset_cols, swf_jobs_frame,
+    _NUM_RE, build_frame, drop_partial_lines, header_int, job_line_numbers, leading_comment_lines, parse_swf_header,
+    parse_table, provenance_pwa, subset_cols, swf_content_warnings, swf_jobs_frame,
 )
 
 SWF_FIELDS = 18
@@ -72,6 +72,7 @@ def load_swf(trace: TraceText, lenient: bool = False) -> Workload:
     df, skipped = parse_table(trace, SWF_FIELDS, (), lenient)
     a = df.to_numpy(dtype=np.float64)
     cols, code = swf_jobs_frame(a, 0)
+    notes = swf_content_warnings(a, trace.name, lambda i: int(job_line_numbers(trace.data, skipped)[i]))
     keep, dropped = drop_partial_lines(cols, code)
     if dropped:
         cols = subset_cols(cols, keep)
@@ -87,6 +88,7 @@ def load_swf(trace: TraceText, lenient: bool = False) -> Workload:
         skipped_lines=skipped,
         provenance=provenance_pwa(header, trace.name),
         finished_only=True,  # an SWF log records jobs as they end (twinsweep.core.workload)
+        warnings=notes,
     )
 
 
