@@ -168,7 +168,7 @@ def _f(x) -> float | None:
     return None if math.isnan(x) else x
 
 
-def _paired(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int):
+def _paired(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, system_nodes: int | None = None):
     """The pairing :func:`compare` and :func:`wait_split` share: ``(ref, tw, keep, exclusions)``,
     ``ref`` / ``tw`` indexed by the twin's ``trace_index`` (ref rows in the twin's order), ``keep``
     the compared jobs (bool per row), ``exclusions`` every other job counted under its reason.
@@ -196,13 +196,15 @@ def _paired(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int):
     unstarted = in_window & ran & ~prepop & ~started
     if "rejected" in tw.columns:  # the twin's own reason is known: say which
         rej = tw["rejected"].to_numpy(dtype=bool)
-        if "nodes" in tw.columns:  # say which request: none, or more than the machine
+        if "nodes" in tw.columns and system_nodes:  # say which request: none, more than the machine, or other
             n = tw["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
-            none = ~(n > 0)
+            none, big = ~(n > 0), n > system_nodes
             exclusions["rejected by the twin at submit (asks for no nodes: processors <= 0 or unknown)"] = int(
                 (unstarted & rej & none).sum())
             exclusions["rejected by the twin at submit (asks for more nodes than the machine has)"] = int(
-                (unstarted & rej & ~none).sum())
+                (unstarted & rej & big).sum())
+            exclusions["rejected by the twin at submit (another reason: the run's jobs table gives it)"] = int(
+                (unstarted & rej & ~none & ~big).sum())
         else:
             exclusions["rejected by the twin at submit (a request its machine cannot hold)"] = int((unstarted & rej).sum())
         exclusions["not started by the twin (queued at its end)"] = int((unstarted & ~rej).sum())
@@ -238,7 +240,7 @@ def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
         and ``exclusions`` {reason: count}. Raises ValueError on an empty window or when the
         twin holds a ``trace_index`` the reference lacks.
     """
-    ref, tw, keep, exclusions = _paired(reference, twin, t0, t1)
+    ref, tw, keep, exclusions = _paired(reference, twin, t0, t1, system_nodes)
     split = _split(ref, tw, keep, groups) if groups is not None else None
     r_start = ref["start_time"].astype("Int64")
     r_end = ref["end_time"].astype("Int64")

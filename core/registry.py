@@ -104,8 +104,9 @@ def forget_entry_points() -> None:
 def _scan_key() -> str:
     """The key of the installed environment: the interpreter, the meta-path finders (which may
     provide distributions too) and, for each entry of ``sys.path``, the distributions it holds
-    (``*.dist-info`` / ``*.egg-info`` names, each with the modification time and size of its
-    ``entry_points.txt``). Installing, upgrading or removing a distribution, or editing its entry
+    (``*.dist-info`` / ``*.egg-info`` names, and ``EGG-INFO`` in an entry that is an egg,
+    ``NAME.egg``: the folders ``importlib.metadata`` reads), each with the modification time and
+    size of its ``entry_points.txt``). Installing, upgrading or removing a distribution, or editing its entry
     points, changes the key; other files in a ``sys.path`` entry (the working directory of
     ``python -m``) do not. An entry that is not a folder (a zip) counts by its own modification
     time. Costs one ``listdir`` per entry and one ``stat`` per distribution (~0.5 ms for the
@@ -123,7 +124,11 @@ def _scan_key() -> str:
                 stamp.append((folder, None))
             continue
         stamp.append(folder)
-        for name in sorted(n for n in names if n.endswith((".dist-info", ".egg-info"))):
+        # the metadata folders importlib.metadata reads (its Lookup, names compared in lower case):
+        # NAME.dist-info and NAME.egg-info, and EGG-INFO when the entry itself is an egg (NAME.egg)
+        egg = os.path.basename(folder).lower().endswith(".egg")
+        for name in sorted(n for n in names if n.lower().endswith((".dist-info", ".egg-info"))
+                           or (egg and n.lower() == "egg-info")):
             try:
                 st = os.stat(os.path.join(folder, name, "entry_points.txt"))
                 stamp.append((name, st.st_mtime_ns, st.st_size))

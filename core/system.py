@@ -388,9 +388,10 @@ def system_from_swf_header(header: dict, source: str = "", procs_unit: str = "co
     """A generic system from SWF header fields ``MaxNodes`` / ``MaxProcs`` / ``MaxRuntime``.
 
     nodes = MaxNodes and cores_per_node = MaxProcs // MaxNodes when both are present and divide;
-    when MaxProcs is not a multiple of MaxNodes (nodes of different sizes, e.g. OSC's 32 quad +
-    25 dual nodes), MaxProcs one-processor slots (allocation by processor keeps the machine's
-    capacity); with one of them only, that many one-processor nodes; ``procs_unit == "nodes"``
+    when MaxProcs is a larger non-multiple of MaxNodes (nodes of different sizes, e.g. OSC's 32
+    quad + 25 dual nodes), MaxProcs one-processor slots (allocation by processor keeps the
+    machine's capacity; the generic per-node power then applies per slot); when MaxProcs is
+    below MaxNodes, MaxNodes one-processor nodes; with one of them only, that many one-processor nodes; ``procs_unit == "nodes"``
     forces cores_per_node 1. default_time_limit = MaxRuntime. The derivation is the first entry
     of ``sources`` (``what = "nodes, cores_per_node"``).
     Power: :data:`GENERIC_POWER` (assumed). Raises ConfigError when the header has neither field.
@@ -419,6 +420,8 @@ def system_from_swf_header(header: dict, source: str = "", procs_unit: str = "co
     elif max_procs % max_nodes == 0:
         cpn = max_procs // max_nodes
         how = f"{head}: {nodes:,} nodes of {cpn} processors"
+    elif max_procs < max_nodes:  # fewer processors than nodes: no node size fits; the nodes are kept
+        how = f"{head}: MaxProcs is below MaxNodes, so {nodes:,} one-processor nodes (the header's MaxNodes)"
     else:
         # nodes of different sizes (MaxProcs is not a multiple of MaxNodes): no one node size holds
         # the machine, so it is allocated by processor, all MaxProcs of them (never MaxNodes

@@ -245,7 +245,10 @@ def _restart_jobs(config: RunConfig, workload: Workload, system, t0: int, t1: in
     itself validates to zero error. The first period's run also gives the rows of the jobs
     running or queued at ``t0`` (a running one at its recorded placement, ``prepopulated``: not
     compared; they fill the busy-node series). One row per job of the trace (trace order); jobs
-    submitted at or after ``t1`` have no start."""
+    submitted at or after ``t1`` have no start. Cost: one run per period, plus about one more
+    (4 x longer) for each period whose jobs the twin still holds queued at its end; a period
+    whose job the twin cannot start until much later re-runs up to the trace's end (measured:
+    KTH at 1 d, 333 runs for 167 periods, 8.9 s; SDSC-SP2 at 6 h, 4,127 runs, 74 s)."""
     end_all = int(workload.jobs["submit_time"].max()) + 1
     parts = []
     for s in range(t0, t1, period):
@@ -505,14 +508,14 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     wl_nodes = workload.with_nodes(sysobj.cores_per_node)
     reference = recorded_schedule(wl_nodes.jobs)
     _check_comparable(reference, t0, t1, nominal, data)
-    if (over := _oversubscribed(reference, nominal)) is not None:
-        small.append(over)
     time_shared = bool(site_table.get("time_shared"))
     if time_shared:
         # a time-shared machine held more jobs at once than its nodes: the twin (space-shared) runs
         # on as many node slots as the fitting window's recorded use (core.availability)
         nodes = _avail.time_shared_slots(reference, nominal, fit[0], fit[1])
         sysobj = dataclasses.replace(sysobj, nodes=nodes)
+    if (over := _oversubscribed(reference, nodes)) is not None:  # against the slots of a time-shared site
+        small.append(over)
     blind_wl = blind_workload(workload)
 
     modes: dict[str, dict] = {}

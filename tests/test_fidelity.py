@@ -136,11 +136,12 @@ def test_compare_prepopulated_and_unstarted_are_excluded():
     # with the twin's reason known (twin_schedule of a jobs table with a status), they are told apart
     tw["rejected"] = [False, False, False, True, False, False]
     g = compare(ref, tw, 1000, 4600, system_nodes=4)["exclusions"]
-    assert g["rejected by the twin at submit (asks for more nodes than the machine has)"] == 1
-    tw.loc[3, "nodes"] = 0  # processors <= 0 in the log: the twin's reason is another one, and said so
-    g0 = compare(ref, tw, 1000, 4600, system_nodes=4)["exclusions"]
-    assert g0["rejected by the twin at submit (asks for no nodes: processors <= 0 or unknown)"] == 1
-    assert not any("more nodes" in k for k in g0)
+    assert g["rejected by the twin at submit (another reason: the run's jobs table gives it)"] == 1  # fits 4 nodes
+    for n, why in ((5, "asks for more nodes than the machine has"),  # the request says why
+                   (0, "asks for no nodes: processors <= 0 or unknown")):
+        tw.loc[3, "nodes"] = n
+        gn = compare(ref, tw, 1000, 4600, system_nodes=4)["exclusions"]
+        assert gn[f"rejected by the twin at submit ({why})"] == 1 and sum("rejected" in k for k in gn) == 1
     tw.loc[3, "nodes"] = ref.loc[3, "nodes"]
     assert "not started by the twin (queued at its end)" not in g
     tw["rejected"] = False

@@ -164,6 +164,22 @@ def test_a_damaged_or_foreign_cached_scan_is_replaced_by_a_scan(monkeypatch, tmp
     assert path.read_text() != text and rows and all(len(r) == 3 and all(isinstance(x, str) for x in r) for r in rows)
 
 
+def test_an_egg_s_entry_points_are_part_of_the_key(monkeypatch, tmp_path):
+    """A distribution installed as an egg folder (``NAME.egg/EGG-INFO``, easy_install / buildout):
+    editing its entry points is a new key, so the next process sees the new plug-in."""
+    egg = tmp_path / "plug-1.0-py3.11.egg"
+    (egg / "EGG-INFO").mkdir(parents=True)
+    (egg / "EGG-INFO" / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: plug\nVersion: 1.0\n")
+    (egg / "EGG-INFO" / "entry_points.txt").write_text("[twinsweep.test]\nold = os:path\n")
+    monkeypatch.syspath_prepend(str(egg))
+    monkeypatch.setenv("TWINSWEEP_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(registry, "_SCAN", None)
+    assert set(installed_entry_points("twinsweep.test")) == {"old"}
+    (egg / "EGG-INFO" / "entry_points.txt").write_text("[twinsweep.test]\nold = os:path\nnewer = os:sep\n")
+    registry.forget_entry_points()
+    assert set(installed_entry_points("twinsweep.test")) == {"old", "newer"}
+
+
 def test_cached_scans_of_other_environments_are_pruned_after_a_month(monkeypatch, tmp_path):
     monkeypatch.setenv("TWINSWEEP_CACHE", str(tmp_path))
     old, recent = tmp_path / "entry-points-old.json", tmp_path / "entry-points-recent.json"

@@ -163,3 +163,5 @@ def test_a_header_whose_procs_are_not_a_multiple_of_its_nodes_gives_processor_sl
     assert "not a multiple" in s.sources[0]["cite"] and s.sources[0]["what"] == "nodes, cores_per_node"
     s = system_from_swf_header({"MaxNodes": 8, "MaxProcs": 32})
     assert "8 nodes of 4 processors" in s.sources[0]["cite"]
+    s = system_from_swf_header({"MaxNodes": 128, "MaxProcs": 64})  # an odd header: the machine is not shrunk
+    assert (s.nodes, s.cores_per_node) == (128, 1) and "below MaxNodes" in s.sources[0]["cite"]
