@@ -72,6 +72,21 @@ def busy_and_queued(schedule: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.
     return tb, busy, tq, queued
 
 
+def over_capacity(schedule: pd.DataFrame, nodes: int) -> tuple[int, int, int]:
+    """How far a schedule's jobs that fit a machine of ``nodes`` nodes (``0 < nodes <= machine``)
+    hold more than ``nodes`` busy at once: ``(periods, seconds, peak)`` — the number of maximal
+    intervals above ``nodes``, their total length (s) and the largest busy-node count (0 for an
+    empty schedule). Reads what :func:`busy_and_queued` reads. Used for a replay that must
+    follow a log larger than its machine (:func:`core.run.replay_oversubscription`) and for
+    ``twinsweep validate``'s warning about such a log."""
+    n = schedule["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
+    t, busy, _, _ = busy_and_queued(schedule.loc[(n > 0) & (n <= nodes)])
+    above = busy > nodes
+    periods = int(np.sum(above[1:] & ~above[:-1]) + (1 if len(above) and above[0] else 0))
+    secs = int(np.sum(np.diff(t)[above[:-1]])) if len(t) > 1 else 0
+    return periods, secs, int(busy.max()) if len(busy) else 0
+
+
 def _block_extremes(t: np.ndarray, v: np.ndarray, edges: np.ndarray, fn) -> np.ndarray:
     """``fn`` (np.maximum or np.minimum) of a step function over each ``[edges[i], edges[i+1])``."""
     out = np.empty(len(edges) - 1, dtype=np.int64)

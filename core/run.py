@@ -31,7 +31,7 @@ from .config import RunConfig, run_key
 from .engine import Engine, select_window
 from .accounts import Accounts, account_names, accounts_of_run, load_accounts
 from .atomic import atomic_write, atomic_write_files, bytes_writer
-from .availability import busy_and_queued
+from .availability import over_capacity
 from .errors import ConfigError
 from .perturb import perturb
 from .power import account_power, build_timeline, idle_node_power_w, job_node_power_w
@@ -464,17 +464,12 @@ def replay_oversubscription(frame: pd.DataFrame, nodes: int) -> dict:
     ``replay_oversubscribed_s`` (their total length, s) and ``replay_recorded_peak_nodes``.
     """
     run = frame["run_time"].astype("Int64")
-    n = frame["nodes"].astype("float64")
-    ok = run.notna() & frame["nodes"].notna() & (n > 0) & (n <= nodes)  # larger jobs are rejected: never run
-    start = frame["replay_start"].astype("Int64").where(ok)
-    sched = pd.DataFrame({"start_time": start, "end_time": start + run.where(ok),
+    start = frame["replay_start"].astype("Int64").where(run.notna())
+    sched = pd.DataFrame({"start_time": start, "end_time": start + run,
                           "nodes": frame["nodes"].astype("Int64"), "submit_time": frame["submit_time"].astype("int64")})
-    t, busy, _, _ = busy_and_queued(sched)
-    above = busy > nodes
-    periods = int(np.sum(above[1:] & ~above[:-1]) + (1 if len(above) and above[0] else 0))
-    secs = int(np.sum(np.diff(t)[above[:-1]])) if len(t) > 1 else 0
+    periods, secs, peak = over_capacity(sched, nodes)  # larger jobs are rejected: never run, not counted
     return {"replay_oversubscribed_periods": periods, "replay_oversubscribed_s": secs,
-            "replay_recorded_peak_nodes": int(busy.max()) if len(busy) else 0}
+            "replay_recorded_peak_nodes": peak}
 
 
 def _grown(system: System, nodes: int) -> System:

@@ -153,20 +153,15 @@ def _system_origin(system) -> str:
 
 def _oversubscribed(reference: pd.DataFrame, nodes: int) -> str | None:
     """A warning when the recorded schedule holds more than ``nodes`` nodes busy at some time
-    (jobs that fit the machine only), else None: the log's machine was larger then, or ran jobs
-    time-shared, and no twin of ``nodes`` nodes can follow those periods (nor can the
-    estimators, which read the recorded busy-node counts)."""
-    n = reference["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
-    fits = (n > 0) & (n <= nodes)
-    t, busy, _, _ = _avail.busy_and_queued(reference.loc[fits])
-    above = busy[:-1] > nodes
-    if len(t) < 2 or not above.any():
+    (jobs that fit the machine only: :func:`core.availability.over_capacity`), else None: the
+    log's machine was larger then, or ran jobs time-shared, and no twin of ``nodes`` nodes can
+    follow those periods (nor can the estimators, which read the recorded busy-node counts)."""
+    periods, secs, peak = _avail.over_capacity(reference, nodes)
+    if not periods:
         return None
-    secs = float(np.sum(np.diff(t)[above]))
-    length = f"{secs / 3600:,.1f} h" if secs >= 3600 else f"{secs:,.0f} s"
-    periods = int(np.sum(above[1:] & ~above[:-1]) + above[0])
+    length = f"{secs / 3600:,.1f} h" if secs >= 3600 else f"{secs:,} s"
     return (f"the recorded schedule holds more than the machine's {nodes:,} nodes busy in {periods:,} period(s), "
-            f"{length} in all (peak {int(busy[:-1][above].max()):,} nodes): the log's machine was larger then, or ran "
+            f"{length} in all (peak {peak:,} nodes): the log's machine was larger then, or ran "
             "jobs time-shared (see time_shared); no twin of this size can follow those periods")
 
 
@@ -481,11 +476,11 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     if t1 <= t0 or t1 <= span0 or t0 >= span1:
         raise ConfigError(f"validate: the reported window [{t0}, {t1}) s {_days((t0, t1))} holds no submission of the "
                           f"trace (submits span [{span0}, {span1}) s, {_days((span0, span1))} from the trace epoch)")
-    notes: list[str] = []
+    warns: list[str] = []  # validation.json "warnings", after the trace's own
     if t0 < span0 or t1 > span1:
         # hours outside the data are empty in both schedules: they would only inflate the agreement
         # of the busy-node series (and restart periods there have nothing to restart from)
-        notes.append(f"the reported window {_days((t0, t1))} reaches beyond the trace's submissions "
+        warns.append(f"the reported window {_days((t0, t1))} reaches beyond the trace's submissions "
                      f"{_days((span0, span1))}: it is cut to {_days((max(t0, span0), min(t1, span1)))}")
         t0, t1 = max(t0, span0), min(t1, span1)
     if fit[0] < t1 and t0 < fit[1]:
@@ -500,7 +495,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                           f"{-(-(t1 - t0) // period):,} periods, more than {MAX_RESTART_PERIODS:,} (each is a run); "
                           "give a longer period")
     # windows too small to mean much are allowed (a quick look), and said so
-    small = notes + [f"the {what} window {_days(w)} holds only {k} submission(s) (fewer than {MIN_WINDOW_JOBS}): its "
+    warns += [f"the {what} window {_days(w)} holds only {k} submission(s) (fewer than {MIN_WINDOW_JOBS}): its "
              f"{use} rest on too few jobs to mean much"
              for what, w, use in (("fitting", fit, "fitted constants"), ("reported", (t0, t1), "figures"))
              if (k := int(((submit >= w[0]) & (submit < w[1])).sum())) < MIN_WINDOW_JOBS]
@@ -515,7 +510,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         nodes = _avail.time_shared_slots(reference, nominal, fit[0], fit[1])
         sysobj = dataclasses.replace(sysobj, nodes=nodes)
     if (over := _oversubscribed(reference, nodes)) is not None:  # against the slots of a time-shared site
-        small.append(over)
+        warns.append(over)
     blind_wl = blind_workload(workload)
 
     modes: dict[str, dict] = {}
@@ -537,19 +532,19 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     # are not down (core/availability.py, startable); the rules are the site's declared policy
     startable = _clock_rules(base_cfg)
     if startable is not None and not workload.epoch:
-        small.append("the trace gives no absolute start time (no UnixStartTime in its header: time 0 is taken as "
+        warns.append("the trace gives no absolute start time (no UnixStartTime in its header: time 0 is taken as "
                      "1970-01-01 00:00 UTC), yet the site's clock rules are applied on the site's clock: their "
                      "hours and dates are then not the log's")
-    tl = workload.jobs["time_limit"].astype("float64").to_numpy(na_value=np.nan)
-    no_limit = int((~(tl > 0) & (submit >= t0) & (submit < t1)).sum())
-    if no_limit:
-        small.append(f"{no_limit:,} of the reported window's {int(((submit >= t0) & (submit < t1)).sum()):,} jobs have "
+    limits = wl_nodes.jobs["time_limit"].astype("float64").to_numpy(na_value=np.nan)  # requested, s
+    reported = (submit >= t0) & (submit < t1)
+    if no_limit := int((~(limits > 0) & reported).sum()):
+        warns.append(f"{no_limit:,} of the reported window's {int(reported.sum()):,} jobs have "
                      "no requested time (SWF field 9 is -1): the twin gives them "
                      + (f"the system's default limit ({sysobj.default_time_limit:,} s)" if sysobj.default_time_limit
                         else "their own run time as the limit (perfect estimates: backfilling is then optimistic)"))
     # the requested limits (a user's request, not recorded state) let the estimator tell a job
     # held for a reason of its own from one waiting for nodes (core.availability.held_from)
-    reference_est = reference.assign(time_limit=wl_nodes.jobs["time_limit"].astype("float64").to_numpy())
+    reference_est = reference.assign(time_limit=limits)
     hold_groups = log_hold_groups(reference_est)  # the log's own holds: what no machine model reproduces
     blind_down, blind_median = _avail.blind_constant(reference_est, nodes, fit[0], fit[1], startable=startable)
     # the constant hold lasts beyond any job (the engine stops once only holds are left)
@@ -643,7 +638,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                                       window_s=parse_human_duration(rank_window, "rank_window"))
         timing["ranking_stability_s"] = time.perf_counter() - t
         if stability.get("skipped"):
-            small.append(f"ranking stability not studied: {stability['skipped']}")
+            warns.append(f"ranking stability not studied: {stability['skipped']}")
     best = None
     if table:
         scored = [r for r in table if r.get("wait_mean_rel_error") is not None]
@@ -675,7 +670,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                   "source": site["source"]} if site else
                  {"from": "given" if policy_given else "default (no [site] table)"}),
         "windows": {"trace_submit_span": [span0, span1], "fitting": list(fit), "reported": [t0, t1]},
-        "warnings": list(workload.warnings) + small,
+        "warnings": list(workload.warnings) + warns,
         "calibration": {
             "calendar_source": "system file" if site_cal else "estimated (core/availability.py)",
             "kill_grace_s": grace,
