@@ -185,7 +185,7 @@ def _print_window(res) -> None:
 
     w, epoch = res.manifest["window"], res.manifest["workload"]["epoch"]
     print(f"window: {utc_text(epoch, w['start'])} to {utc_text(epoch, w['end'])} "
-          f"([{w['start']:,}, {w['end']:,}) s from the trace epoch {utc_text(epoch, 0)}; {w['duration'] / 86400:.2f} d)",
+          f"({w['start']:,} s to {w['end']:,} s from the trace epoch {utc_text(epoch, 0)}; {w['duration'] / 86400:.2f} d)",
           flush=True)
 
 
@@ -239,18 +239,28 @@ def _print_summary(console, res, out: Path) -> None:
 
     from twinsweep.core.metrics import format_number, metric
 
-    def power(v):  # in the SI unit of the value (W, kW, MW: core.metrics.Metric.scaled_to), 3 digits
+    def sig(v, unit="", scale=1.0):  # 3 significant digits, as the report shows them
+        return "—" if v is None else f"{format_number(v / scale, 3)}{unit}"
+
+    def power(v, digits=3):  # in the SI unit of the value (W, kW, MW: core.metrics.Metric.scaled_to)
         if v is None:
             return "—"
         shown = metric("peak_power_w").scaled_to(abs(v))
-        return f"{format_number(v / shown.scale, 3)} {shown.display_unit}"
+        return f"{format_number(v / shown.scale, digits)} {shown.display_unit}"
+
+    def peak_mean(peak, mean):  # one more digit while two different values would read the same
+        for digits in (3, 4, 5):
+            a, b = power(peak, digits), power(mean, digits)
+            if a != b or peak == mean:
+                break
+        return f"{a} / {b}"
 
     from twinsweep.core.tracespan import utc_text
 
     epoch = m["workload"]["epoch"]
     rows = [
-        ("window", f"{utc_text(epoch, m['window']['start'])} to {utc_text(epoch, m['window']['end'])}; "
-                   f"[{m['window']['start']:,}, {m['window']['end']:,}) s  ({m['window']['duration'] / 86400:.2f} d)"),
+        ("window", f"{utc_text(epoch, m['window']['start'])} to {utc_text(epoch, m['window']['end'])} "
+                   f"({m['window']['duration'] / 86400:.2f} d)"),
         ("jobs", f"{c['jobs_in_window']:,} in window, {c['completed']:,} completed, {c['timeout']:,} killed, "
                  f"{c['rejected']:,} rejected, {c['not_run']:,} never ran, "
                  + (f"{c['cancelled']:,} cancelled while queued, " if c.get("cancelled") else "")
@@ -261,12 +271,12 @@ def _print_summary(console, res, out: Path) -> None:
         *([("trace lines skipped (--lenient)", f"{c['lenient_skipped_lines']:,} (stats.json counts; the loader "
                                                 "warned with their line numbers)")]
           if c.get("lenient_skipped_lines") else []),
-        ("wait mean / p95", f"{fmt(s['wait_mean_s'], ' h', 3600, 2)} / {fmt(s['wait_p95_s'], ' h', 3600, 2)}"),
-        ("bounded slowdown (τ=10 s)", fmt(s["bsld_mean"], "", 1, 2)),
-        ("AWRT", fmt(s["awrt_s"], " h", 3600, 2)),
+        ("wait mean / p95", f"{sig(s['wait_mean_s'], ' h', 3600)} / {sig(s['wait_p95_s'], ' h', 3600)}"),
+        ("bounded slowdown (τ=10 s), mean", sig(s["bsld_mean"])),
+        ("AWRT (area-weighted mean response time)", sig(s["awrt_s"], " h", 3600)),
         ("utilisation", fmt(None if s["utilization"] is None else 100 * s["utilization"], " %", 1, 1)),
         (f"facility energy ({label})", fmt(s["facility_energy_j"], " MWh", 3.6e9, 3)),
-        (f"peak / mean power ({label})", f"{power(s['peak_power_w'])} / {power(s['mean_power_w'])}"),
+        (f"peak / mean power ({label})", peak_mean(s["peak_power_w"], s["mean_power_w"])),
         (f"15-min ramp max ({label})", power(s["ramp_15min_max_w"])),
         *([("PUE (energy-weighted)", fmt(s["pue_avg"], "", 1, 3)),
            ("cooling energy", fmt(s["cooling_energy_j"], " MWh", 3.6e9, 3)),
@@ -488,7 +498,7 @@ def _pct(v) -> str:
 def _cmd_validate(args) -> int:
     from twinsweep.core.errors import ConfigError
 
-    from .validate import HELD, NOT_HELD, validate
+    from .validate import HELD, NOT_HELD, validate, window_text
 
     if args.windows < 0:
         raise ConfigError(f"--windows must be >= 0, got {args.windows}")
@@ -502,11 +512,14 @@ def _cmd_validate(args) -> int:
     for w in res.get("warnings") or ():
         print(f"twinsweep validate: warning: {w}", file=sys.stderr)
     sysd = res.get("system") or {}
-    print(f"system: {sysd.get('name')} ({sysd.get('nodes'):,} nodes x {sysd.get('cores_per_node')} cores"
+    cpn = sysd.get("cores_per_node")
+    print(f"system: {sysd.get('name')} ({sysd.get('nodes'):,} nodes x {cpn} core{'' if cpn == 1 else 's'}"
           + (f"; {sysd['derived']}" if sysd.get("derived") else "") + ")")
     ref = next(iter(res["modes"].values()), {}).get("wait_mean_ref_s")
+    w = res["windows"]
     print(f"twin against the log's recorded schedule, {res['policy']} + {res['backfill']}, jobs submitted in the "
-          f"reported window; errors are (twin - log) / log"
+          f"reported window {window_text(w['reported'])} (fitting window {window_text(w['fitting'])}; from the trace "
+          f"epoch); errors are (twin - log) / log"
           + (f"; the log's mean wait {ref / 3600:.2f} h" if ref is not None else ""))
     for mode, fig in res["modes"].items():
         def pct(k):

@@ -25,6 +25,11 @@ POOLED_DISPLAY: dict[str, tuple[str, float, str, bool]] = {
     m.name: (m.label, m.scale, m.display_unit, m.power) for m in pooled_metrics().values()}
 
 
+
+#: The smallest linear threshold of a panel's symmetric-log axis, as a fraction of its largest
+#: value: 10^4, i.e. about four decades shown.
+SYMLOG_DECADES = 1e4
+
 def display_units(summ: pd.DataFrame, metrics: list[str]) -> dict[str, tuple[str, float, str, bool]]:
     """The display of each pooled metric over the summary rows ``summ``: :data:`POOLED_DISPLAY`,
     except that a metric stored in watts takes the SI prefix that puts the largest pooled value of
@@ -158,8 +163,12 @@ def _figures(pg, qt: pd.DataFrame, summ: pd.DataFrame, metrics: list[str], varia
             vals = v_all[by_metric.get((ds, win, m), none)] / s
             fin = vals[np.isfinite(vals)]
             pos = fin[fin > 0]
-            symlog = float(np.quantile(pos, 0.05)) if len(pos) and pos.max() / pos.min() > 100 else None
             hi = float(fin.max()) if len(fin) else 1.0
+            # symmetric-log axis for values spread over decades: linear below the 5 % quantile of the
+            # positive values, but never below hi / 10^4 (a panel shows at most ~4 decades: values
+            # near 0, such as the float rounding of a power swing between equal steps, stay at 0)
+            symlog = (max(float(np.quantile(pos, 0.05)), hi / SYMLOG_DECADES)
+                      if len(pos) and pos.max() / pos.min() > 100 else None)
             lo = min(0.0, float(fin.min())) if len(fin) else 0.0
             rows = {v: by_variant[(ds, win, m, v)] for v in variants if (ds, win, m, v) in by_variant}
             series = [Series(v, q_all[i] * 100, v_all[i] / s) for v, i in rows.items()]

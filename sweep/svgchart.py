@@ -133,7 +133,9 @@ class _Scale:
 
     def labels(self) -> list[tuple[float, str]]:
         """(pixel, text) of every tick inside the axis."""
-        return [(float(self(t)), format_number(t, decimals=self.dec) if self.dec is not None else format_number(t, 1))
+        # log ticks (1, 2, 5 x 10^k) with one significant digit, however small (never "0" for 10^-7)
+        return [(float(self(t)), format_number(t, decimals=self.dec) if self.dec is not None
+                 else format_number(t, 1, max_decimals=max(6, -math.floor(math.log10(abs(t)))) if t else 6))
                 for t in self.ticks if self.lo - 1e-12 <= t <= self.hi + 1e-12]
 
 

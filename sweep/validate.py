@@ -162,7 +162,8 @@ def _oversubscribed(reference: pd.DataFrame, nodes: int) -> str | None:
     length = f"{secs / 3600:,.1f} h" if secs >= 3600 else f"{secs:,} s"
     return (f"the recorded schedule holds more than the machine's {nodes:,} nodes busy in {periods:,} period(s), "
             f"{length} in all (peak {peak:,} nodes): the log's machine was larger then, or ran "
-            "jobs time-shared (see time_shared); no twin of this size can follow those periods")
+            "jobs time-shared (see time_shared); no twin of this size can follow those periods (their jobs are "
+            "compared all the same: none is left out for it)")
 
 
 def _check_comparable(reference: pd.DataFrame, t0: int, t1: int, nodes: int, data: str) -> None:
@@ -174,7 +175,7 @@ def _check_comparable(reference: pd.DataFrame, t0: int, t1: int, nodes: int, dat
     ran = inw & reference["start_time"].notna().to_numpy() & reference["end_time"].notna().to_numpy()
     if not ran.any():
         raise ConfigError(f"validate: {data}: none of the {int(inw.sum()):,} jobs submitted in the reported window "
-                          f"{_days((t0, t1))} has a recorded start (SWF field 3, wait, is -1, or no run time): the log "
+                          f"{window_text((t0, t1))} has a recorded start (SWF field 3, wait, is -1, or no run time): the log "
                           "records no schedule there to validate against")
     n = reference["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)[ran]
     if not ((n > 0) & (n <= nodes)).any():
@@ -470,32 +471,32 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         rep = (fit[1], span1) if fit[1] < span1 else (span0, fit[0])
     t0, t1 = rep
     if t1 <= t0 and fit[0] <= span0 and fit[1] >= span1:
-        raise ConfigError(f"validate: the fitting window {_days(fit)} covers every submission of the trace "
-                          f"({_days((span0, span1))} from the trace epoch): nothing is left to report on; give a "
+        raise ConfigError(f"validate: the fitting window {window_text(fit)} covers every submission of the trace "
+                          f"({window_text((span0, span1))} from the trace epoch): nothing is left to report on; give a "
                           "shorter --calibrate or a --report-window")
     if t1 <= t0 or t1 <= span0 or t0 >= span1:
-        raise ConfigError(f"validate: the reported window [{t0}, {t1}) s {_days((t0, t1))} holds no submission of the "
-                          f"trace (submits span [{span0}, {span1}) s, {_days((span0, span1))} from the trace epoch)")
+        raise ConfigError(f"validate: the reported window [{t0}, {t1}) s {window_text((t0, t1))} holds no submission of the "
+                          f"trace (submits span [{span0}, {span1}) s, {window_text((span0, span1))} from the trace epoch)")
     warns: list[str] = []  # validation.json "warnings", after the trace's own
     if t0 < span0 or t1 > span1:
         # hours outside the data are empty in both schedules: they would only inflate the agreement
         # of the busy-node series (and restart periods there have nothing to restart from)
-        warns.append(f"the reported window {_days((t0, t1))} reaches beyond the trace's submissions "
-                     f"{_days((span0, span1))}: it is cut to {_days((max(t0, span0), min(t1, span1)))}")
+        warns.append(f"the reported window {window_text((t0, t1))} reaches beyond the trace's submissions "
+                     f"{window_text((span0, span1))}: it is cut to {window_text((max(t0, span0), min(t1, span1)))}")
         t0, t1 = max(t0, span0), min(t1, span1)
     if fit[0] < t1 and t0 < fit[1]:
-        raise ConfigError(f"validate: the fitting window [{fit[0]}, {fit[1]}) s {_days(fit)} overlaps the reported "
-                          f"window [{t0}, {t1}) s {_days((t0, t1))}; blind mode must not fit on what it reports")
+        raise ConfigError(f"validate: the fitting window [{fit[0]}, {fit[1]}) s {window_text(fit)} overlaps the reported "
+                          f"window [{t0}, {t1}) s {window_text((t0, t1))}; blind mode must not fit on what it reports")
     if not ((submit >= fit[0]) & (submit < fit[1])).any():
-        raise ConfigError(f"validate: the fitting window [{fit[0]}, {fit[1]}) s {_days(fit)} holds no submission of the "
-                          f"trace (submits span [{span0}, {span1}) s, {_days((span0, span1))} from the trace epoch): "
+        raise ConfigError(f"validate: the fitting window [{fit[0]}, {fit[1]}) s {window_text(fit)} holds no submission of the "
+                          f"trace (submits span [{span0}, {span1}) s, {window_text((span0, span1))} from the trace epoch): "
                           "nothing to fit the constants on")
     if period is not None and -(-(t1 - t0) // period) > MAX_RESTART_PERIODS:
         raise ConfigError(f"--restart: a period of {period} s cuts the reported window ({t1 - t0} s) into "
                           f"{-(-(t1 - t0) // period):,} periods, more than {MAX_RESTART_PERIODS:,} (each is a run); "
                           "give a longer period")
     # windows too small to mean much are allowed (a quick look), and said so
-    warns += [f"the {what} window {_days(w)} holds only {k} submission(s) (fewer than {MIN_WINDOW_JOBS}): its "
+    warns += [f"the {what} window {window_text(w)} holds only {k} submission(s) (fewer than {MIN_WINDOW_JOBS}): its "
              f"{use} rest on too few jobs to mean much"
              for what, w, use in (("fitting", fit, "fitted constants"), ("reported", (t0, t1), "figures"))
              if (k := int(((submit >= w[0]) & (submit < w[1])).sum())) < MIN_WINDOW_JOBS]
@@ -577,7 +578,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     inf_jobs = _run(base_cfg, blind_wl, sys_informed)
     mode("informed", inf_jobs, (
         "as blind, on a machine whose node availability calendar is inferred from the recorded busy-node and "
-        f"queued-job counts (blocks of {_avail.BLOCK_S} s: in a block with jobs queued at most looks, "
+        f"queued-job counts (blocks of {_avail.BLOCK_S / 3600:g} h: in a block with jobs queued at most looks, "
         f"{idle_fit['share']:.2f} of the nodes never busy in it taken as down, that share fitted on the fitting "
         "window's queue; core/availability.py)"))
     if noise_seeds:
@@ -759,8 +760,8 @@ def _slots(system: dict) -> str:
     return f", time-shared: the twin ran on {n:,} node slots fitted on the fitting window" if n else ""
 
 
-def _days(window) -> str:
-    """``[a, b)`` in s as ``"[a d, b d)"``, days to one decimal; hours (``"[a h, b h)"``) for a
+def window_text(window) -> str:
+    """A window ``[a, b)`` (s from the trace epoch) for people: ``[a, b)`` in s as ``"[a d, b d)"``, days to one decimal; hours (``"[a h, b h)"``) for a
     window shorter than two days, whose ends one-decimal days would blur."""
     a, b = window
     if b - a < 2 * 86400:
@@ -861,7 +862,7 @@ def validation_html(result: dict) -> str:
 padding:3px 6px;text-align:right}}tr.nf{{color:#777}}tr.site{{background:#eef}}</style></head><body>
 <h1>How close is the twin to the recorded schedule? {e(result['trace'])}</h1>
 <p>System {e(result['system']['name'])} ({result['system']['nodes']:,} nodes{_slots(result['system'])}{'; ' + e(result['system']['derived']) if result['system'].get('derived') else ''}); site policy {e(result['policy'])} +
-{e(result['backfill'])}; reported window {_days(w['reported'])}, fitting window {_days(w['fitting'])} (days from the trace epoch).
+{e(result['backfill'])}; reported window {window_text(w['reported'])}, fitting window {window_text(w['fitting'])} (from the trace epoch).
 Relative errors are (twin − log) / log.</p>
 <table><tr><th>mode</th>{head}</tr>{''.join(rows)}</table>
 <h2>Modes</h2><ul>{modes_desc}</ul><h2>Fitted constants (on the fitting window)</h2><ul>{consts_html}</ul>{split}
