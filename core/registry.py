@@ -105,9 +105,11 @@ def _scan_key() -> str:
     """The key of the installed environment: the interpreter, the meta-path finders (which may
     provide distributions too) and, for each entry of ``sys.path``, the distributions it holds
     (``*.dist-info`` / ``*.egg-info`` names, and ``EGG-INFO`` in an entry that is an egg,
-    ``NAME.egg``: the folders ``importlib.metadata`` reads), each with the modification time and
-    size of its ``entry_points.txt``). Installing, upgrading or removing a distribution, or editing its entry
-    points, changes the key; other files in a ``sys.path`` entry (the working directory of
+    ``NAME.egg``: the folders ``importlib.metadata`` reads), each with the modification time,
+    status-change time, inode and size of its ``entry_points.txt``). Installing, upgrading or
+    removing a distribution, or editing its entry points, changes the key — also a file replaced
+    at the same size with its modification time kept (``cp -p``, ``rsync -a``): the kernel sets
+    the status-change time, which no tool can set back; other files in a ``sys.path`` entry (the working directory of
     ``python -m``) do not. An entry that is not a folder (a zip) counts by its own modification
     time. Costs one ``listdir`` per entry and one ``stat`` per distribution (~0.5 ms for the
     ~150 distributions here, against ~10 ms for the scan and its import)."""
@@ -131,7 +133,7 @@ def _scan_key() -> str:
                            or (egg and n.lower() == "egg-info")):
             try:
                 st = os.stat(os.path.join(folder, name, "entry_points.txt"))
-                stamp.append((name, st.st_mtime_ns, st.st_size))
+                stamp.append((name, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_size))
             except OSError:  # no entry points (or an egg-info file)
                 stamp.append(name)
     return hashlib.sha256(json.dumps(stamp).encode()).hexdigest()[:32]

@@ -180,6 +180,27 @@ def test_an_egg_s_entry_points_are_part_of_the_key(monkeypatch, tmp_path):
     assert set(installed_entry_points("twinsweep.test")) == {"old", "newer"}
 
 
+def test_entry_points_replaced_at_the_same_size_with_the_old_mtime_are_a_new_key(monkeypatch, tmp_path):
+    """``cp -p`` / ``rsync -a`` of an edited ``entry_points.txt`` of the same size keeps the old
+    modification time: the status-change time (set by the kernel) still makes it a new key."""
+    dist = tmp_path / "site" / "plug-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: plug\nVersion: 1.0\n")
+    ep = dist / "entry_points.txt"
+    ep.write_text("[twinsweep.test]\naaa = os:path\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setenv("TWINSWEEP_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(registry, "_SCAN", None)
+    assert set(installed_entry_points("twinsweep.test")) == {"aaa"}
+    before = ep.stat()
+    time.sleep(0.01)  # a later status-change time even on a coarse clock
+    ep.write_text("[twinsweep.test]\nbbb = os:path\n")  # same size
+    os.utime(ep, ns=(before.st_atime_ns, before.st_mtime_ns))  # what cp -p does
+    assert ep.stat().st_size == before.st_size and ep.stat().st_mtime_ns == before.st_mtime_ns
+    registry.forget_entry_points()
+    assert set(installed_entry_points("twinsweep.test")) == {"bbb"}
+
+
 def test_cached_scans_of_other_environments_are_pruned_after_a_month(monkeypatch, tmp_path):
     monkeypatch.setenv("TWINSWEEP_CACHE", str(tmp_path))
     old, recent = tmp_path / "entry-points-old.json", tmp_path / "entry-points-recent.json"
