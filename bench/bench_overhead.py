@@ -1,6 +1,6 @@
 """Where a sweep's time goes, per run and per phase (prints figures; not a test). Issue 14, item 1.
 
-    python bench/bench_overhead.py [phases] [backends] [outputs] [--spec studies/quickstart.toml]
+    python bench/bench_overhead.py [phases] [backends] [outputs] [--spec studies/quickstart.toml] [--rounds 5]
 
 1. ``phases``: the study's runs one after the other in this process, each phase timed (CPU and
    wall): dataset loading (once per dataset, in the driver), then per run: perturbation, window
@@ -248,7 +248,20 @@ def _run_phase(backend_name: str, spec_path: Path, work: Path, warm: bool) -> di
             "workers": len(meter.workers), "other_cpu": meter.other_cpu, "driver_cpu": meter.driver}
 
 
-def bench_backends(spec_path: Path, work: Path) -> int:
+def _stop_forkserver() -> None:
+    """Stop this process's multiprocessing forkserver, so that the next ``local`` pool starts
+    one again, as a sweep in a new process does. ``ForkServer._stop`` is CPython's own hook for
+    its tests (private; present in 3.8-3.13): without it, a later round's "cold" phase would find
+    the forkserver of the first round still running, preloaded."""
+    from multiprocessing import forkserver
+
+    stop = getattr(getattr(forkserver, "_forkserver", None), "_stop", None)
+    if stop is None:
+        raise RuntimeError("this Python's multiprocessing.forkserver has no _stop(): run with --rounds 1")
+    stop()
+
+
+def bench_backends(spec_path: Path, work: Path, rounds: int = 5) -> int:
     """The run phase of the quickstart on ``local`` and ``ray`` with 2 workers, cold (the backend's
     start-up inside the phase: the forkserver, ``ray.init``, the actors) and warm (started, and
     one run done, before the phase; its cost printed as start-up).
@@ -269,45 +282,74 @@ def bench_backends(spec_path: Path, work: Path) -> int:
     (``timing.json``, the figure recorded before) is printed too. ``Outcome.cpu_s`` is the whole
     worker process's CPU while a run works, which in a Ray actor includes Ray's own threads: for
     ``ray`` the same runs' own CPU measured on ``local`` is printed as a cross-check against the
-    Ray workers' CPU.
+    Ray workers' CPU, and the goal holds only when both shares reach it.
+
+    The four phases run ``rounds`` times, in the order local cold, ray cold, local warm, ray warm,
+    and each figure is the median over the rounds (the range beside it): a shared host's CPU
+    speed drifts by tens of per cent within minutes, which moves CPU seconds measured at
+    different times apart, so the cross-check pairs each Ray phase with the ``local`` phase run
+    just before it in the same round. Every cold phase starts its backend anew (Ray's cluster,
+    the local pool's forkserver).
     """
-    local_cpu: dict[bool, dict[str, float]] = {}
-    for name, warm in (("local", False), ("local", True), ("ray", False), ("ray", True)):
-        load0 = os.getloadavg()[0]
-        d = _run_phase(name, spec_path, work, warm)
-        if not d:
-            return 1
-        if name == "local":
-            local_cpu[warm] = d["cpu_by_key"]
-        load = (load0 + os.getloadavg()[0]) / 2
-        wt = 2 * d["wall"]
-        share_cpu = d["own_cpu"] / d["worker_cpu"] if d["worker_cpu"] > 0 else float("nan")
-        share_wall = d["own_wall"] / wt
-        cross, met = "", share_cpu >= 0.8
-        if name != "local" and local_cpu.get(warm):
-            # Outcome.cpu_s is the worker process's CPU, which in a Ray actor includes Ray's own threads
-            # while a run works: the same runs' CPU on the local pool is the reference without them
-            ref = sum(local_cpu[warm].get(k, 0.0) for k in d["cpu_by_key"])
-            cross = (f"; cross-check, the same runs' own CPU on local ({ref:.1f} s) = "
-                     f"{100 * ref / d['worker_cpu']:.0f} % of these workers' CPU")
-            met = met and ref / d["worker_cpu"] >= 0.8  # the goal holds only if both say so
+    import statistics
+
+    configs = (("local", False), ("ray", False), ("local", True), ("ray", True))
+    got: dict[tuple, list[dict]] = {c: [] for c in configs}
+    for r in range(rounds):
+        local_cpu: dict[bool, dict[str, float]] = {}
+        for name, warm in configs:
+            if name == "local" and not warm:
+                _stop_forkserver()  # cold: the local pool's forkserver (one per driver process) starts again
+            load0 = os.getloadavg()[0]
+            d = _run_phase(name, spec_path, work / f"round{r}", warm)
+            if not d:
+                return 1
+            d["load"] = (load0 + os.getloadavg()[0]) / 2
+            d["share_cpu"] = d["own_cpu"] / d["worker_cpu"] if d["worker_cpu"] > 0 else float("nan")
+            d["share_wall"] = d["own_wall"] / (2 * d["wall"])
+            if name == "local":
+                local_cpu[warm] = d["cpu_by_key"]
+            else:  # the same runs' CPU on the local pool just before: the reference without Ray's threads
+                d["ref_cpu"] = sum(local_cpu[warm].get(k, 0.0) for k in d["cpu_by_key"])
+                d["cross"] = d["ref_cpu"] / d["worker_cpu"] if d["worker_cpu"] > 0 else float("nan")
+            got[(name, warm)].append(d)
+
+    def med(rows, key):
+        vals = [x[key] for x in rows]
+        return statistics.median(vals), min(vals), max(vals)
+
+    def pct(rows, key):
+        m, lo, hi = med(rows, key)
+        return f"{100 * m:.0f} %" + (f" ({100 * lo:.0f}–{100 * hi:.0f} %)" if rounds > 1 else "")
+
+    for (name, warm), rows in got.items():
         label = "warm" if warm else "cold"
-        st = f"; start-up {d['start']['wall']:.1f} s wall, {d['start']['cpu']:.1f} s driver CPU" if warm else ""
-        print(f"[backends] {name:5} {label}, 2 workers, {d['runs']} runs, load average {load:.1f}: "
-              f"CPU: runs' own {d['own_cpu']:.1f} s of the workers' {d['worker_cpu']:.1f} s = {100 * share_cpu:.0f} % "
-              f"{goal_text('>= 80 %' + (', with the cross-check' if cross else ''), met)}; wall: runs' own {d['own_wall']:.1f} s of 2 x "
-              f"{d['wall']:.1f} s = {100 * share_wall:.0f} % {goal_text('>= 80 %', share_wall >= 0.8)}; "
-              f"simulate alone (timing.json) {d['sim']:.1f} s = {100 * d['sim'] / wt:.0f} % of 2 x wall; "
-              f"outside the workers: driver {d['driver_cpu']:.1f} s CPU, other processes {d['other_cpu']:.1f} s CPU"
-              + st + cross, flush=True)
+        own, wcpu = med(rows, "own_cpu")[0], med(rows, "worker_cpu")[0]
+        met = med(rows, "share_cpu")[0] >= 0.8
+        cross = ""
+        if name != "local":
+            cross = (f"; cross-check, the same runs' own CPU on local just before ({med(rows, 'ref_cpu')[0]:.1f} s) = "
+                     f"{pct(rows, 'cross')} of these workers' CPU")
+            met = met and med(rows, "cross")[0] >= 0.8  # the goal holds only if both say so
+        d = rows[len(rows) // 2]
+        st = f"; start-up {statistics.median(x['start']['wall'] for x in rows):.1f} s wall" if warm else ""
+        load = statistics.median(x["load"] for x in rows)
+        print(f"[backends] {name:5} {label}, 2 workers, {d['runs']} runs, {rounds} round(s), load average {load:.1f}: "
+              f"CPU: runs' own {own:.1f} s of the workers' {wcpu:.1f} s = {pct(rows, 'share_cpu')} "
+              f"{goal_text('>= 80 %' + (', with the cross-check' if cross else ''), met)}; wall: runs' own "
+              f"{med(rows, 'own_wall')[0]:.1f} s of 2 x {med(rows, 'wall')[0]:.1f} s = {pct(rows, 'share_wall')} "
+              f"{goal_text('>= 80 %', med(rows, 'share_wall')[0] >= 0.8)}; simulate alone (timing.json) "
+              f"{med(rows, 'sim')[0]:.1f} s; outside the workers: driver {med(rows, 'driver_cpu')[0]:.1f} s CPU, "
+              f"other processes {med(rows, 'other_cpu')[0]:.1f} s CPU" + st + cross, flush=True)
         record(f"overhead/backends/{name}-{label}",
                f"quickstart run phase ({d['runs']} runs), `{name}`, 2 workers, {label} "
                f"({'started and one run done before' if warm else 'start-up inside the phase'}): the runs' own time "
                "(run function: simulate + outputs + commit) as a share of the worker time (CPU of the worker "
-               "processes in the phase; wall: 2 x the phase's wall)",
-               f"CPU {100 * share_cpu:.0f} % ({d['own_cpu']:.1f} of {d['worker_cpu']:.1f} CPU-s), wall "
-               f"{100 * share_wall:.0f} % ({d['own_wall']:.1f} of {wt:.1f} worker-s; phase {d['wall']:.1f} s)"
-               + cross.replace("; cross-check", "; cross-check:") + f"; load {load:.1f}",
+               "processes in the phase; wall: 2 x the phase's wall); median of "
+               f"{rounds} round(s), range in brackets",
+               f"CPU {pct(rows, 'share_cpu')} ({own:.1f} of {wcpu:.1f} CPU-s), wall {pct(rows, 'share_wall')} "
+               f"(phase {med(rows, 'wall')[0]:.1f} s)"
+               + cross.replace("; cross-check,", "; cross-check:") + f"; load {load:.1f}",
                goal=">= 80 % (CPU)", met=met, command="python bench/bench_overhead.py backends")
     return 0
 
@@ -349,6 +391,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("which", nargs="*", default=["phases", "backends", "outputs"])
     ap.add_argument("--spec", type=Path, default=REPO / "studies" / "quickstart.toml")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds of the backends phases (medians are printed)")
     a = ap.parse_args(argv)
     print(f"[bench_overhead] {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench_overhead_") as tmp:
@@ -357,7 +400,7 @@ def main(argv: list[str]) -> int:
         if "phases" in a.which:
             bench_phases(a.spec, work)
         if "backends" in a.which:
-            rc |= bench_backends(a.spec, work)
+            rc |= bench_backends(a.spec, work, a.rounds)
         if "outputs" in a.which:
             rc |= bench_outputs(a.spec, work)
     return rc

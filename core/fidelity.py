@@ -224,7 +224,8 @@ def _waits(ref: pd.DataFrame, tw: pd.DataFrame, keep: np.ndarray) -> tuple[np.nd
 
 
 def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, system_nodes: int,
-            groups: pd.Series | None = None) -> dict:
+            groups: pd.Series | None = None, *, reference_busy: pd.DataFrame | None = None,
+            twin_busy: pd.DataFrame | None = None) -> dict:
     """The fidelity figures of ``twin`` against ``reference`` over the reported window ``[t0, t1)``.
 
     Args:
@@ -236,6 +237,12 @@ def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
         system_nodes: the machine's node count (normalises the occupancy RMSE).
         groups: optional label per job (indexed by ``trace_index``): the result then also holds
             ``wait_by_group``, :func:`wait_split` of the same pairing.
+        reference_busy, twin_busy: what holds each side's nodes over time, for the occupancy
+            figures (columns ``start_time``, ``end_time``, ``nodes``; see
+            :func:`hourly_busy_nodes`), when the schedule's own rows do not stand for one
+            machine's state (a twin restarted from the log every period: its job rows, each
+            from the run of its own period, overlap across restart points). Default: the
+            reference's jobs the twin holds, and the twin schedule.
     Returns: dict with every key of :data:`FIGURES` (None where undefined, e.g. no job compared)
         and ``exclusions`` {reason: count}. Raises ValueError on an empty window or when the
         twin holds a ``trace_index`` the reference lacks.
@@ -254,8 +261,9 @@ def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
     run_tw = np.where(np.isnan(te), np.float64(t1) - ts, te - ts)
     run_tw = np.maximum(run_tw, 0.0)
     out: dict = {"jobs_compared": int(keep.sum())}
-    occ_r = hourly_busy_nodes(reference.loc[reference["trace_index"].isin(tw.index)], t0, t1)
-    occ_t = hourly_busy_nodes(twin, t0, t1)
+    occ_r = hourly_busy_nodes(reference.loc[reference["trace_index"].isin(tw.index)]
+                              if reference_busy is None else reference_busy, t0, t1)
+    occ_t = hourly_busy_nodes(twin if twin_busy is None else twin_busy, t0, t1)
     if len(occ_r) >= 2 and occ_r.std() > 0 and occ_t.std() > 0:
         out["occupancy_corr_hourly"] = float(np.corrcoef(occ_r, occ_t)[0, 1])
     else:

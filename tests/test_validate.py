@@ -414,6 +414,37 @@ def test_restart_judges_every_job_in_its_own_period_even_when_the_twin_delays_it
     assert not any("queued at its end" in k for k in restart["exclusions"])
 
 
+def test_restart_busy_nodes_are_each_periods_own_machine_state(tmp_path):
+    """Restart mode's busy-node figures read, over each period, that period's own run (seeded
+    from the log's state at the restart point), not the judged job rows stitched together: a
+    job the twin started late holds its nodes past the next restart point, where the next run
+    starts from the log's state, so the stitched rows overlap. Checked against independent
+    runs of each period, and against the machine's size (which the stitched rows exceed here)."""
+    from twinsweep.core.fidelity import hourly_busy_nodes, twin_schedule
+    from twinsweep.core.run import load_run_workload, resolve_system
+    from twinsweep.sweep.validate import _restart_jobs
+
+    log = _log_of(tmp_path, "ljf", _jobs(), "ljf", "none")
+    cfg = RunConfig(data=str(log), policy="fcfs", backfill="easy")
+    wl = load_run_workload(cfg)
+    system = resolve_system(None, wl)
+    t0, period = 3 * 3600, 3 * 3600
+    t1 = t0 + 8 * period
+    jobs, busy = _restart_jobs(cfg, wl, system, t0, t1, period)
+    stitched = hourly_busy_nodes(twin_schedule(jobs), t0, t1)
+    assert stitched.max() > NODES, "the case must make the stitched rows overlap to mean something"
+    got = hourly_busy_nodes(busy, t0, t1)
+    assert got.max() <= NODES
+    for s in range(t0, t1, period):  # each period: its own run from the log's state at s, independently
+        run = simulate(RunConfig(data=str(log), policy="fcfs", backfill="easy", start=s, duration=period)).jobs
+        end = run["end_time"].astype("Int64").fillna(run["start_time"].astype("Int64") + run["run_time"].astype("Int64"))
+        own = hourly_busy_nodes(run.assign(end_time=end), s, s + period)
+        assert got[(s - t0) // 3600:(s - t0 + period) // 3600] == pytest.approx(own)
+    res = validate(str(log), policy="fcfs", backfill="easy", restart="3h", noise_seeds=0, sensitivity=False,
+                   windows=0)
+    assert res["modes"]["restart"]["occupancy_corr_hourly"] is not None
+
+
 def test_a_log_without_a_schedule_or_jobs_that_fit_is_one_clear_error_before_any_work(tmp_path):
     jobs = _jobs(200)
     no_waits = write_swf_rows(tmp_path / "nowait.swf", [(j, s, -1, r, p) for j, s, r, p in jobs], max_nodes=NODES)
