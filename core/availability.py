@@ -21,14 +21,17 @@ every trace (no per-trace tuning):
   the share is fitted on the fitting window (:func:`fit_idle_share`: the queue-evidence
   estimator's nodes down over the idle nodes of the same pressured blocks). Blocks are stacked
   into contiguous periods (:func:`layered_calendar`) so that a held node's expected end is the
-  end of its run.
+  end of its run. :func:`telemetry_machine` adds what the same telemetry shows above the
+  nominal size: in a block where the log held more nodes busy than the machine has (time
+  sharing, or a larger machine than its header says), the block's :data:`TIME_SHARED_QUANTILE`
+  busy count as its usable node slots.
 - :func:`blind_constant` — one constant number of unusable nodes, fitted on the fitting window
   only: the median over its blocks of :func:`block_down_nodes`; applied to the whole trace
   (:func:`constant_calendar`).
 
 Inputs are *schedules* as in :mod:`core.fidelity` (``start_time``, ``end_time``, ``nodes``,
 ``submit_time``, and ``time_limit`` when known); :func:`telemetry_counts` reduces one to the two
-count series, which is all :func:`telemetry_calendar` reads.
+count series, which is all :func:`telemetry_calendar` and :func:`telemetry_machine` read.
 """
 
 from __future__ import annotations
@@ -381,6 +384,12 @@ def telemetry_calendar(counts: tuple, nodes: int, t0: int, t1: int, share: float
     0 in a block where nothing ran (telemetry cannot tell down from idle then); stacked into
     contiguous periods (:func:`layered_calendar`). Raises ValueError on an empty window or a
     share outside [0, 1]."""
+    return _calendar(*_telemetry_down(counts, nodes, t0, t1, share, block_s, grid_s), nodes)
+
+
+def _telemetry_down(counts: tuple, nodes: int, t0: int, t1: int, share: float, block_s: int,
+                    grid_s: int) -> tuple[np.ndarray, np.ndarray]:
+    """Blocks of ``[t0, t1)`` (edges) and the nodes :func:`telemetry_calendar` takes down in each."""
     if t1 <= t0:
         raise ValueError(f"window [{t0}, {t1}) is empty")
     if not 0.0 <= share <= 1.0:
@@ -389,7 +398,59 @@ def telemetry_calendar(counts: tuple, nodes: int, t0: int, t1: int, share: float
     edges = np.append(np.arange(t0, t1, block_s, dtype=np.int64), np.int64(t1))
     idle = idle_nodes(tb, busy, nodes, edges)
     down = np.where(pressure(tq, queued, edges, grid_s), np.floor(share * idle + 0.5), 0).astype(np.int64)
-    return _calendar(edges, down, nodes)
+    return edges, down
+
+
+def telemetry_machine(counts: tuple, nodes: int, t0: int, t1: int, share: float, block_s: int = BLOCK_S,
+                      grid_s: int = QUEUE_GRID_S, quantile: float | None = None
+                      ) -> tuple[int, tuple[tuple[int, int, int], ...], float, float]:
+    """The informed machine of ``[t0, t1)`` from telemetry only: :func:`telemetry_calendar`, plus
+    node slots above ``nodes`` where the recorded busy count shows them.
+
+    In each block of ``block_s`` (the calendar's), the usable capacity is the time-weighted
+    ``quantile`` (default :data:`TIME_SHARED_QUANTILE`) of the recorded busy count over the block
+    (:func:`step_quantile`), rounded up, when that exceeds ``nodes`` — the machine then held more
+    jobs at once than its nominal size, as a time-shared (non-dedicated, gang-scheduled) machine
+    or one larger than its log's header says does — and else ``nodes`` less the calendar's nodes
+    down in the block. The same telemetry as the calendar (busy-node counts), read the other way;
+    a block above the nominal size is never pressured-and-idle, so the two never meet in one block.
+
+    Returns ``(slots, calendar, down_frac, above_frac)``: the machine's slots (the largest
+    capacity, at least ``nodes``); the calendar on those slots (``slots − capacity`` down in each
+    block, stacked: :func:`layered_calendar`), which is :func:`telemetry_calendar`'s own when no
+    block exceeds ``nodes``; the node-time down below ``nodes`` over ``nodes × (t1 − t0)``; the
+    node-time above ``nodes`` over the same. Raises ValueError as :func:`telemetry_calendar`."""
+    q = TIME_SHARED_QUANTILE if quantile is None else quantile
+    edges, down = _telemetry_down(counts, nodes, t0, t1, share, block_s, grid_s)
+    down = np.where(down >= nodes, 0, down)  # nothing ran: no telemetry tells down from idle (_calendar)
+    tb, busy = counts[0], counts[1]
+    top = np.array([np.ceil(step_quantile(tb, busy, int(a), int(b), q)) for a, b in zip(edges[:-1], edges[1:])],
+                   dtype=np.int64)
+    cap = np.where(top > nodes, top, nodes - down)
+    slots = int(max(nodes, cap.max(initial=nodes)))
+    dur = np.diff(edges).astype(np.float64)
+    span = float(nodes) * float(t1 - t0)
+    down_frac = float(np.sum(np.maximum(0, nodes - cap) * dur) / span)
+    above_frac = float(np.sum(np.maximum(0, cap - nodes) * dur) / span)
+    return slots, layered_calendar(edges, slots - cap, slots), down_frac, above_frac
+
+
+def step_quantile(t: np.ndarray, v: np.ndarray, a: int, b: int, quantile: float) -> float:
+    """Time-weighted ``quantile`` of the step function ``(t, v)`` (value ``v[i]`` from ``t[i]`` on;
+    0 before ``t[0]``) over ``[a, b)``: the least value held, together with every smaller one,
+    for at least that share of the window. Raises ValueError on an empty window or a quantile
+    outside (0, 1]."""
+    if b <= a:
+        raise ValueError(f"window [{a}, {b}) is empty")
+    if not 0.0 < quantile <= 1.0:
+        raise ValueError(f"quantile must be in (0, 1], got {quantile!r}")
+    inside = (t > a) & (t < b)
+    tt = np.concatenate(([a], t[inside], [b])).astype(np.int64)
+    vv = np.concatenate((_at(t, v, np.array([a], dtype=np.int64)), v[inside]))
+    order = np.argsort(vv, kind="stable")
+    cum = np.cumsum(np.diff(tt)[order])
+    k = int(np.searchsorted(cum, quantile * cum[-1], side="left"))
+    return float(vv[order][min(k, len(vv) - 1)])
 
 
 def censor_at(schedule: pd.DataFrame, t1: int) -> pd.DataFrame:
@@ -441,22 +502,8 @@ def time_shared_slots(schedule: pd.DataFrame, nodes: int, fit0: int, fit1: int,
     share of the processors). Only starts recorded before ``fit1`` are read (:func:`censor_at`).
     Returns ``nodes`` when the window holds no running job. Raises ValueError on an empty window
     or a quantile outside (0, 1]."""
-    if fit1 <= fit0:
-        raise ValueError(f"window [{fit0}, {fit1}) is empty")
-    if not 0.0 < quantile <= 1.0:
-        raise ValueError(f"quantile must be in (0, 1], got {quantile!r}")
     tb, busy, _, _ = busy_and_queued(censor_at(schedule, fit1))
-    # the step function on [fit0, fit1): its value at fit0, then every change inside the window
-    inside = (tb > fit0) & (tb < fit1)
-    t = np.concatenate(([fit0], tb[inside], [fit1])).astype(np.int64)
-    v = np.concatenate((_at(tb, busy, np.array([fit0], dtype=np.int64)), busy[inside]))
-    dur = np.diff(t)
-    if not (v > 0).any():
-        return int(nodes)
-    order = np.argsort(v, kind="stable")
-    cum = np.cumsum(dur[order])
-    k = int(np.searchsorted(cum, quantile * cum[-1], side="left"))
-    return max(int(nodes), int(np.ceil(v[order][min(k, len(v) - 1)])))
+    return max(int(nodes), int(np.ceil(step_quantile(tb, busy, fit0, fit1, quantile))))
 
 
 def constant_calendar(nodes_down: int, t0: int, t1: int) -> tuple[tuple[int, int, int], ...]:

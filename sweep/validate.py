@@ -15,8 +15,10 @@ mode then uses it and nothing is estimated.
 - ``informed``: as blind, on a machine with a node availability calendar inferred from the
   recorded busy-node and queued-job counts over time (:func:`core.availability.telemetry_calendar`),
   as node-state telemetry would give them, with one share fitted on the fitting window's queue
-  (:func:`core.availability.fit_idle_share`); no per-job start or wait of the reported window is
-  read (two logs whose jobs trade starts without changing either count validate alike).
+  (:func:`core.availability.fit_idle_share`), and node slots above the nominal size in the blocks
+  where the busy count shows the machine held more (:func:`core.availability.telemetry_machine`:
+  time sharing, or a machine larger than its header); no per-job start or wait of the reported
+  window is read (two logs whose jobs trade starts without changing either count validate alike).
 - ``restart`` (``restart=P`` seconds): the reported window is cut into periods of ``P``; each
   period is simulated, on the informed machine, from the recorded state at its start (jobs running in the log at that
   moment placed on their recorded start, jobs submitted and not yet started in the log queued;
@@ -581,15 +583,17 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     # the constant hold lasts beyond any job (the engine stops once only holds are left)
     sys_blind = dataclasses.replace(sysobj, availability=_avail.constant_calendar(blind_down, span0, 2 ** 40))
     # informed: telemetry of the whole log (busy-node and queued-job counts, no per-job start) and one
-    # share fitted on the fitting window's queue evidence (core.availability.telemetry_calendar)
+    # share fitted on the fitting window's queue evidence (core.availability.telemetry_machine)
     idle_fit = _avail.fit_idle_share(reference_est, nodes, fit[0], fit[1], startable=startable)
-    informed_cal = _avail.telemetry_calendar(_avail.telemetry_counts(reference), nodes, span0, end_all,
-                                             idle_fit["share"])
+    inf_slots, informed_cal, inf_down_frac, inf_above_frac = _avail.telemetry_machine(
+        _avail.telemetry_counts(reference), nodes, span0, end_all, idle_fit["share"])
     if site_cal:
         blind_down = blind_median = 0
         sys_blind = sysobj
-        informed_cal = site_cal
-    sys_informed = dataclasses.replace(sysobj, availability=informed_cal)
+        inf_slots, informed_cal = nodes, site_cal
+        inf_down_frac = sum((b - a) * k for a, b, k in site_cal) / max(1, (end_all - span0) * nodes)
+        inf_above_frac = 0.0
+    sys_informed = dataclasses.replace(sysobj, nodes=inf_slots, availability=informed_cal)
     pert = Perturbation(runtime_sigma=NOISE_SIGMA)
 
     # -- blind ------------------------------------------------------------------------------------
@@ -610,7 +614,10 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         "as blind, on a machine whose node availability calendar is inferred from the recorded busy-node and "
         f"queued-job counts (blocks of {_avail.BLOCK_S / 3600:g} h: in a block with jobs queued at most looks, "
         f"{idle_fit['share']:.2f} of the nodes never busy in it taken as down, that share fitted on the fitting "
-        "window's queue; core/availability.py)"))
+        "window's queue; in a block whose busy count exceeds the machine, its "
+        f"{_avail.TIME_SHARED_QUANTILE:g} quantile as the block's node slots"
+        + (f": up to {inf_slots:,} slots, {100 * inf_above_frac:.1f} % of the node-time added" if inf_slots > nodes
+           else ": none here") + "; core/availability.py)"))
     if noise_seeds:
         modes["informed"]["noise_floor"] = _noise_floor(
             inf_jobs, lambda s: _run(dataclasses.replace(base_cfg, seed=s, perturbation=pert), blind_wl, sys_informed),
@@ -719,8 +726,13 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                               "nodes never busy in it are down; the share is the fitting window's queue-evidence "
                               "nodes down over its idle nodes, in the same kind of blocks (1 without evidence)"),
             "informed_periods": len(informed_cal),
-            "informed_down_node_frac": (sum((b - a) * k for a, b, k in informed_cal)
-                                        / max(1, (end_all - span0) * nodes)),
+            "informed_down_node_frac": inf_down_frac,
+            "informed_slots": inf_slots,
+            "informed_above_node_frac": inf_above_frac,
+            "informed_slots_note": (f"in each block whose recorded busy count exceeds the machine's {nodes:,} nodes, "
+                                    f"the time-weighted quantile {_avail.TIME_SHARED_QUANTILE} of that count as its "
+                                    "node slots (time sharing, or a larger machine than the header's); "
+                                    "informed_above_node_frac: the node-time so added over nodes x the span"),
         },
         "fields_read": {
             "reference": _REFERENCE_FIELDS,
@@ -850,6 +862,10 @@ def validation_html(result: dict) -> str:
                if cal.get("informed_idle_share") is not None else None),
               ("informed: node-time inferred down", f"{100 * cal['informed_down_node_frac']:.1f} % in "
                f"{cal.get('informed_periods', 0):,} periods" if cal.get("informed_down_node_frac") is not None else None),
+              ("informed: node slots above the machine", f"up to {cal['informed_slots']:,}, "
+               f"{100 * cal.get('informed_above_node_frac', 0.0):.1f} % of the node-time added "
+               f"({cal.get('informed_slots_note', '')})" if cal.get("informed_slots", 0) > (result["system"].get("time_shared_slots") or result["system"]["nodes"])
+               else None),
               ("calendar source", cal.get("calendar_source"))]
     consts_html = "".join(f"<li>{e(k)}: {e(str(v))}</li>" for k, v in consts if v is not None)
     def _read(v) -> str:  # fields_read: {mode: {"twin_input": [...], "calibration": "..."}} or a list

@@ -309,6 +309,39 @@ def test_telemetry_estimator_by_hand():
         av.telemetry_calendar(counts, 10, 0, 300, 1.5, block_s=100, grid_s=10)
 
 
+def test_telemetry_machine_adds_the_slots_the_busy_count_shows_above_the_machine():
+    """Blocks of 100 s on a 10-node machine. Block 0 as in the test above (pressured, 4 nodes
+    idle: 2 down at share 0.5); block 1 holds 14 nodes busy for 60 s and 12 for 40 s (time
+    sharing): its 0.4 quantile is 12, its 0.99 quantile 14; block 2 nothing ran."""
+    counts = (np.array([0, 100, 160, 200]), np.array([6, 14, 12, 0]),
+              np.array([0, 60, 100, 120]), np.array([1, 0, 1, 0]))
+    slots, cal, down, above = av.telemetry_machine(counts, 10, 0, 300, 0.5, block_s=100, grid_s=10)
+    # capacity per block: 10 - 2 = 8, 14, 10 -> 14 slots, 6 / 0 / 4 down on them
+    assert slots == 14
+    assert cal == ((0, 100, 6), (200, 300, 4))
+    assert down == pytest.approx(2 * 100 / (10 * 300)) and above == pytest.approx(4 * 100 / (10 * 300))
+    slots, cal, _, above = av.telemetry_machine(counts, 10, 0, 300, 0.5, block_s=100, grid_s=10, quantile=0.4)
+    assert slots == 12 and cal == ((0, 100, 4), (200, 300, 2)) and above == pytest.approx(2 * 100 / 3000)
+    # no block above the machine: exactly the calendar of telemetry_calendar, on the machine's nodes
+    plain = (np.array([0, 100, 200]), np.array([6, 9, 0]), counts[2], counts[3])
+    slots, cal, down, above = av.telemetry_machine(plain, 10, 0, 300, 0.5, block_s=100, grid_s=10)
+    assert (slots, cal, above) == (10, av.telemetry_calendar(plain, 10, 0, 300, 0.5, block_s=100, grid_s=10), 0.0)
+    assert down == pytest.approx(2 * 100 / 3000)
+
+
+def test_step_quantile_by_hand():
+    t, v = np.array([0, 10, 40]), np.array([5, 1, 3])  # 5 on [0, 10), 1 on [10, 40), 3 from 40 on
+    assert av.step_quantile(t, v, 0, 100, 0.3) == 1.0  # 1 for 30 % of [0, 100)
+    assert av.step_quantile(t, v, 0, 100, 0.31) == 3.0
+    assert av.step_quantile(t, v, 0, 100, 1.0) == 5.0
+    assert av.step_quantile(t, v, 50, 60, 0.5) == 3.0  # the value in force at the window's start
+    assert av.step_quantile(t, v, -10, 0, 1.0) == 0.0  # 0 before the first change
+    with pytest.raises(ValueError, match="empty"):
+        av.step_quantile(t, v, 5, 5, 0.5)
+    with pytest.raises(ValueError, match="quantile"):
+        av.step_quantile(t, v, 0, 10, 0.0)
+
+
 def test_telemetry_counts_cannot_tell_which_job_started_when():
     """Two jobs of the same size and run time that trade their starts leave both counts as they
     were: the informed estimator's whole input is the same."""

@@ -329,8 +329,9 @@ def test_time_shared_site_runs_on_the_slots_the_log_held(tmp_path):
     """A log of an 8-node machine that held up to 16 node-slots at once (made by the twin on 16
     slots): with ``time_shared = true`` in the site table, validate fits the slots on the fitting
     window (the time-weighted 0.99 quantile of its busy count, checked on a 1-s grid) and the
-    blind and informed twins on them reproduce the log; on the 8 dedicated nodes the twin waits
-    several times as long. ``time_shared`` holds for any policy given, and must be a boolean."""
+    blind and informed twins on them reproduce the log; on the 8 dedicated nodes the blind twin
+    waits several times as long, while the informed twin reads the 16 slots off the busy count.
+    ``time_shared`` holds for any policy given, and must be a boolean."""
     from twinsweep.core.availability import TIME_SHARED_QUANTILE
 
     slots16 = tmp_path / "slots16.toml"
@@ -364,6 +365,15 @@ def test_time_shared_site_runs_on_the_slots_the_log_held(tmp_path):
     plain = validate(str(log), system=str(dedicated), noise_seeds=0, sensitivity=False, windows=0)
     assert "time_shared_slots" not in plain["system"]
     assert plain["modes"]["blind"]["wait_mean_rel_error"] > 1.0
+    # without the site's word, the informed machine reads the slots off the busy count (telemetry):
+    # every 6-h block's 0.99 quantile reaches 16, so the informed twin is the log's machine again
+    cal = plain["calibration"]
+    assert cal["informed_slots"] == 16 and cal["informed_above_node_frac"] == pytest.approx(1.0)
+    assert plain["modes"]["informed"]["wait_mean_rel_error"] == 0.0
+    assert plain["modes"]["informed"]["start_within_1min_frac"] == 1.0
+    page = (validate(str(log), system=str(dedicated), noise_seeds=0, sensitivity=False, windows=0,
+                     out=tmp_path / "v-dedicated") and (tmp_path / "v-dedicated" / "validation.html").read_text())
+    assert "node slots above the machine: up to 16" in page
     given = validate(str(log), system=str(shared), policy="fcfs", backfill="easy", noise_seeds=0,
                      sensitivity=False, windows=0)
     assert given["site"]["from"] == "given" and given["system"]["time_shared_slots"] == 16
