@@ -12,8 +12,36 @@ import contextlib
 import gc
 import importlib
 import os
+import re
 import sys
 from pathlib import Path
+
+
+#: Options whose value may begin with "-" and a digit (a negative duration or window start): argparse
+#: takes such a token for an option of its own ("expected one argument"), so :func:`main` hands it
+#: over as ``--flag=value`` and the option's own check names what is wrong with it.
+_SIGNED_VALUE_FLAGS: set[str] = set()
+
+
+def _signed(action):
+    """Register ``action`` (what ``add_argument`` returns) in :data:`_SIGNED_VALUE_FLAGS`; returns it."""
+    _SIGNED_VALUE_FLAGS.update(action.option_strings)
+    return action
+
+
+def _join_signed_values(argv: list[str]) -> list[str]:
+    """``[..., "--start", "-1d", ...]`` -> ``[..., "--start=-1d", ...]`` for :data:`_SIGNED_VALUE_FLAGS`."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok in _SIGNED_VALUE_FLAGS and i + 1 < len(argv) and re.match(r"-[0-9.]", argv[i + 1]):
+            out.append(f"{tok}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(tok)
+        i += 1
+    return out
 
 
 def _duration(text):
@@ -48,12 +76,12 @@ def _add_run_parser(sub):
     p.add_argument("--queue-cancelled", action="store_true",
                    help="keep jobs cancelled while queued in the log queued until their cancel time (status "
                         "cancelled; run option queue_cancelled; default: the system file's queue_cancelled, off)")
-    p.add_argument("--start", type=_duration, default=None, help="window start from the trace epoch: seconds or a duration (3600, 90m, 6h, 10d)")
-    p.add_argument("--duration", type=_duration, default=None, help="window length (e.g. 7d)")
-    p.add_argument("--sample-period", type=_duration, default=60, help="timeline bin width (default 60 s)")
+    _signed(p.add_argument("--start", type=_duration, default=None, help="window start from the trace epoch: seconds or a duration (3600, 90m, 6h, 10d)"))
+    _signed(p.add_argument("--duration", type=_duration, default=None, help="window length (e.g. 7d)"))
+    _signed(p.add_argument("--sample-period", type=_duration, default=60, help="timeline bin width (default 60 s)"))
     p.add_argument("--seed", type=int, default=0, help="seed of the run-time / submit perturbation (default 0: none)")
     p.add_argument("--runtime-sigma", type=float, default=0.0, help="sigma of log-normal run-time noise, used when seed > 0 (default 0)")
-    p.add_argument("--submit-jitter", type=_duration, default=0, help="submit-time jitter, seconds or a duration, used when seed > 0 (default 0)")
+    _signed(p.add_argument("--submit-jitter", type=_duration, default=0, help="submit-time jitter, seconds or a duration, used when seed > 0 (default 0)"))
     p.add_argument("--no-kill", action="store_true", help="do not end jobs at their time limit")
     p.add_argument("--lenient", action="store_true", help="skip malformed trace lines (counted in stats)")
     p.add_argument("--cooling", action="store_true",
@@ -467,13 +495,13 @@ def _add_validate_parser(sub):
                    help="the site's ordering policy (default: the system file's [site] table, else fcfs)")
     p.add_argument("--backfill", default=None,
                    help="the site's backfill variant (default: the system file's [site] table, else easy)")
-    p.add_argument("--restart", type=_duration, default=None, metavar="PERIOD",
-                   help="add the restart mode: re-seed from the recorded state every PERIOD (e.g. 7d)")
-    p.add_argument("--calibrate", default=None, metavar="START:END",
-                   help="fitting window from the trace epoch (e.g. 0:180d); default the first half of the trace")
-    p.add_argument("--report-window", default=None, metavar="START:END",
-                   help="window the figures are taken over (default: what follows the fitting window, "
-                        "or what precedes it when it reaches the trace's last submission)")
+    _signed(p.add_argument("--restart", type=_duration, default=None, metavar="PERIOD",
+                           help="add the restart mode: re-seed from the recorded state every PERIOD (e.g. 7d)"))
+    _signed(p.add_argument("--calibrate", default=None, metavar="START:END",
+                           help="fitting window from the trace epoch (e.g. 0:180d); default the first half of the trace"))
+    _signed(p.add_argument("--report-window", default=None, metavar="START:END",
+                           help="window the figures are taken over (default: what follows the fitting window, "
+                                "or what precedes it when it reaches the trace's last submission)"))
     p.add_argument("--noise-seeds", type=int, default=3, help="seeds of the noise floor (default 3; 0 = none)")
     p.add_argument("--no-sensitivity", action="store_true", help="skip the policy x backfill table")
     p.add_argument("--windows", type=int, default=4,
@@ -625,7 +653,7 @@ def main(argv=None) -> int:
         from twinsweep.core.errors import TwinError
 
         parser = build_parser(argv[0] if argv else None)
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_join_signed_values(argv))
         for module in _COMMAND_MODULES.get(args.command, ()):
             importlib.import_module(module)
     try:

@@ -1,0 +1,39 @@
+"""Option values the command line must hand to their option's own check: a duration or window
+that begins with "-" and a digit is not taken for an option of its own (argparse would say only
+"expected one argument")."""
+
+from __future__ import annotations
+
+import pytest
+
+from twin_helpers import write_swf_rows
+from twinsweep.sweep.cli import _join_signed_values, main
+
+
+@pytest.mark.parametrize("argv, flag, value", [
+    (["run", "--data", "x.swf", "--start", "-1d"], "--start", "-1d"),
+    (["run", "--data", "x.swf", "--duration", "-90m"], "--duration", "-90m"),
+    (["run", "--data", "x.swf", "--sample-period", "-.5"], "--sample-period", "-.5"),
+    (["validate", "--data", "x.swf", "--restart", "-1d", "--out", "o"], "--restart", "-1d"),
+])
+def test_a_negative_duration_is_named_by_its_option(argv, flag, value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: duration: expected seconds" in err and repr(value) in err
+    assert "expected one argument" not in err
+
+
+def test_a_window_starting_before_the_epoch_is_named_by_its_option(capsys, tmp_path):
+    log = write_swf_rows(tmp_path / "log.swf", [(j, 600 * j, 10, 300, 1) for j in range(1, 40)], max_nodes=4)
+    assert main(["validate", "--data", str(log), "--calibrate", "-5d:10d", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "--calibrate: expected seconds" in err and "'-5d'" in err
+
+
+def test_only_the_registered_options_values_are_joined():
+    assert _join_signed_values(["run", "--start", "-1d", "--duration", "2d"]) == ["run", "--start=-1d", "--duration", "2d"]
+    assert _join_signed_values(["run", "--data", "-1.swf"]) == ["run", "--data", "-1.swf"]  # not a signed option
+    assert _join_signed_values(["run", "--start", "-x"]) == ["run", "--start", "-x"]  # an option, not a number
+    assert _join_signed_values(["run", "--start"]) == ["run", "--start"]
