@@ -36,6 +36,8 @@ count series, which is all :func:`telemetry_calendar` and :func:`telemetry_machi
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -401,9 +403,25 @@ def _telemetry_down(counts: tuple, nodes: int, t0: int, t1: int, share: float, b
     return edges, down
 
 
+@dataclasses.dataclass(frozen=True)
+class InformedMachine:
+    """What :func:`telemetry_machine` infers: ``slots`` (the machine's node slots: the largest
+    block capacity, at least the nominal nodes), ``calendar`` (periods ``(start, end, down)`` on
+    those slots), ``down_periods`` (periods of the calendar at the nominal size, i.e. of nodes
+    taken down: :func:`telemetry_calendar`'s), ``down_frac`` (node-time down below the nominal
+    nodes over nodes × span, in [0, 1)) and ``added_ratio`` (node-time added above the nominal
+    nodes over nodes × span: 0 when no block exceeds the machine, above 1 when the machine held
+    more than twice its nodes on average)."""
+
+    slots: int
+    calendar: tuple
+    down_periods: int
+    down_frac: float
+    added_ratio: float
+
+
 def telemetry_machine(counts: tuple, nodes: int, t0: int, t1: int, share: float, block_s: int = BLOCK_S,
-                      grid_s: int = QUEUE_GRID_S, quantile: float | None = None
-                      ) -> tuple[int, tuple[tuple[int, int, int], ...], float, float]:
+                      grid_s: int = QUEUE_GRID_S, quantile: float | None = None) -> InformedMachine:
     """The informed machine of ``[t0, t1)`` from telemetry only: :func:`telemetry_calendar`, plus
     node slots above ``nodes`` where the recorded busy count shows them.
 
@@ -414,12 +432,12 @@ def telemetry_machine(counts: tuple, nodes: int, t0: int, t1: int, share: float,
     or one larger than its log's header says does — and else ``nodes`` less the calendar's nodes
     down in the block. The same telemetry as the calendar (busy-node counts), read the other way;
     a block above the nominal size is never pressured-and-idle, so the two never meet in one block.
-
-    Returns ``(slots, calendar, down_frac, above_frac)``: the machine's slots (the largest
-    capacity, at least ``nodes``); the calendar on those slots (``slots − capacity`` down in each
-    block, stacked: :func:`layered_calendar`), which is :func:`telemetry_calendar`'s own when no
-    block exceeds ``nodes``; the node-time down below ``nodes`` over ``nodes × (t1 − t0)``; the
-    node-time above ``nodes`` over the same. Raises ValueError as :func:`telemetry_calendar`."""
+    ``counts`` should count only jobs that fit ``nodes`` (a wider job, which the twin rejects,
+    would size the machine: :func:`telemetry_counts` of such a schedule). The twin's pool is the
+    largest block's capacity; a block is weighed by its own length (a last block shorter than
+    ``block_s`` is more sensitive to a short peak). Returns an :class:`InformedMachine`, whose
+    calendar is :func:`telemetry_calendar`'s own when no block exceeds ``nodes``. Raises
+    ValueError as :func:`telemetry_calendar`."""
     q = TIME_SHARED_QUANTILE if quantile is None else quantile
     edges, down = _telemetry_down(counts, nodes, t0, t1, share, block_s, grid_s)
     down = np.where(down >= nodes, 0, down)  # nothing ran: no telemetry tells down from idle (_calendar)
@@ -430,9 +448,11 @@ def telemetry_machine(counts: tuple, nodes: int, t0: int, t1: int, share: float,
     slots = int(max(nodes, cap.max(initial=nodes)))
     dur = np.diff(edges).astype(np.float64)
     span = float(nodes) * float(t1 - t0)
-    down_frac = float(np.sum(np.maximum(0, nodes - cap) * dur) / span)
-    above_frac = float(np.sum(np.maximum(0, cap - nodes) * dur) / span)
-    return slots, layered_calendar(edges, slots - cap, slots), down_frac, above_frac
+    below = np.maximum(0, nodes - cap)
+    return InformedMachine(slots=slots, calendar=layered_calendar(edges, slots - cap, slots),
+                           down_periods=len(layered_calendar(edges, below, nodes)),
+                           down_frac=float(np.sum(below * dur) / span),
+                           added_ratio=float(np.sum(np.maximum(0, cap - nodes) * dur) / span))
 
 
 def step_quantile(t: np.ndarray, v: np.ndarray, a: int, b: int, quantile: float) -> float:

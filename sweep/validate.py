@@ -305,7 +305,9 @@ RESTART_STRETCH = 4
 
 
 def _noise_floor(base, make_jobs, seeds: int, t0: int, t1: int, nodes: int) -> dict:
-    """Mean and max (by absolute value) of each figure between the twin and itself under 1 % run-time noise.
+    """Mean and worst (``*_worst``: the largest in size, or the least for a correlation or a share
+    of starts within a bound, :data:`_HIGHER_IS_CLOSER`) of each figure between the twin and itself
+    under 1 % run-time noise.
 
     ``base`` and what ``make_jobs(seed)`` returns: a twin job table, or ``(jobs, busy)`` as
     :func:`_restart_jobs` gives (``busy``: the machine state of the occupancy figures)."""
@@ -323,8 +325,13 @@ def _noise_floor(base, make_jobs, seeds: int, t0: int, t1: int, nodes: int) -> d
             out[k] = None
             continue
         out[k] = float(np.mean(vals))
-        out[k + "_worst"] = float(max(vals, key=abs))
+        out[k + "_worst"] = float(min(vals) if k in _HIGHER_IS_CLOSER else max(vals, key=abs))
     return out
+
+
+#: Figures for which the twin agrees with itself more the higher they are (1 at best): the noise
+#: floor's ``*_worst`` of these is the least value over the seeds, of the others the largest in size.
+_HIGHER_IS_CLOSER = frozenset({"occupancy_corr_hourly", "start_within_1h_frac", "start_within_1min_frac"})
 
 
 #: Kill grace fitted on the fitting window: this quantile of the overruns (run time − time limit
@@ -585,15 +592,20 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     # informed: telemetry of the whole log (busy-node and queued-job counts, no per-job start) and one
     # share fitted on the fitting window's queue evidence (core.availability.telemetry_machine)
     idle_fit = _avail.fit_idle_share(reference_est, nodes, fit[0], fit[1], startable=startable)
-    inf_slots, informed_cal, inf_down_frac, inf_above_frac = _avail.telemetry_machine(
-        _avail.telemetry_counts(reference), nodes, span0, end_all, idle_fit["share"])
+    # the machine's telemetry counts the jobs that fit it (a wider one, which the twin rejects, is
+    # no evidence of slots: as over_capacity counts)
+    fitting_jobs = reference.loc[~(reference["nodes"].astype("float64").to_numpy(na_value=np.nan) > nodes)]
+    informed = _avail.telemetry_machine(_avail.telemetry_counts(fitting_jobs), nodes, span0, end_all,
+                                        idle_fit["share"])
     if site_cal:
         blind_down = blind_median = 0
         sys_blind = sysobj
-        inf_slots, informed_cal = nodes, site_cal
-        inf_down_frac = sum((b - a) * k for a, b, k in site_cal) / max(1, (end_all - span0) * nodes)
-        inf_above_frac = 0.0
-    sys_informed = dataclasses.replace(sysobj, nodes=inf_slots, availability=informed_cal)
+        informed = _avail.InformedMachine(
+            slots=nodes, calendar=site_cal, down_periods=len(site_cal),
+            down_frac=sum((b - a) * k for a, b, k in site_cal) / max(1, (end_all - span0) * nodes), added_ratio=0.0)
+    informed_cal = informed.calendar
+    sys_informed = dataclasses.replace(sysobj, nodes=informed.slots, availability=informed_cal)
+    unit = "node slots" if time_shared else "nodes"
     pert = Perturbation(runtime_sigma=NOISE_SIGMA)
 
     # -- blind ------------------------------------------------------------------------------------
@@ -611,13 +623,15 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     t = time.perf_counter()
     inf_jobs = _run(base_cfg, blind_wl, sys_informed)
     mode("informed", inf_jobs, (
+        "as blind, on the availability calendar of the system file (known machine state: nothing estimated)"
+        if site_cal else
         "as blind, on a machine whose node availability calendar is inferred from the recorded busy-node and "
         f"queued-job counts (blocks of {_avail.BLOCK_S / 3600:g} h: in a block with jobs queued at most looks, "
         f"{idle_fit['share']:.2f} of the nodes never busy in it taken as down, that share fitted on the fitting "
-        "window's queue; in a block whose busy count exceeds the machine, its "
+        f"window's queue; in a block whose busy count exceeds the machine's {nodes:,} {unit}, its time-weighted "
         f"{_avail.TIME_SHARED_QUANTILE:g} quantile as the block's node slots"
-        + (f": up to {inf_slots:,} slots, {100 * inf_above_frac:.1f} % of the node-time added" if inf_slots > nodes
-           else ": none here") + "; core/availability.py)"))
+        + (f": up to {informed.slots:,} slots, adding {_share_text(informed.added_ratio)} of the machine's "
+           "node-time" if informed.slots > nodes else ": no such block") + "; core/availability.py)"))
     if noise_seeds:
         modes["informed"]["noise_floor"] = _noise_floor(
             inf_jobs, lambda s: _run(dataclasses.replace(base_cfg, seed=s, perturbation=pert), blind_wl, sys_informed),
@@ -725,14 +739,17 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
             "informed_note": ("in each block with jobs queued at most of its 5-min looks, informed_idle_share of the "
                               "nodes never busy in it are down; the share is the fitting window's queue-evidence "
                               "nodes down over its idle nodes, in the same kind of blocks (1 without evidence)"),
-            "informed_periods": len(informed_cal),
-            "informed_down_node_frac": inf_down_frac,
-            "informed_slots": inf_slots,
-            "informed_above_node_frac": inf_above_frac,
-            "informed_slots_note": (f"in each block whose recorded busy count exceeds the machine's {nodes:,} nodes, "
-                                    f"the time-weighted quantile {_avail.TIME_SHARED_QUANTILE} of that count as its "
-                                    "node slots (time sharing, or a larger machine than the header's); "
-                                    "informed_above_node_frac: the node-time so added over nodes x the span"),
+            "informed_periods": informed.down_periods,
+            "informed_down_node_frac": informed.down_frac,
+            "informed_slots": informed.slots,
+            "informed_added_node_time_ratio": informed.added_ratio,
+            "informed_slots_note": (
+                "not inferred: the system file gives the machine's calendar" if site_cal else
+                f"in each block whose recorded busy count (of the jobs that fit the machine) exceeds the machine's "
+                f"{nodes:,} {unit}, the time-weighted {_avail.TIME_SHARED_QUANTILE} quantile of that count is the "
+                "block's node slots (time sharing, or a machine larger than its header says); the twin's pool is "
+                f"the largest block's; informed_added_node_time_ratio: the node-time so added over {unit} x the "
+                "span (above 1 when the machine held more than twice as much on average)"),
         },
         "fields_read": {
             "reference": _REFERENCE_FIELDS,
@@ -803,6 +820,12 @@ def _slots(system: dict) -> str:
     return f", time-shared: the twin ran on {n:,} node slots fitted on the fitting window" if n else ""
 
 
+def _share_text(x: float) -> str:
+    """A share as a percentage with two significant digits when small (0.0075 %, 1.4 %, 140 %)."""
+    pct = 100 * float(x)
+    return f"{pct:.2g} %" if 0 < pct < 1 else f"{pct:.1f} %" if pct < 100 else f"{pct:,.0f} %"
+
+
 def window_text(window) -> str:
     """A window ``[a, b)`` (s from the trace epoch) for people: ``[a, b)`` in s as ``"[a d, b d)"``, days to one decimal; hours (``"[a h, b h)"``) for a
     window shorter than two days, whose ends one-decimal days would blur."""
@@ -860,11 +883,13 @@ def validation_html(result: dict) -> str:
                if "blind_nodes_down" in cal else None),
               ("informed: share of idle nodes taken as down", f"{cal['informed_idle_share']:.2f} ({cal.get('informed_note', '')})"
                if cal.get("informed_idle_share") is not None else None),
-              ("informed: node-time inferred down", f"{100 * cal['informed_down_node_frac']:.1f} % in "
+              ("informed: node-time inferred down", f"{_share_text(cal['informed_down_node_frac'])} in "
                f"{cal.get('informed_periods', 0):,} periods" if cal.get("informed_down_node_frac") is not None else None),
-              ("informed: node slots above the machine", f"up to {cal['informed_slots']:,}, "
-               f"{100 * cal.get('informed_above_node_frac', 0.0):.1f} % of the node-time added "
-               f"({cal.get('informed_slots_note', '')})" if cal.get("informed_slots", 0) > (result["system"].get("time_shared_slots") or result["system"]["nodes"])
+              ("informed: node slots above the machine", f"up to {cal['informed_slots']:,}, adding "
+               f"{_share_text(cal.get('informed_added_node_time_ratio', 0.0))} of the machine's node-time (in each "
+               "block whose recorded busy count exceeds the machine, its time-weighted "
+               f"{_avail.TIME_SHARED_QUANTILE:g} quantile is the block's slots; the pool is the largest block's)"
+               if cal.get("informed_slots", 0) > (result["system"].get("time_shared_slots") or result["system"]["nodes"])
                else None),
               ("calendar source", cal.get("calendar_source"))]
     consts_html = "".join(f"<li>{e(k)}: {e(str(v))}</li>" for k, v in consts if v is not None)

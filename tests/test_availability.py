@@ -315,18 +315,20 @@ def test_telemetry_machine_adds_the_slots_the_busy_count_shows_above_the_machine
     sharing): its 0.4 quantile is 12, its 0.99 quantile 14; block 2 nothing ran."""
     counts = (np.array([0, 100, 160, 200]), np.array([6, 14, 12, 0]),
               np.array([0, 60, 100, 120]), np.array([1, 0, 1, 0]))
-    slots, cal, down, above = av.telemetry_machine(counts, 10, 0, 300, 0.5, block_s=100, grid_s=10)
+    m = av.telemetry_machine(counts, 10, 0, 300, 0.5, block_s=100, grid_s=10)
     # capacity per block: 10 - 2 = 8, 14, 10 -> 14 slots, 6 / 0 / 4 down on them
-    assert slots == 14
-    assert cal == ((0, 100, 6), (200, 300, 4))
-    assert down == pytest.approx(2 * 100 / (10 * 300)) and above == pytest.approx(4 * 100 / (10 * 300))
-    slots, cal, _, above = av.telemetry_machine(counts, 10, 0, 300, 0.5, block_s=100, grid_s=10, quantile=0.4)
-    assert slots == 12 and cal == ((0, 100, 4), (200, 300, 2)) and above == pytest.approx(2 * 100 / 3000)
+    assert m.slots == 14
+    assert m.calendar == ((0, 100, 6), (200, 300, 4))
+    assert m.down_periods == 1  # the 2 nodes down in block 0; the rest is the slots above the 10 nodes
+    assert m.down_frac == pytest.approx(2 * 100 / (10 * 300)) and m.added_ratio == pytest.approx(4 * 100 / (10 * 300))
+    m = av.telemetry_machine(counts, 10, 0, 300, 0.5, block_s=100, grid_s=10, quantile=0.4)
+    assert m.slots == 12 and m.calendar == ((0, 100, 4), (200, 300, 2)) and m.added_ratio == pytest.approx(2 * 100 / 3000)
     # no block above the machine: exactly the calendar of telemetry_calendar, on the machine's nodes
     plain = (np.array([0, 100, 200]), np.array([6, 9, 0]), counts[2], counts[3])
-    slots, cal, down, above = av.telemetry_machine(plain, 10, 0, 300, 0.5, block_s=100, grid_s=10)
-    assert (slots, cal, above) == (10, av.telemetry_calendar(plain, 10, 0, 300, 0.5, block_s=100, grid_s=10), 0.0)
-    assert down == pytest.approx(2 * 100 / 3000)
+    m = av.telemetry_machine(plain, 10, 0, 300, 0.5, block_s=100, grid_s=10)
+    assert (m.slots, m.calendar, m.added_ratio) == (10, av.telemetry_calendar(plain, 10, 0, 300, 0.5, block_s=100,
+                                                                              grid_s=10), 0.0)
+    assert m.down_frac == pytest.approx(2 * 100 / 3000) and m.down_periods == len(m.calendar) == 1
 
 
 def test_step_quantile_by_hand():

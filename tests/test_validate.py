@@ -301,6 +301,8 @@ def test_downtime_is_found_and_closes_the_gap(tmp_path):
     assert abs(informed["wait_mean_rel_error"]) < abs(blind["wait_mean_rel_error"]) / 2
     known = validate(str(log), system=str(sysfile), noise_seeds=0, sensitivity=False, windows=0)
     assert known["calibration"]["calendar_source"] == "system file"
+    assert known["calibration"]["informed_slots_note"].startswith("not inferred")
+    assert "calendar of the system file" in known["modes"]["informed"]["description"]
     f = known["modes"]["informed"]
     assert f["wait_mean_rel_error"] == 0.0 and f["start_error_mae_s"] == 0.0
 
@@ -368,12 +370,25 @@ def test_time_shared_site_runs_on_the_slots_the_log_held(tmp_path):
     # without the site's word, the informed machine reads the slots off the busy count (telemetry):
     # every 6-h block's 0.99 quantile reaches 16, so the informed twin is the log's machine again
     cal = plain["calibration"]
-    assert cal["informed_slots"] == 16 and cal["informed_above_node_frac"] == pytest.approx(1.0)
+    assert cal["informed_slots"] == 16 and cal["informed_added_node_time_ratio"] == pytest.approx(1.0)
     assert plain["modes"]["informed"]["wait_mean_rel_error"] == 0.0
     assert plain["modes"]["informed"]["start_within_1min_frac"] == 1.0
     page = (validate(str(log), system=str(dedicated), noise_seeds=0, sensitivity=False, windows=0,
                      out=tmp_path / "v-dedicated") and (tmp_path / "v-dedicated" / "validation.html").read_text())
-    assert "node slots above the machine: up to 16" in page
+    assert "node slots above the machine: up to 16, adding 100 % of the machine" in page
+    # a recorded job wider than the machine (rejected by the twin) is no evidence of slots: a log the
+    # twin made on the 8 nodes, plus one 64-node job of 7 h, validates to zero informed error
+    jobs = _jobs(n=120)
+    log8 = _log_of(tmp_path, "eight", jobs, "fcfs", "easy")
+    rows = log8.read_text().splitlines()
+    wide = rows[-1].split()
+    wide[0], wide[1], wide[2], wide[3], wide[4], wide[7], wide[8] = (
+        str(len(jobs) + 1), str(int(wide[1]) + 60), "0", "25200", "64", "64", "50400")
+    log8.write_text("\n".join(rows + [" ".join(wide)]) + "\n")
+    res8 = validate(str(log8), system=str(dedicated), noise_seeds=0, sensitivity=False, windows=0)
+    assert res8["calibration"]["informed_slots"] == 8 and res8["calibration"]["informed_added_node_time_ratio"] == 0.0
+    assert res8["modes"]["informed"]["wait_mean_rel_error"] == 0.0
+    assert res8["modes"]["informed"]["exclusions"]  # the wide job: rejected by the twin, said
     given = validate(str(log), system=str(shared), policy="fcfs", backfill="easy", noise_seeds=0,
                      sensitivity=False, windows=0)
     assert given["site"]["from"] == "given" and given["system"]["time_shared_slots"] == 16
