@@ -4,8 +4,9 @@ In CI (the ``CI`` environment variable set to a true value, as ``.ci/run`` does)
 only for a reason on :data:`CI_SKIP_ALLOWED`; any other skip — a test's own ``pytest.skip``, a
 fixture's, a module's ``importorskip`` — is turned into a failure naming the reason, so that a
 missing dependency, data folder, compiler or service fails the run instead of shrinking it. The
-end of every CI run prints the allow-list and each skip it let through. Outside CI nothing changes:
-a developer's machine may lack Slurm, the traces or a compiler and still run the rest.
+end of every CI run prints the allow-list and each skip it let through. Outside CI no skip fails:
+a developer's machine may lack Slurm, the traces or a compiler and still run the rest; the end of
+the run lists each skip reason once, with its count.
 
 Helpers for tests: :func:`in_ci`, and :func:`skip_or_fail` (skip locally, fail in CI: for
 prerequisites that CI must have).
@@ -84,6 +85,7 @@ def pytest_make_collect_report(collector):
 
 def pytest_terminal_summary(terminalreporter):
     if not in_ci():
+        _local_skip_summary(terminalreporter)
         return
     tr = terminalreporter
     tr.section("skips allowed in CI (tests/ci_policy.py)")
@@ -93,3 +95,19 @@ def pytest_terminal_summary(terminalreporter):
         for nodeid, msg, _ in _SEEN:
             tr.write_line(f"SKIPPED {nodeid}: {msg}")
     tr.write_line(f"{len(_SEEN)} test(s) skipped for an allowed reason; any other skip fails in CI")
+
+
+def _local_skip_summary(tr) -> None:
+    """Outside CI: the reasons of this run's skips, each once with its count (``pytest -q`` shows
+    only how many were skipped; ``-rs`` lists every test), so that a first run on a machine without
+    the traces, Slurm or Chromium says what it left out and how to have it."""
+    reports = [r for r in tr.stats.get("skipped", []) if not hasattr(r, "wasxfail")]
+    if not reports:
+        return
+    counts: dict[str, int] = {}
+    for r in reports:
+        msg = _skip_message(r)
+        counts[msg] = counts.get(msg, 0) + 1
+    tr.section(f"{len(reports)} test(s) skipped, for {len(counts)} reason(s)")
+    for msg, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        tr.write_line(f"{n:5d} x {msg}")

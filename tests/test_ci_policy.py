@@ -52,7 +52,10 @@ def test_in_ci_a_module_skip_is_a_collection_error(tmp_path):
     assert "ERROR test_module_skip.py - skipped in CI for a reason not on the allow-list" in r.stdout
 
 
-def test_outside_ci_skips_stay_skips(tmp_path):
+def test_outside_ci_skips_stay_skips_and_their_reasons_are_listed_once(tmp_path):
     r = _run(tmp_path, ci=False, skip_module=True)
     assert r.returncode == 0, r.stdout
     assert "5 skipped" in r.stdout and "skips allowed in CI" not in r.stdout
+    assert "5 test(s) skipped, for 5 reason(s)" in r.stdout  # the xfail is not one of them
+    for what in ("no frobnicator here", "service down", "compiler missing", "no_such_module_for_ci_policy"):
+        assert sum(what in x and " x " in x for x in r.stdout.splitlines()) == 1, (what, r.stdout)
