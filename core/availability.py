@@ -456,15 +456,15 @@ def telemetry_machine(counts: tuple, nodes: int, t0: int, t1: int, share: float,
 
 
 def step_quantile(t: np.ndarray, v: np.ndarray, a: int, b: int, quantile: float) -> float:
-    """Time-weighted ``quantile`` of the step function ``(t, v)`` (value ``v[i]`` from ``t[i]`` on;
-    0 before ``t[0]``) over ``[a, b)``: the least value held, together with every smaller one,
+    """Time-weighted ``quantile`` of the step function ``(t, v)`` (change times ``t`` ascending,
+    value ``v[i]`` from ``t[i]`` on; 0 before ``t[0]``) over ``[a, b)``: the least value held, together with every smaller one,
     for at least that share of the window. Raises ValueError on an empty window or a quantile
     outside (0, 1]."""
     if b <= a:
         raise ValueError(f"window [{a}, {b}) is empty")
     if not 0.0 < quantile <= 1.0:
         raise ValueError(f"quantile must be in (0, 1], got {quantile!r}")
-    inside = (t > a) & (t < b)
+    inside = slice(np.searchsorted(t, a, side="right"), np.searchsorted(t, b, side="left"))  # a < t < b: t ascends
     tt = np.concatenate(([a], t[inside], [b])).astype(np.int64)
     vv = np.concatenate((_at(t, v, np.array([a], dtype=np.int64)), v[inside]))
     order = np.argsort(vv, kind="stable")

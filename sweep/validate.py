@@ -58,6 +58,7 @@ from twinsweep.core.backfill.windows import ClockRules, WindowsOptions
 from twinsweep.core.config import Perturbation, RunConfig, parse_human_duration
 from twinsweep.core.errors import ConfigError
 from twinsweep.core.jobprep import cancel_times
+from twinsweep.core.metrics import format_number
 from twinsweep.core.fidelity import FIGURE_LABELS, FIGURES, SPLIT_FIGURES, compare, recorded_schedule, twin_schedule
 from twinsweep.core.options import parse_options
 from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json
@@ -606,6 +607,10 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     informed_cal = informed.calendar
     sys_informed = dataclasses.replace(sysobj, nodes=informed.slots, availability=informed_cal)
     unit = "node slots" if time_shared else "nodes"
+    slots_rule = (f"in each block whose recorded busy count (of the jobs that fit the machine) exceeds the machine's "
+                  f"{nodes:,} {unit}, the time-weighted {_avail.TIME_SHARED_QUANTILE:g} quantile of that count is the "
+                  "block's node slots (time sharing, or a machine larger than its header says); the twin's pool is "
+                  "the largest block's")
     pert = Perturbation(runtime_sigma=NOISE_SIGMA)
 
     # -- blind ------------------------------------------------------------------------------------
@@ -628,8 +633,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         "as blind, on a machine whose node availability calendar is inferred from the recorded busy-node and "
         f"queued-job counts (blocks of {_avail.BLOCK_S / 3600:g} h: in a block with jobs queued at most looks, "
         f"{idle_fit['share']:.2f} of the nodes never busy in it taken as down, that share fitted on the fitting "
-        f"window's queue; in a block whose busy count exceeds the machine's {nodes:,} {unit}, its time-weighted "
-        f"{_avail.TIME_SHARED_QUANTILE:g} quantile as the block's node slots"
+        f"window's queue; {slots_rule}"
         + (f": up to {informed.slots:,} slots, adding {_share_text(informed.added_ratio)} of the machine's "
            "node-time" if informed.slots > nodes else ": no such block") + "; core/availability.py)"))
     if noise_seeds:
@@ -743,13 +747,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
             "informed_down_node_frac": informed.down_frac,
             "informed_slots": informed.slots,
             "informed_added_node_time_ratio": informed.added_ratio,
-            "informed_slots_note": (
-                "not inferred: the system file gives the machine's calendar" if site_cal else
-                f"in each block whose recorded busy count (of the jobs that fit the machine) exceeds the machine's "
-                f"{nodes:,} {unit}, the time-weighted {_avail.TIME_SHARED_QUANTILE} quantile of that count is the "
-                "block's node slots (time sharing, or a machine larger than its header says); the twin's pool is "
-                f"the largest block's; informed_added_node_time_ratio: the node-time so added over {unit} x the "
-                "span (above 1 when the machine held more than twice as much on average)"),
+            "informed_slots_note": "not inferred: the system file gives the machine's calendar" if site_cal else slots_rule,
+            "informed_added_note": (f"the node-time added above the machine over {unit} x the span (above 1 when "
+                                    "the machine held more than twice as much on average)"),
         },
         "fields_read": {
             "reference": _REFERENCE_FIELDS,
@@ -821,9 +821,9 @@ def _slots(system: dict) -> str:
 
 
 def _share_text(x: float) -> str:
-    """A share as a percentage with two significant digits when small (0.0075 %, 1.4 %, 140 %)."""
-    pct = 100 * float(x)
-    return f"{pct:.2g} %" if 0 < pct < 1 else f"{pct:.1f} %" if pct < 100 else f"{pct:,.0f} %"
+    """A share as a percentage, two significant digits however small (:func:`core.metrics.format_number`:
+    0.0075 %, 3.6 %, 100 %)."""
+    return f"{format_number(100 * float(x), 2)} %"
 
 
 def window_text(window) -> str:
@@ -886,9 +886,8 @@ def validation_html(result: dict) -> str:
               ("informed: node-time inferred down", f"{_share_text(cal['informed_down_node_frac'])} in "
                f"{cal.get('informed_periods', 0):,} periods" if cal.get("informed_down_node_frac") is not None else None),
               ("informed: node slots above the machine", f"up to {cal['informed_slots']:,}, adding "
-               f"{_share_text(cal.get('informed_added_node_time_ratio', 0.0))} of the machine's node-time (in each "
-               "block whose recorded busy count exceeds the machine, its time-weighted "
-               f"{_avail.TIME_SHARED_QUANTILE:g} quantile is the block's slots; the pool is the largest block's)"
+               f"{_share_text(cal.get('informed_added_node_time_ratio', 0.0))} of the machine's node-time "
+               f"({cal.get('informed_slots_note', '')})"
                if cal.get("informed_slots", 0) > (result["system"].get("time_shared_slots") or result["system"]["nodes"])
                else None),
               ("calendar source", cal.get("calendar_source"))]
