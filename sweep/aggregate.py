@@ -100,7 +100,7 @@ def grouped_exact_stats(codes, values, n_groups: int) -> dict[str, np.ndarray]:
     def at(rank):  # value of 0-based rank within each group (NaN for empty groups)
         return np.where(has, v[np.minimum(start + rank, max(len(v) - 1, 0))] if len(v) else np.nan, np.nan)
 
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a spread beyond float64: inf, as numpy's std
         mean = np.where(has, np.bincount(c, weights=v, minlength=n_groups) / nn, np.nan)
         dev = v - mean[c]
         ss = np.bincount(c, weights=dev * dev, minlength=n_groups)

@@ -44,6 +44,11 @@ def _join_signed_values(argv: list[str]) -> list[str]:
     return out
 
 
+#: ``--data`` of the commands that read one trace
+_DATA_HELP = ("trace file; a relative path resolves against the data folder ($TWINSWEEP_DATA, else ../shared/data "
+              "beside the checkout), and the quickstart's three traces also ship with the package (`twinsweep data list`)")
+
+
 def _duration(text):
     from twinsweep.core.durations import parse_human_duration
     from twinsweep.core.errors import ConfigError
@@ -60,7 +65,7 @@ def _add_run_parser(sub):
     p = sub.add_parser("run", help="one twin run of a trace", description=(
         "Replay or reschedule one trace and write jobs.parquet, timeline.parquet, stats.json and "
         "manifest.json. Times are seconds from the trace epoch; durations accept 3600, 90m, 6h, 7d."))
-    p.add_argument("--data", required=True, help="trace file (relative paths resolve against $TWINSWEEP_DATA)")
+    p.add_argument("--data", required=True, help=_DATA_HELP)
     p.add_argument("--format", default=None, help="loader name (default: detect)")
     p.add_argument("--tz", default=None, metavar="ZONE",
                    help="IANA time zone of the trace's local wall-clock times (e.g. Europe/Rome), for formats "
@@ -301,7 +306,7 @@ def _print_summary(console, res, out: Path) -> None:
           if c.get("lenient_skipped_lines") else []),
         ("wait mean / p95", f"{sig(s['wait_mean_s'], ' h', 3600)} / {sig(s['wait_p95_s'], ' h', 3600)}"),
         ("bounded slowdown (τ=10 s), mean", sig(s["bsld_mean"])),
-        ("AWRT (area-weighted mean response time)", sig(s["awrt_s"], " h", 3600)),
+        ("average weighted response time (AWRT)", sig(s["awrt_s"], " h", 3600)),
         ("utilisation", fmt(None if s["utilization"] is None else 100 * s["utilization"], " %", 1, 1)),
         (f"facility energy ({label})", fmt(s["facility_energy_j"], " MWh", 3.6e9, 3)),
         (f"peak / mean power ({label})", peak_mean(s["peak_power_w"], s["mean_power_w"])),
@@ -490,7 +495,7 @@ def _add_validate_parser(sub):
                                     "comes from the system file's [site] table (policy, backfill and their options, "
                                     "e.g. KTH's clock rules, SDSC's queue classes) unless --policy/--backfill is "
                                     "given; docs/validation.md. Writes validation.json and validation.html."))
-    p.add_argument("--data", required=True, help="trace file (relative paths resolve against $TWINSWEEP_DATA)")
+    p.add_argument("--data", required=True, help=_DATA_HELP)
     p.add_argument("--system", default=None, help="system name or TOML path (default: as `twinsweep run`)")
     p.add_argument("--policy", default=None,
                    help="the site's ordering policy (default: the system file's [site] table, else fcfs)")
