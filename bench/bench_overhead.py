@@ -134,6 +134,18 @@ def _cpu_of(proc) -> float | None:
         return None
 
 
+def _main_thread_cpu(pid: int) -> float | None:
+    """User + system CPU seconds of the main thread of process ``pid`` (the thread whose id is the
+    pid: where a pool worker and a Ray actor run their tasks), from ``/proc/<pid>/task/<pid>/stat``
+    (fields 14-15, clock ticks; proc(5)). None where there is no /proc (not Linux) or the process is gone."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _descendants() -> dict:
     """pid -> psutil Process of every process below this one (pool, forkserver, Ray's daemons and workers)."""
     import psutil
@@ -148,17 +160,38 @@ class _CpuMeter:
     samples a worker when one of its results arrives (it is alive then: a pool's workers exit at
     the phase's end); ``stop()`` samples every descendant still alive. A worker's CPU in the phase
     is its last sample minus its CPU at ``start`` (0 for a process started in the phase: its
-    start-up and imports count)."""
+    start-up and imports count).
+
+    Each sample also reads the main thread's CPU (:func:`_main_thread_cpu`), sampled with the
+    process's: a worker's CPU off its main thread in the phase (:attr:`off_main_cpu`) is that of
+    the threads the backend runs beside the tasks (Ray's core-worker threads: gRPC, I/O service;
+    the pool's parent watcher), and of any thread a run starts itself (Arrow's writer threads),
+    all counted against the runs."""
 
     def __init__(self):
         self.before: dict[int, float] = {}
         self.last: dict[int, float] = {}
+        self.main_before: dict[int, float] = {}
+        self.main_last: dict[int, float] = {}
         self.procs: dict = {}
         self.workers: set[int] = set()
 
+    def _sample(self, pid: int, proc) -> None:
+        main = _main_thread_cpu(pid)  # first: the process figure read after it is never smaller
+        c = _cpu_of(proc)
+        if c is not None and main is not None and c >= self.last.get(pid, 0.0):
+            self.last[pid], self.main_last[pid] = c, main
+        elif c is not None and pid not in self.last:
+            self.last[pid] = c
+
     def start(self) -> None:
         self.procs = _descendants()
-        self.before = {pid: c for pid, p in self.procs.items() if (c := _cpu_of(p)) is not None}
+        for pid, p in self.procs.items():
+            main = _main_thread_cpu(pid)
+            if (c := _cpu_of(p)) is not None:
+                self.before[pid] = c
+                if main is not None:
+                    self.main_before[pid] = main
         self.driver0 = time.process_time()
 
     def saw(self, worker: str) -> None:
@@ -175,20 +208,25 @@ class _CpuMeter:
                 proc = self.procs[pid] = psutil.Process(pid)
             except psutil.NoSuchProcess:
                 return
-        c = _cpu_of(proc)
-        if c is not None:
-            self.last[pid] = c
+        self._sample(pid, proc)
 
     def stop(self) -> None:
         self.driver = time.process_time() - self.driver0
         for pid, p in _descendants().items():
             self.procs.setdefault(pid, p)
-            c = _cpu_of(self.procs[pid])
-            if c is not None:
-                self.last[pid] = max(c, self.last.get(pid, 0.0))
+            self._sample(pid, self.procs[pid])
 
     def used(self, pids) -> float:
         return sum(max(0.0, self.last.get(pid, 0.0) - self.before.get(pid, 0.0)) for pid in pids)
+
+    @property
+    def off_main_cpu(self) -> float | None:
+        """CPU seconds of the workers' threads other than their main threads in the phase (None
+        when a worker's main thread could not be read: no /proc)."""
+        if any(pid not in self.main_last for pid in self.workers):
+            return None
+        return sum(max(0.0, (self.last[pid] - self.before.get(pid, 0.0))
+                       - (self.main_last[pid] - self.main_before.get(pid, 0.0))) for pid in self.workers)
 
     @property
     def worker_cpu(self) -> float:
@@ -245,7 +283,8 @@ def _run_phase(backend_name: str, spec_path: Path, work: Path, warm: bool) -> di
     sim = sum(json.loads((runs_dir / o.key / "timing.json").read_text())["wall_time_s"] for o in outs)
     return {"runs": len(outs), "wall": wall, "own_wall": sum(o.wall_s for o in outs), "cpu_by_key": {o.key: o.cpu_s for o in outs},
             "own_cpu": sum(o.cpu_s for o in outs), "sim": sim, "start": start, "worker_cpu": meter.worker_cpu,
-            "workers": len(meter.workers), "other_cpu": meter.other_cpu, "driver_cpu": meter.driver}
+            "workers": len(meter.workers), "other_cpu": meter.other_cpu, "driver_cpu": meter.driver,
+            "off_main": meter.off_main_cpu}
 
 
 def _stop_forkserver() -> None:
@@ -279,17 +318,27 @@ def bench_backends(spec_path: Path, work: Path, rounds: int = 5) -> int:
     counts other programs' use of the cores on a loaded machine as overhead too. Both shares are
     printed with the load average; the driver's CPU and that of the other processes (forkserver,
     Ray's daemons) are printed beside them (not worker time). The share of simulate alone
-    (``timing.json``, the figure recorded before) is printed too. ``Outcome.cpu_s`` is the whole
-    worker process's CPU while a run works, which in a Ray actor includes Ray's own threads: for
-    ``ray`` the same runs' own CPU measured on ``local`` is printed as a cross-check against the
-    Ray workers' CPU, and the goal holds only when both shares reach it.
+    (``timing.json``, the figure recorded before) is printed too.
+
+    ``Outcome.cpu_s`` is the whole worker process's CPU while a run works, which in a Ray actor
+    includes Ray's own threads if they work meanwhile. So the goal is checked a second way, in
+    the same processes over the same phase: every CPU second the workers spent off their main
+    thread (where pool workers and Ray actors run their tasks; :attr:`_CpuMeter.off_main_cpu`,
+    from /proc) is taken out of the runs' own time, and the goal holds only when both shares
+    reach it ("off-main-thread check"). That over-corrects (a run's own Arrow writer threads are
+    taken out too), never under-corrects.
+
+    Before 2026-12-07 the second check was the same runs' own CPU measured on ``local`` in the
+    phase just before, against the Ray workers' CPU: it compares CPU seconds taken a minute apart
+    on a host whose CPU speed drifts by up to ~30 % within minutes, and read 67-91 % on rounds of
+    one code state. It is still printed ("cross-phase"), for information only. Measured per
+    thread, Ray's own threads used 0.01-0.05 CPU-s per actor over the whole phase, and the same
+    90 runs cost the same CPU in a Ray actor and in a local worker run one after the other
+    (ratios 0.97-1.03).
 
     The four phases run ``rounds`` times, in the order local cold, ray cold, local warm, ray warm,
-    and each figure is the median over the rounds (the range beside it): a shared host's CPU
-    speed drifts by tens of per cent within minutes, which moves CPU seconds measured at
-    different times apart, so the cross-check pairs each Ray phase with the ``local`` phase run
-    just before it in the same round. Every cold phase starts its backend anew (Ray's cluster,
-    the local pool's forkserver).
+    and each figure is the median over the rounds (the range beside it). Every cold phase starts
+    its backend anew (Ray's cluster, the local pool's forkserver).
     """
     import statistics
 
@@ -307,6 +356,8 @@ def bench_backends(spec_path: Path, work: Path, rounds: int = 5) -> int:
             d["load"] = (load0 + os.getloadavg()[0]) / 2
             d["share_cpu"] = d["own_cpu"] / d["worker_cpu"] if d["worker_cpu"] > 0 else float("nan")
             d["share_wall"] = d["own_wall"] / (2 * d["wall"])
+            d["share_main"] = (float("nan") if d["off_main"] is None or d["worker_cpu"] <= 0
+                               else (d["own_cpu"] - d["off_main"]) / d["worker_cpu"])
             if name == "local":
                 local_cpu[warm] = d["cpu_by_key"]
             else:  # the same runs' CPU on the local pool just before: the reference without Ray's threads
@@ -325,22 +376,27 @@ def bench_backends(spec_path: Path, work: Path, rounds: int = 5) -> int:
     for (name, warm), rows in got.items():
         label = "warm" if warm else "cold"
         own, wcpu = med(rows, "own_cpu")[0], med(rows, "worker_cpu")[0]
-        met = med(rows, "share_cpu")[0] >= 0.8
+        checked = all(x["off_main"] is not None for x in rows)
+        # the goal holds only if both say so (without /proc the second check cannot be made: not met)
+        met = med(rows, "share_cpu")[0] >= 0.8 and checked and med(rows, "share_main")[0] >= 0.8
+        main = (f"; off-main-thread check: ({own:.1f} - {med(rows, 'off_main')[0]:.2f} s off the main threads) = "
+                f"{pct(rows, 'share_main')} of the workers' CPU" if checked
+                else "; off-main-thread check: n/a (no /proc)")
         cross = ""
         if name != "local":
-            cross = (f"; cross-check, the same runs' own CPU on local just before ({med(rows, 'ref_cpu')[0]:.1f} s) = "
-                     f"{pct(rows, 'cross')} of these workers' CPU")
-            met = met and med(rows, "cross")[0] >= 0.8  # the goal holds only if both say so
+            cross = (f"; cross-phase (information only: CPU speed drifts between phases), the same runs' own CPU "
+                     f"on local just before ({med(rows, 'ref_cpu')[0]:.1f} s) = {pct(rows, 'cross')} of these "
+                     "workers' CPU")
         d = rows[len(rows) // 2]
         st = f"; start-up {statistics.median(x['start']['wall'] for x in rows):.1f} s wall" if warm else ""
         load = statistics.median(x["load"] for x in rows)
         print(f"[backends] {name:5} {label}, 2 workers, {d['runs']} runs, {rounds} round(s), load average {load:.1f}: "
               f"CPU: runs' own {own:.1f} s of the workers' {wcpu:.1f} s = {pct(rows, 'share_cpu')} "
-              f"{goal_text('>= 80 %' + (', with the cross-check' if cross else ''), met)}; wall: runs' own "
+              f"{goal_text('>= 80 %, with the off-main-thread check', met)}; wall: runs' own "
               f"{med(rows, 'own_wall')[0]:.1f} s of 2 x {med(rows, 'wall')[0]:.1f} s = {pct(rows, 'share_wall')} "
               f"{goal_text('>= 80 %', med(rows, 'share_wall')[0] >= 0.8)}; simulate alone (timing.json) "
               f"{med(rows, 'sim')[0]:.1f} s; outside the workers: driver {med(rows, 'driver_cpu')[0]:.1f} s CPU, "
-              f"other processes {med(rows, 'other_cpu')[0]:.1f} s CPU" + st + cross, flush=True)
+              f"other processes {med(rows, 'other_cpu')[0]:.1f} s CPU" + st + main + cross, flush=True)
         record(f"overhead/backends/{name}-{label}",
                f"quickstart run phase ({d['runs']} runs), `{name}`, 2 workers, {label} "
                f"({'started and one run done before' if warm else 'start-up inside the phase'}): the runs' own time "
@@ -349,8 +405,10 @@ def bench_backends(spec_path: Path, work: Path, rounds: int = 5) -> int:
                f"{rounds} round(s), range in brackets",
                f"CPU {pct(rows, 'share_cpu')} ({own:.1f} of {wcpu:.1f} CPU-s), wall {pct(rows, 'share_wall')} "
                f"(phase {med(rows, 'wall')[0]:.1f} s)"
-               + cross.replace("; cross-check,", "; cross-check:") + f"; load {load:.1f}",
-               goal=">= 80 % (CPU)", met=met, command="python bench/bench_overhead.py backends")
+               + main + cross.replace(
+                   "; cross-phase (information only: CPU speed drifts between phases),", "; cross-phase (information):")
+               + f"; load {load:.1f}",
+               goal=">= 80 % (CPU, both checks)", met=met, command="python bench/bench_overhead.py backends")
     return 0
 
 

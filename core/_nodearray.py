@@ -13,7 +13,7 @@ interpreted, with the same results). Imported only by pools of more than
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 __all__ = ["take_lowest", "give_back"]
 

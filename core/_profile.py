@@ -24,7 +24,7 @@ the newcomers on it when the rebuild could not change any older reservation.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 #: breakpoints per block of the profile (a block splits in two halves when full)
 BLOCK = 128

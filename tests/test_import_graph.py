@@ -30,6 +30,8 @@ LAZY_PACKAGES = {
     "submitit": "optional Slurm backend dependency; imported when the slurm backend is chosen",
     "dask": "pooled distributions only (sweep.distributions); optional cluster extras",
     "distributed": "optional Dask cluster for pooled distributions",
+    "numba": "core._jit imports numba.np.linalg/arraymath inside a function, to answer arraymath's import-time BLAS "
+             "probe without importing scipy.linalg (only for that import's duration)",
     "fmpy": "optional FMU cooling model (docs/cooling.md); only a [cooling] table with fmu = ... needs it",
     "scipy": "statistics of reports/validation only; ~0.2 s import kept out of runs and the CLI start-up",
     "pyarrow": "Parquet I/O paths of the sweep layer; kept out of the CLI start-up",
