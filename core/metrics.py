@@ -36,7 +36,7 @@ from .registry import Registry
 
 __all__ = ["Metric", "MetricInputs", "METRICS", "register_metric", "metric", "metric_names", "builtin_names",
            "pooled_metrics", "account_metric",
-           "default_direction", "summary_metrics", "plugin_metrics", "format_number", "column_decimals", "ENERGY_PER_WORK"]
+           "default_direction", "summary_metrics", "plugin_metrics", "format_number", "format_spread", "column_decimals", "ENERGY_PER_WORK"]
 
 _DIRECTIONS = ("min", "max")
 _COMPARE = ("ratio", "difference")
@@ -222,10 +222,13 @@ _b("wait_median_s", "s", "min", "median wait", "h", _H, description="Median wait
 _b("wait_p95_s", "s", "min", "p95 wait", "h", _H, summary=True,
    description="95th percentile (linear interpolation) of the finished jobs' waits.")
 _b("wait_max_s", "s", "min", "max wait", "h", _H, description="Longest wait of a finished job.")
-_b("wait_censored_mean_s", "s", "min", "mean wait incl. jobs still queued", "h", _H, summary=True,
-   description="Mean wait over every job queued in the window, a job still queued at the end counting its "
+_b("wait_censored_mean_s", "s", "min", "mean wait incl. still queued (wait so far)", "h", _H, summary=True,
+   description="Mean wait over every job that queued in the window, a job still queued at the end counting its "
                "wait so far (a lower bound), so that leaving jobs in the queue is not rewarded as "
-               "finished-job means would.")
+               "finished-job means would. It can be below 'mean wait' when many jobs are still queued: "
+               "their waits are cut at the window end, while the few that finished may have queued since "
+               "before the window. Jobs already running at the window start (placed at their recorded "
+               "start) are not in it: their wait was not the policy's.")
 _b("turnaround_mean_s", "s", "min", "mean turnaround", "h", _H,
    description="Mean of wait + run time over the finished jobs.")
 _b("slowdown_mean", "1", "min", "mean slowdown", digits=3,
@@ -411,6 +414,20 @@ def format_number(x, digits: int = 3, decimals: int | None = None, max_decimals:
     if float(text.replace(",", "")) == 0:
         return "0" if decimals is None else f"{0:.{d}f}"
     return text
+
+
+def format_spread(std, decimals: int) -> str:
+    """A standard deviation (or other spread) shown beside a value with ``decimals`` decimals: with
+    the same decimals, or, when that would round a non-zero spread to 0 (``± 0.00`` reads as "no
+    spread"), with one significant digit (``0.004``); an exact 0 is ``0`` (:func:`format_number`).
+
+    >>> format_spread(1.34, 1), format_spread(0.004, 2), format_spread(0.0, 2)
+    ('1.3', '0.004', '0')
+    """
+    if std == 0:
+        return "0"
+    text = format_number(std, decimals=decimals)
+    return format_number(std, digits=1) if text.lstrip("-").strip("0.,") == "" else text
 
 
 def column_decimals(values, digits: int = 3, max_decimals: int = 6) -> int:

@@ -252,8 +252,8 @@ def _simulate_and_write(args, cfg, console, out_dir: Path) -> int:
     out = write_run(res, out_dir)
     if args.accounts_out:
         _write_accounts(args, res, console)
+    _print_window(res)  # one line above the table (the table has no window row: it would say it twice)
     _print_summary(console, res, out)
-    _print_window(res)
     _print_warnings(res)
     return 0
 
@@ -288,12 +288,7 @@ def _print_summary(console, res, out: Path) -> None:
                 break
         return f"{a} / {b}"
 
-    from twinsweep.core.tracespan import utc_text
-
-    epoch = m["workload"]["epoch"]
     rows = [
-        ("window", f"{utc_text(epoch, m['window']['start'])} to {utc_text(epoch, m['window']['end'])} "
-                   f"({m['window']['duration'] / 86400:.2f} d)"),
         ("jobs", f"{c['jobs_in_window']:,} in window, {c['completed']:,} completed, {c['timeout']:,} killed, "
                  f"{c['rejected']:,} rejected, {c['not_run']:,} never ran, "
                  + (f"{c['cancelled']:,} cancelled while queued, " if c.get("cancelled") else "")

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from twinsweep.core.atomic import atomic_write_text
-from twinsweep.core.metrics import column_decimals, format_number, metric as _metric, summary_metrics
+from twinsweep.core.metrics import column_decimals, format_number, format_spread, metric as _metric, summary_metrics
 
 from .plotting import axis_range, variant_styles
 from .ranking import (REFERENCE_POLICY, BlockPivot, block_ranks, bootstrap_mean_rank, drop_blocks, incomplete_blocks, kendall_w,
@@ -606,7 +606,7 @@ def _section_aggregate(pg: _Page, root: Path, runs: pd.DataFrame, variants: list
         r["seeds"] = max(r["seeds"], int(x["n"]))
         r[disp.header(assumed)] = "—" if pd.isna(x["mean"]) else (
             format_number(x["mean"] / sc, decimals=dec) + ("" if pd.isna(x["std"]) else
-                                                           f" ± {format_number(x['std'] / sc, decimals=dec)}"))
+                                                           f" ± {format_spread(x['std'] / sc, dec)}"))
     for (ds, win), by_variant in windows.items():
         rows = sorted(by_variant.values(), key=lambda r: order.get(r["variant"], len(order)))
         pg.h(3, f"{ds} / {win}")
@@ -642,6 +642,20 @@ _UNIT_SUFFIXES = (("_j_per_kg_k", "J/(kg·K)"), ("_kg_s", "kg/s"), ("_kw", "kW")
 _PARAM_WORDS = {"cpu": "CPU", "gpu": "GPU", "nic": "NIC", "cdu": "CDU", "cdus": "CDUs", "mem": "memory",
                 "util": "utilisation", "eta": "efficiency η", "c": "constant loss c", "cp": "specific heat c_p",
                 "hx": "heat-exchanger", "fmu": "FMU", "wetbulb": "wet-bulb", "min": "minimum", "max": "maximum"}
+
+
+def _param_row(key: str, v) -> tuple[str, object]:
+    """(label, value) of a system-file parameter for the report's tables: :func:`_param_label`, and a
+    power in watts shown in the SI unit of its value (``design_heat_w`` 1411436.4 -> ``design heat
+    [MW]``, 1.411; :meth:`core.metrics.Metric.scaled_to`, as the report's power metrics); other
+    values as they are (the table formats them: :func:`_cell`)."""
+    label = _param_label(key)
+    if label.endswith(" [W]") and isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) \
+            and np.isfinite(v) and v != 0:
+        shown = _metric("peak_power_w").scaled_to(abs(float(v)))
+        if shown.scale != 1.0:
+            return f"{label[:-4]} [{shown.display_unit}]", float(v) / shown.scale
+    return label, v
 
 
 def _param_label(key: str) -> str:
@@ -695,7 +709,7 @@ def _section_power(pg: _Page, datasets: dict) -> None:
                 flat.append((k, v))
         flat = [("nodes", s.get("nodes")), ("cores per node", s.get("cores_per_node")),
                 ("generic (from the trace header)", s.get("generic"))] + flat
-        pg.table(pd.DataFrame([(k if i < 3 else _param_label(k), v) for i, (k, v) in enumerate(flat)],
+        pg.table(pd.DataFrame([(k, v) if i < 3 else _param_row(k, v) for i, (k, v) in enumerate(flat)],
                               columns=["parameter", "value"], dtype=object), cls="t wrap")
         srcs = s.get("sources") or []
         if srcs:
@@ -712,7 +726,7 @@ def _section_power(pg: _Page, datasets: dict) -> None:
             pg.raw(f"<p>Cooling plant (used by runs with <code>cooling = true</code>): {html.escape(origin)}; "
                    "model and sources in docs/cooling.md. PUE and coolant temperatures of such runs carry the "
                    "same label as the power model.</p>")
-            rows = [(_param_label(k), v) for k, v in cool.items()
+            rows = [_param_row(k, v) for k, v in cool.items()
                     if k != "from_system_file" and not isinstance(v, (dict, list))]
             pg.table(pd.DataFrame(rows, columns=["cooling parameter", "value"], dtype=object), cls="t wrap")
 

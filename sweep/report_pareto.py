@@ -21,7 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from twinsweep.core.metrics import column_decimals, format_number, metric
+from twinsweep.core.metrics import column_decimals, format_number, format_spread, metric
 
 from .plotting import VariantStyle, axis_range, variant_styles
 from .ranking import pareto_front
@@ -134,7 +134,7 @@ def _fmt(mean: float, std: float, m: str) -> str:
         return "—"
     d = column_decimals([mean / spec.scale], spec.digits)
     text = format_number(mean / spec.scale, decimals=d)
-    return text if not np.isfinite(std) else f"{text} ± {format_number(std / spec.scale, decimals=d)}"
+    return text if not np.isfinite(std) else f"{text} ± {format_spread(std / spec.scale, d)}"
 
 
 def _few(names: str, k: int = 3) -> str:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from twinsweep.core.errors import ConfigError
 from twinsweep.core.metrics import (ENERGY_PER_WORK, METRICS, Metric, builtin_names, column_decimals,
-                                    format_number, metric, metric_names, register_metric, summary_metrics)
+                                    format_number, format_spread, metric, metric_names, register_metric, summary_metrics)
 from twinsweep.core.stats import compute_stats
 from test_stats import JOBS, STEPS, T0, T1, four_node_system
 
@@ -45,7 +45,7 @@ def test_every_metric_is_described_and_its_scale_converts_its_unit(name):
 
 def test_header_and_direction_words():
     m = metric("wait_censored_mean_s")
-    assert m.header() == "mean wait incl. jobs still queued [h]"
+    assert m.header() == "mean wait incl. still queued (wait so far) [h]"
     assert metric("peak_power_w").header(assumed=True) == "peak facility power [kW] (assumed)"
     assert metric("bsld_mean").header(assumed=True) == "mean bounded slowdown"  # not a power figure
     assert metric("utilization").verb == "maximise" and metric("utilization").better == "higher is better"
@@ -99,6 +99,24 @@ def test_format_number_is_plain_and_close(x, digits):
     # within half a unit of the last shown decimal, or below the smallest shown decimal
     dec = len(t.split(".")[1]) if "." in t else 0
     assert abs(back - x) <= 0.5 * 10 ** -dec + 1e-9 * abs(x) or abs(x) < 10 ** -6
+
+
+@pytest.mark.parametrize("std, decimals, text", [
+    (1.34, 1, "1.3"), (17.2, 0, "17"), (0.004, 2, "0.004"), (0.00049, 2, "0.0005"), (0.4, 0, "0.4"),
+    (0.0, 2, "0"), (1234.6, 0, "1,235"),
+])
+def test_format_spread_never_shows_a_nonzero_spread_as_zero(std, decimals, text):
+    assert format_spread(std, decimals) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=1e-6, max_value=1e9, allow_nan=False), st.integers(0, 4))
+def test_format_spread_is_nonzero_and_close(std, decimals):
+    t = format_spread(std, decimals)
+    back = float(t.replace(",", ""))
+    assert back > 0
+    # the same decimals as the value when they show it, else one significant digit
+    assert abs(back - std) <= max(0.5 * 10 ** -decimals, 0.5 * std) + 1e-9 * std
 
 
 def test_column_decimals():

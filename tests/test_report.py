@@ -253,3 +253,15 @@ def test_power_parameter_labels_have_units():
     assert _param_label("cp_j_per_kg_k") == "specific heat c_p [J/(kg·K)]"
     assert [_cell(100.0), _cell(1.0), _cell(769.9275362318841), _cell(None), _cell([]), _cell(False), _cell(0.4)] == \
         ["100", "1", "769.9", "—", "—", "no", "0.4"]
+
+
+def test_power_parameters_are_shown_in_the_si_unit_of_their_value():
+    from twinsweep.sweep.report import _cell, _param_row
+
+    label, v = _param_row("design_heat_w", 1411436.36)  # Theta's generic cooling plant: 1.411 MW, not 1,411,436 W
+    assert (label, _cell(v)) == ("design heat [MW]", "1.411")
+    assert _param_row("cdu_pump_w", 769.9) == ("CDU pump [W]", 769.9)
+    label, v = _param_row("node_converter.c_w", 12000.0)
+    assert (label, _cell(v)) == ("node converter: constant loss c [kW]", "12")
+    assert _param_row("primary_flow_kg_s", 2.5e4) == ("primary flow [kg/s]", 2.5e4)  # only watts are rescaled
+    assert _param_row("cpu_idle_w", 0.0) == ("CPU idle [W]", 0.0)
