@@ -114,8 +114,19 @@ def _render(v: dict, label: str, cost: str) -> dict:
                 f"{_ok(tau, GOAL_TAU, absolute=False)} | "
                 f"{'–' if tau_s is None else f'{tau_s:.2f}'} | {'–' if top3 is None else f'{top3:.0%}'} | "
                 f"{cal['kill_grace_s']} s | {cal['blind_nodes_down']} | {cal['informed_down_node_frac']:.1%} | "
-                f"{cost} | {_pct(held_given.get('wait_mean_rel_error'))} / {_pct(held_given.get('wait_p95_rel_error'))} |")
+                f"{cost} | {_pct(held_given.get('wait_mean_rel_error'))} / {_pct(held_given.get('wait_p95_rel_error'))} | "
+                f"{_removed(v.get('archive_cleaning'))} |")
     return {"rows": rows, "rank_row": rank_row}
+
+
+def _removed(ac: dict | None) -> str:
+    """``44,615 (72 %)``: jobs the archive's cleaning removed from the reported window, and their
+    share of what the machine received then (validation.json ``archive_cleaning``); ``–`` when
+    not measured, ``0`` when nothing was removed."""
+    if not ac or ac.get("removed_in_window") is None:
+        return "–"
+    n, share = ac["removed_in_window"], ac.get("removed_share_in_window")
+    return "0" if n == 0 else f"{n:,}" + ("" if share is None else f" ({share:.0%})")
 
 
 #: Headers of the two tables (figures by mode; ranking stability and calibration).
@@ -125,8 +136,9 @@ HEAD_MODES = ("| trace | site scheduler | mode | mean wait err | p95 wait err | 
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 HEAD_RANK = ("| trace | weeks | τ blind vs informed (min) | goal τ ≥ 0.7 | τ seeds (min) | top-3 same | kill grace "
              "fitted | blind nodes down | node-hours inferred down | cost (all modes, noise floor, rankings) | "
-             "holds given (diagnostic): mean / p95 wait err, jobs the log did not hold |",
-             "|---|---|---|---|---|---|---|---|---|---|---|")
+             "holds given (diagnostic): mean / p95 wait err, jobs the log did not hold | jobs the archive's cleaning "
+             "removed from the reported window (share of what the machine received) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|")
 MARK_START, MARK_END = "<!-- validate-all table -->", "<!-- /validate-all table -->"
 
 

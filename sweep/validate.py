@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from twinsweep.core import availability as _avail
+from twinsweep.core.archive_cleaning import cleaning_summary
 from twinsweep.core.atomic import atomic_write, folder_target_problem
 from twinsweep.core.backfill import BUILTIN_BACKFILLS
 from twinsweep.core.backfill.windows import ClockRules, WindowsOptions
@@ -186,6 +187,27 @@ def _check_comparable(reference: pd.DataFrame, t0: int, t1: int, nodes: int, dat
         raise ConfigError(f"validate: {data}: every one of the {int(ran.sum()):,} jobs of the reported window with a "
                           f"recorded start asks for no nodes or for more than the machine's {nodes:,}: nothing the "
                           "twin could run to compare (check --system)")
+
+
+#: The share of a reported window's jobs removed by the archive's cleaning from which validate
+#: warns (a twentieth: beyond it the recorded waits carry a load the twin never sees).
+CLEANING_WARN_SHARE = 0.05
+
+CLEANING_NOTE = ("jobs the Parallel Workloads Archive removed from the cleaned log (filters in its header), placed "
+                 "in time by the job numbers missing between kept jobs (core/archive_cleaning.py): the recorded "
+                 "schedule ran with them on the machine, the twin runs without them in every mode, and the "
+                 "recorded busy-node counts informed mode reads lack them too; their nodes and run times are "
+                 "not in the log")
+
+
+def cleaning_warning(cleaning: dict) -> str:
+    """The warning of a reported window from which the archive's cleaning removed many jobs."""
+    filters = "; ".join(f"{f['expression']} ({f['jobs_removed']:,} jobs)" for f in cleaning["filters"]) or \
+        "no filter listed in the header"
+    return (f"the archive's cleaning removed about {cleaning['removed_in_window']:,} jobs submitted in the reported "
+            f"window ({_share_text(cleaning['removed_share_in_window'])} of the jobs the machine received then; "
+            f"filters: {filters}): the recorded waits and busy nodes were made with them on the machine, the twin "
+            "runs without them in every mode, so it is expected to wait less than the log")
 
 
 def blind_workload(workload: Workload) -> Workload:
@@ -578,6 +600,10 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                      "hours and dates are then not the log's")
     limits = wl_nodes.jobs["time_limit"].astype("float64").to_numpy(na_value=np.nan)  # requested, s
     reported = (submit >= t0) & (submit < t1)
+    # jobs the archive's cleaning took out: the recorded schedule ran with them, every mode without
+    cleaning = cleaning_summary(workload.header, workload.jobs["job_id"], submit, t0, t1)
+    if (cleaning["removed_share_in_window"] or 0.0) >= CLEANING_WARN_SHARE:
+        warns.append(cleaning_warning(cleaning))
     if no_limit := int((~(limits > 0) & reported).sum()):
         warns.append(f"{no_limit:,} of the reported window's {int(reported.sum()):,} jobs have "
                      "no requested time (SWF field 9 is -1): the twin gives them "
@@ -728,6 +754,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                  {"from": "given" if policy_given else "default (no [site] table)"}),
         "windows": {"trace_submit_span": [span0, span1], "fitting": list(fit), "reported": [t0, t1]},
         "warnings": list(workload.warnings) + warns,
+        "archive_cleaning": {**cleaning, "note": CLEANING_NOTE},
         "calibration": {
             "calendar_source": "system file" if site_cal else "estimated (core/availability.py)",
             "kill_grace_s": grace,
@@ -900,6 +927,16 @@ def validation_html(result: dict) -> str:
     read = "".join(f"<li><b>{e(m)}</b>: {_read(v)}</li>" for m, v in result["fields_read"].items())
     warn = ("<h2>Warnings</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in result["warnings"]) + "</ul>"
             if result.get("warnings") else "")
+    ac = result.get("archive_cleaning") or {}
+    cleaned = ""
+    if ac.get("cleaned") or ac.get("removed_in_window"):
+        flist = "".join(f"<li>{e(f['expression'])}: {f['jobs_removed']:,} jobs</li>" for f in ac.get("filters", []))
+        share = ac.get("removed_share_in_window")
+        cleaned = (f"<h2>What the archive removed</h2><p>{e(ac.get('note', ''))}.</p><ul>{flist}</ul>"
+                   f"<p>Reported window: about {e(_fmt('jobs_compared', ac.get('removed_in_window')))} removed jobs submitted in it, "
+                   f"beside the {ac.get('kept_in_window', 0):,} of the log"
+                   + (f" ({e(_share_text(share))} of what the machine received)" if share is not None else "")
+                   + ".</p>")
     split = ""
     if any(fig.get("wait_by_log_hold") for fig in result["modes"].values()):
         cols = ("jobs", "ref_wait_share", "wait_mean_ref_s", "wait_mean_twin_s", "wait_mean_rel_error",
@@ -937,7 +974,7 @@ padding:3px 6px;text-align:right}}tr.nf{{color:#777}}tr.site{{background:#eef}}<
 Relative errors are (twin − log) / log.</p>
 <table><tr><th>mode</th>{head}</tr>{''.join(rows)}</table>
 <h2>Modes</h2><ul>{modes_desc}</ul><h2>Fitted constants (on the fitting window)</h2><ul>{consts_html}</ul>{split}
-<h2>Jobs left out</h2><ul>{excl}</ul>{sens}{warn}
+<h2>Jobs left out</h2><ul>{excl}</ul>{cleaned}{sens}{warn}
 <h2>Recorded fields read</h2><ul>{read}</ul>
 <h2>Data</h2><p>{e(result['trace'])} ({e(result.get('checksum', ''))}): {e(result.get('provenance') or 'no provenance recorded by the loader')}</p>
 </body></html>

@@ -18,7 +18,7 @@ def _mode_rows(name, tag):
 
 
 def _rank_row(name, tag):
-    return f"| {name} (9 days) | 4 | {tag} | met | – | – | 0 s | 0 | 0.0% | 1 s CPU | – / – |"
+    return f"| {name} (9 days) | 4 | {tag} | met | – | – | 0 s | 0 | 0.0% | 1 s CPU | – / – | 0 |"
 
 
 def test_merge_block_replaces_the_rendered_traces_and_keeps_the_others():
@@ -73,4 +73,13 @@ def test_render_puts_the_holds_diagnostic_in_the_per_trace_table_not_among_the_m
     assert all(r.count("|") == va.HEAD_MODES[1].count("|") for r in out["rows"])
     assert out["rank_row"].count("|") == va.HEAD_RANK[1].count("|")
     # not-held jobs with the holds given: job 12 waited 100 s in the log and 0 s in the twin
-    assert out["rank_row"].rstrip(" |").endswith("-100 % / -100 %")
+    cells = [c.strip() for c in out["rank_row"].strip(" |").split("|")]
+    assert cells[-2] == "-100 % / -100 %"
+    assert cells[-1] == "0"  # ids 1..12 without gaps: nothing removed by a cleaning
+
+
+def test_removed_cell_reads_the_archive_cleaning_of_validation_json():
+    assert va._removed(None) == "–"
+    assert va._removed({"removed_in_window": None}) == "–"
+    assert va._removed({"removed_in_window": 0, "removed_share_in_window": 0.0}) == "0"
+    assert va._removed({"removed_in_window": 44615, "removed_share_in_window": 0.7181}) == "44,615 (72%)"
