@@ -475,21 +475,35 @@ def _cmd_incentives(args) -> int:
     return 0
 
 
+class _Paragraphs(argparse.HelpFormatter):
+    """argparse's help formatter, keeping a description's paragraphs (blank-line separated), each
+    filled to the terminal's width as argparse fills one."""
+
+    def _fill_text(self, text, width, indent):
+        return "\n\n".join(super(_Paragraphs, self)._fill_text(p, width, indent) for p in text.split("\n\n"))
+
+
 def _add_validate_parser(sub):
     p = sub.add_parser("validate", help="backtest: reschedule a log under its site's policy and compare with its recorded schedule",
-                       description=("Reschedule a trace under the site's policy and compare the twin's schedule with the "
-                                    "recorded one (sweep/validate.py): wait, bounded slowdown and per-job start errors, "
-                                    "wait-distribution distances, hourly occupancy, by mode, with the twin's noise floor "
-                                    "and every policy x backfill beside them. Modes: blind (no recorded start, end or "
-                                    "placement reaches the twin; one constant fitted on the fitting window), informed "
-                                    "(a node availability calendar inferred from the reported window's busy-node and "
-                                    "queued-job counts only, never from which job started when; one share fitted on "
-                                    "the fitting window's queue; node slots above the machine where the busy count "
-                                    "shows more held at once), restart (with --restart: re-seeded from "
-                                    "the recorded state every PERIOD, on the informed machine). The site's scheduler "
-                                    "comes from the system file's [site] table (policy, backfill and their options, "
-                                    "e.g. KTH's clock rules, SDSC's queue classes) unless --policy/--backfill is "
-                                    "given; docs/validation.md. Writes validation.json and validation.html."))
+                       formatter_class=_Paragraphs,
+                       description=(
+                           "Reschedule a trace under the site's policy and compare the twin's schedule with the "
+                           "recorded one (sweep/validate.py; docs/validation.md): wait, bounded slowdown and per-job "
+                           "start errors, wait-distribution distances, hourly occupancy, by mode, with the twin's "
+                           "noise floor and every policy x backfill beside them. Writes validation.json and "
+                           "validation.html into --out.\n\n"
+                           "Windows: constants are fitted on the fitting window (--calibrate, default the first half "
+                           "of the trace) and the figures are taken over the reported window (--report-window, "
+                           "default what follows the fitting window).\n\n"
+                           "Modes: blind (no recorded start, end or placement reaches the twin; one constant fitted "
+                           "on the fitting window); informed (a node availability calendar inferred from the "
+                           "reported window's busy-node and queued-job counts only, never from which job started "
+                           "when; one share fitted on the fitting window's queue; node slots above the machine "
+                           "where the busy count shows more held at once); restart (with --restart: re-seeded from "
+                           "the recorded state every PERIOD, on the informed machine).\n\n"
+                           "The site's scheduler comes from the system file's [site] table (policy, backfill and "
+                           "their options, e.g. KTH's clock rules, SDSC's queue classes) unless --policy/--backfill "
+                           "is given."))
     p.add_argument("--data", required=True, help=_DATA_HELP)
     p.add_argument("--system", default=None, help="system name or TOML path (default: as `twinsweep run`)")
     p.add_argument("--policy", default=None,

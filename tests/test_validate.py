@@ -546,3 +546,16 @@ def test_a_recorded_schedule_busier_than_the_machine_is_said(tmp_path):
     fine = _log_of(tmp_path, "easy", _jobs(150), "fcfs", "easy")
     assert not any("nodes busy in" in w for w in validate(str(fine), noise_seeds=0, sensitivity=False,
                                                           windows=0)["warnings"])
+
+
+def test_validate_help_is_in_paragraphs_and_names_both_windows(capsys):
+    from twinsweep.sweep.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["validate", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    paragraphs = out.split("\n\n")
+    windows = next(p for p in paragraphs if p.startswith("Windows:"))
+    assert "--calibrate" in windows and "--report-window" in windows
+    assert any(p.startswith("Modes: blind") for p in paragraphs)
