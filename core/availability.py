@@ -16,7 +16,7 @@ every trace (no per-trace tuning):
   evidence.
 - :func:`telemetry_calendar` — the *informed* estimator of any window, from machine-state
   **telemetry** only: the busy-node count and the queued-job count over time (aggregates; no
-  per-job start, end or wait). In a block where jobs were queued at most looks
+  per-job start, end or wait). In a block where jobs were queued at most of its 5-min samples
   (:func:`pressure`), a share of the nodes the log never had busy in the block is taken as down;
   the share is fitted on the fitting window (:func:`fit_idle_share`: the queue-evidence
   estimator's nodes down over the idle nodes of the same pressured blocks). Blocks are stacked

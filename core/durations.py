@@ -52,6 +52,8 @@ def parse_human_duration(text: str | int | float | None, what: str = "duration")
             raise ConfigError(f"{what}: must be >= 0, got {text}")
         return int(round(text))
     m = _HUMAN.match(str(text))
+    if not m and str(text).strip().startswith("-") and _HUMAN.match(str(text).strip()[1:]):
+        raise ConfigError(f"{what}: must be >= 0, got {text!r}")
     if not m:
         raise ConfigError(f"{what}: expected seconds or a number with s/m/h/d/w (e.g. 3600, 90m, 6h, 7d), got {text!r}")
     return int(round(float(m.group(1)) * _UNIT[m.group(2)]))

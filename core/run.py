@@ -296,9 +296,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
                           cooling=cooling_pieces if config.cooling else None)
     stats.update(span.stats(res.t_start, t1))
     warnings = list(workload.warnings)
-    past = span.past_last_submit_warning(res.t_start, t1, Path(workload.source).name)
-    if past:
-        warnings.append(past)
+    warnings += span.window_warnings(res.t_start, t1, Path(workload.source).name)
     ignored = [k for k in ("honor_eligible", "queue_cancelled") if replay and config.option_dict.get(k)]
     if ignored:
         warnings.append(f"policy 'replay' replays the recorded starts and ignores the option(s) {', '.join(ignored)}")

@@ -76,9 +76,15 @@ class TraceSpan:
         (``start >= last_end_s`` and ``start > last_submit_s``: nothing is submitted or running in
         it; a job occupies ``[start, end)``). ``where`` prefixes the message (a file, a
         dataset/window name). ``start`` None = the trace's start: never refused."""
+        pre = f"{where}: " if where else ""
+        if start is not None and duration is not None and int(start) + int(duration) <= self.first_submit_s:
+            raise ConfigError(
+                f"{pre}the window [{int(start):,}, {int(start) + int(duration):,}) s ({self.date(int(start))} to "
+                f"{self.date(int(start) + int(duration))}) ends before the trace's first submission: nothing is "
+                f"submitted or running in it; {self.describe()}; choose a window that ends after "
+                f"{self.first_submit_s:,} s (--start / --duration, a window's start and duration)")
         if start is None or int(start) < self.last_end_s or int(start) <= self.last_submit_s:
             return
-        pre = f"{where}: " if where else ""
         raise ConfigError(
             f"{pre}the window starts at {int(start):,} s ({_days(int(start))}, {self.date(int(start))}), after the "
             f"trace's last job has ended: nothing is submitted or running in it; {self.describe()}; choose a start "
@@ -106,6 +112,23 @@ class TraceSpan:
                     + (" (and idle after the last job ends)" if t1 > self.last_end_s else ""))
         return (f"{pre}{span} after the trace's last submission at {self.last_submit_s:,} s "
                 f"({self.date(self.last_submit_s)}); {tail}; flagged window_past_last_submit in stats.json")
+
+    def before_first_submit_warning(self, t0: int, t1: int | None, where: str = "") -> str | None:
+        """The one-line warning for a window that starts before the trace's first submission
+        (an idle lead-in: nothing can run before the first job arrives), else None."""
+        if int(t0) >= self.first_submit_s:
+            return None
+        pre = f"{where}: " if where else ""
+        return (f"{pre}the window starts at {int(t0):,} s ({self.date(t0)}), {_days(self.first_submit_s - int(t0))} "
+                f"before the trace's first submission at {self.first_submit_s:,} s ({self.date(self.first_submit_s)}); "
+                "the machine is idle until then, so its utilisation and energy are averaged over that idle lead-in")
+
+    def window_warnings(self, t0: int, t1: int | None, where: str = "") -> list[str]:
+        """The warnings of a window ``[t0, t1)`` (``t1`` None = open): an idle lead-in before the
+        first submission (:meth:`before_first_submit_warning`), a tail past the last submission
+        (:meth:`past_last_submit_warning`)."""
+        return [w for w in (self.before_first_submit_warning(t0, t1, where), self.past_last_submit_warning(t0, t1, where))
+                if w]
 
     def stats(self, t0: int, t1: int | None) -> dict:
         """The ``stats.json`` entries of a run over ``[t0, t1)``: ``window_past_last_submit``

@@ -156,15 +156,41 @@ def run_sweep(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None
     run_fn = run_fn or execute_run
     check_output_folder(root)
     store = ResultStore(root, log=log)
+    # what this call creates (ResultStore.create, before the datasets are checked): removed again
+    # when the sweep stops before writing anything into it
+    made = [d for d in (root, store.runs_dir, store.failed_dir) if not d.exists()]
     try:
         with store.locked():
             return _run_locked(spec, store, retries, run_fn, progress, report, backend_options, detach, log, t0,
                                replace_plan)
     except OSError as exc:  # a full disk anywhere in the driver: one clear line, never a traceback
-
+        _remove_if_untouched(made)
         if is_disk_full(exc):
             raise disk_full_error(root, exc) from exc
         raise
+    except BaseException:  # e.g. a spec refused before any run: no empty results folder left behind
+        _remove_if_untouched(made)
+        raise
+
+
+def _remove_if_untouched(made: list[Path]) -> None:
+    """Remove the folders of ``made`` (those a sweep call created: the results folder, its
+    ``runs/`` and ``failed/``), deepest first, when every one of them is still empty once the
+    deeper ones are gone: a sweep that wrote anything (a run, a failure record, study.json) keeps
+    its whole skeleton."""
+    made = sorted(made, key=lambda p: len(p.parts), reverse=True)
+    inside = set(made)
+    for d in made:
+        try:
+            if any(p not in inside for p in d.iterdir()):
+                return
+        except OSError:
+            return
+    for d in made:
+        try:
+            d.rmdir()
+        except OSError:
+            return
 
 
 class SweepError(TwinError):

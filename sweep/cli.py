@@ -235,10 +235,13 @@ def _simulate_and_write(args, cfg, console, out_dir: Path) -> int:
         return 0
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with console.status(f"loading {args.data}"):
+    # the spinner and the bar are for a terminal: on a pipe or a file rich would leave a blank line
+    # (stopping its live display) before an error or the table
+    live = console.is_terminal
+    with console.status(f"loading {args.data}") if live else contextlib.nullcontext():
         wl, system = load_run_inputs(cfg)
     with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                  TimeElapsedColumn(), console=console, transient=True) as prog:
+                  TimeElapsedColumn(), console=console, transient=True, disable=not live) as prog:
         task = prog.add_task("sim", total=1.0)
         t_first = int(wl.jobs["submit_time"].min()) if len(wl) else 0
         t_last = int(wl.jobs["submit_time"].max()) if len(wl) else 1
@@ -529,7 +532,10 @@ def _add_validate_parser(sub):
                         "start (how close the model is once the holds are known)")
     p.add_argument("--lenient", action="store_true", help="skip malformed trace lines (counted and warned about)")
     p.add_argument("--format", default=None, help="trace format (loader name; default: detected)")
-    p.add_argument("--out", required=True, help="output folder for validation.json and validation.html")
+    p.add_argument("--out", required=True, help="output folder for validation.json and validation.html: a new or "
+                   "empty folder, or one of an earlier validation (its two files are replaced)")
+    p.add_argument("--force", action="store_true",
+                   help="write into a non-empty --out folder that holds no earlier validation")
     p.set_defaults(func=_cmd_validate)
 
 
@@ -551,7 +557,7 @@ def _cmd_validate(args) -> int:
                    calibrate=args.calibrate, report_window=args.report_window, noise_seeds=args.noise_seeds,
                    sensitivity=not args.no_sensitivity, kill=not args.no_kill, lenient=args.lenient, out=args.out,
                    windows=args.windows, format=args.format, queue_cancelled=args.queue_cancelled,
-                   holds=args.holds_given)
+                   holds=args.holds_given, force=args.force)
     for w in res.get("warnings") or ():
         print(f"twinsweep validate: warning: {w}", file=sys.stderr)
     sysd = res.get("system") or {}
@@ -674,7 +680,9 @@ def main(argv=None) -> int:
     try:
         return int(args.func(args) or 0)
     except TwinError as exc:
-        print(f"twinsweep {args.command}: error: {exc}", file=sys.stderr)
+        msg = str(exc)  # an API message names its function ("validate: ..."): the prefix says it already
+        msg = msg[len(args.command) + 2:] if msg.startswith(f"{args.command}: ") else msg
+        print(f"twinsweep {args.command}: error: {msg}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"twinsweep {args.command}: interrupted", file=sys.stderr)

@@ -178,9 +178,7 @@ def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
         start = window.start_seconds(int(workload.epoch))
         span.check_window(start, window.duration, where)
         t0 = span.first_submit_s if start is None else start
-        w = span.past_last_submit_warning(t0, None if window.duration is None else t0 + window.duration, where)
-        if w:
-            warnings.append(w)
+        warnings += span.window_warnings(t0, None if window.duration is None else t0 + window.duration, where)
     return LoadedDataset(ds, workload, system, str(path), system_ref(ds.system, system), warnings)
 
 

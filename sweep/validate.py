@@ -201,13 +201,21 @@ CLEANING_NOTE = ("jobs the Parallel Workloads Archive removed from the cleaned l
 
 
 def cleaning_warning(cleaning: dict) -> str:
-    """The warning of a reported window from which the archive's cleaning removed many jobs."""
+    """The warning of a reported window from which the archive's cleaning removed many jobs
+    (``cleaning``: validation.json's ``archive_cleaning``, with its ``fitting`` part)."""
     filters = "; ".join(f"{f['expression']} ({f['jobs_removed']:,} jobs)" for f in cleaning["filters"]) or \
         "no filter listed in the header"
+    fit = cleaning.get("fitting") or {}
+    fit_share = fit.get("removed_share_in_window")
+    fit_text = "" if fit_share is None else (
+        f"; the fitting window lost {_share_text(fit_share)}"
+        + (" (a reported window that lost few, given with --report-window and --calibrate, compares like with like)"
+           if fit_share < CLEANING_WARN_SHARE else ""))
     return (f"the archive's cleaning removed about {cleaning['removed_in_window']:,} jobs submitted in the reported "
-            f"window ({_share_text(cleaning['removed_share_in_window'])} of the jobs the machine received then; "
-            f"filters: {filters}): the recorded waits and busy nodes were made with them on the machine, the twin "
-            "runs without them in every mode, so it is expected to wait less than the log")
+            f"window, {_share_text(cleaning['removed_share_in_window'])} of the jobs the machine received then (by "
+            f"count: their sizes are not in the log; filters: {filters}). The recorded waits and busy nodes of the "
+            "window were made with them on the machine; the twin runs without them in every mode, so its absolute "
+            f"waits there are not comparable with the log's (it will wait less){fit_text}")
 
 
 def blind_workload(workload: Workload) -> Workload:
@@ -460,7 +468,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
              sensitivity: bool = True, kill: bool = True, out: str | Path | None = None,
              workload: Workload | None = None, lenient: bool = False, tables: dict | None = None,
              windows: int = 4, rank_seeds: int = 2, rank_window: int | str = "7d", format: str | None = None,
-             queue_cancelled: bool = False, holds: bool = False) -> dict:
+             queue_cancelled: bool = False, holds: bool = False, force: bool = False) -> dict:
     """Backtest the twin on trace ``data`` (see the module docstring); returns validation.json's dict.
 
     Args:
@@ -494,6 +502,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
             (:func:`holds_workload`, the run option ``honor_eligible``). It reads those jobs'
             recorded starts in the reported window, so it is no backtest of the twin's
             prediction: it says how close the machine and queue model is once the holds are known.
+        force: write into ``out`` even when it is a non-empty folder that holds no earlier
+            validation (``validation.json``); without it such a folder is refused, as
+            ``twinsweep run`` refuses one that is not a run folder.
     Raises: ConfigError (bad window, restart period, output folder, policy, trace; a trace with
     fewer than two distinct submit times), UnknownNameError. Every check is made before any
     simulation, and nothing is written unless the whole validation succeeds.
@@ -501,6 +512,13 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     t_wall = time.perf_counter()
     if out is not None and (problem := folder_target_problem(out)):
         raise ConfigError(f"--out {str(out)!r}: {problem}")
+    if out is not None and not force and Path(out).is_dir():
+        entries = sorted(p.name for p in Path(out).iterdir())
+        if entries and "validation.json" not in entries:
+            show = ", ".join(entries[:5]) + (" ..." if len(entries) > 5 else "")
+            raise ConfigError(f"--out {str(out)!r}: the folder is not empty and holds no earlier validation (it holds "
+                              f"{show}); choose an empty or new folder, or pass --force to write validation.json and "
+                              "validation.html into it")
     policy_given = policy is not None or backfill is not None
     if policy == "replay":
         raise ConfigError("validate: policy 'replay' copies the recorded starts; give the site's policy (e.g. fcfs)")
@@ -602,6 +620,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     reported = (submit >= t0) & (submit < t1)
     # jobs the archive's cleaning took out: the recorded schedule ran with them, every mode without
     cleaning = cleaning_summary(workload.header, workload.jobs["job_id"], submit, t0, t1)
+    fit_clean = cleaning_summary(workload.header, workload.jobs["job_id"], submit, fit[0], fit[1])
+    cleaning["fitting"] = {k: fit_clean[k] for k in ("removed_in_window", "kept_in_window", "removed_share_in_window")}
     if (cleaning["removed_share_in_window"] or 0.0) >= CLEANING_WARN_SHARE:
         warns.append(cleaning_warning(cleaning))
     if no_limit := int((~(limits > 0) & reported).sum()):
@@ -657,7 +677,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         "as blind, on the availability calendar of the system file (known machine state: nothing estimated)"
         if site_cal else
         "as blind, on a machine whose node availability calendar is inferred from the recorded busy-node and "
-        f"queued-job counts (blocks of {_avail.BLOCK_S / 3600:g} h: in a block with jobs queued at most looks, "
+        f"queued-job counts (blocks of {_avail.BLOCK_S / 3600:g} h: in a block where jobs were queued at most of its "
+        "5-min samples, "
         f"{idle_fit['share']:.2f} of the nodes never busy in it taken as down, that share fitted on the fitting "
         f"window's queue; {slots_rule}"
         + (f": up to {informed.slots:,} slots, adding {_share_text(informed.added_ratio)} of the machine's "
@@ -726,8 +747,13 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     if table:
         scored = [r for r in table if r.get("wait_mean_rel_error") is not None]
         if scored:
-            b = min(scored, key=lambda r: (abs(r["wait_mean_rel_error"]), -(r["occupancy_corr_hourly"] or -1)))
-            best = {"policy": b["policy"], "backfill": b["backfill"], "by": "smallest |wait_mean_rel_error|"}
+            def closeness(r):
+                return abs(r["wait_mean_rel_error"]), -(r["occupancy_corr_hourly"] or -1)
+
+            b = min(scored, key=closeness)
+            tied = [f"{r['policy']}+{r['backfill']}" for r in scored if r is not b and closeness(r) == closeness(b)]
+            best = {"policy": b["policy"], "backfill": b["backfill"], "by": "smallest |wait_mean_rel_error|",
+                    "tied_with": tied}
 
     # the blind workload keeps exactly the cancel times as recorded ends (blind_workload)
     n_cancel = int(blind_wl.jobs["recorded_end_time"].notna().sum()) if sysobj.queue_cancelled else 0
@@ -767,7 +793,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                            "trace's largest job (of those the machine fits) fits"),
             "informed_idle_share": idle_fit["share"],
             "informed_idle_share_fit": {k: v for k, v in idle_fit.items() if k != "share"},
-            "informed_note": ("in each block with jobs queued at most of its 5-min looks, informed_idle_share of the "
+            "informed_note": ("in each block where jobs were queued at most of its 5-min samples, informed_idle_share of the "
                               "nodes never busy in it are down; the share is the fitting window's queue-evidence "
                               "nodes down over its idle nodes, in the same kind of blocks (1 without evidence)"),
             "informed_periods": informed.down_periods,
@@ -823,6 +849,15 @@ _SHOWN = ("jobs_compared", "wait_mean_rel_error", "wait_p95_rel_error", "bsld_me
           "wait_ks", "wait_w1_s", "occupancy_corr_hourly", "occupancy_rmse_frac")
 
 
+def _cell(k: str, v) -> str:
+    """:func:`_fmt` for a table cell under its :data:`FIGURE_LABELS` header, which already names the
+    unit (``[%]``, ``[h]``, ``[% of nodes]``): the number without it."""
+    text, label = _fmt(k, v), FIGURE_LABELS.get(k, "")
+    if ("[%" in label and text.endswith(" %")) or (label.endswith("[h]") and text.endswith(" h")):
+        return text[:-2]
+    return text
+
+
 def _fmt(k: str, v) -> str:
     if v is None:
         return "–"
@@ -854,12 +889,15 @@ def _share_text(x: float) -> str:
 
 
 def window_text(window) -> str:
-    """A window ``[a, b)`` (s from the trace epoch) for people: ``[a, b)`` in s as ``"[a d, b d)"``, days to one decimal; hours (``"[a h, b h)"``) for a
-    window shorter than two days, whose ends one-decimal days would blur."""
+    """A window ``[a, b)`` (s from the trace epoch) for people: ``"[a d, b d)"``, days to one decimal;
+    hours (``"[a h, b h)"``) for a window shorter than two days in the trace's first 100 days, whose
+    ends one-decimal days would blur (further out, days with the decimals that tell the ends apart:
+    ``[100000.0 d, 100001.0 d)``, not ``[2400000.0 h, 2400024.0 h)``)."""
     a, b = window
-    if b - a < 2 * 86400:
+    if b - a < 2 * 86400 and a < 100 * 86400:
         return f"[{a / 3600:.1f} h, {b / 3600:.1f} h)"
-    return f"[{a / 86400:.1f} d, {b / 86400:.1f} d)"
+    d = next((k for k in (1, 2, 3) if f"{a / 86400:.{k}f}" != f"{b / 86400:.{k}f}"), 4)
+    return f"[{a / 86400:.{d}f} d, {b / 86400:.{d}f} d)"
 
 
 #: What ``wait_by_log_hold`` splits (validation.json ``log_holds``, validation.html).
@@ -888,6 +926,19 @@ def _fmt_split(k: str, v) -> str:
     return f"{100 * v:+.0f}"
 
 
+def _closest_text(best: dict) -> str:
+    """The page's line on the variant closest to the log; when others give the very same figures,
+    that no variant is closer (every one tied) or which ones tie with it."""
+    e = html.escape
+    tied = best.get("tied_with") or []
+    name = f"{best['policy']} + {best['backfill']}"
+    if not tied:
+        return f"<p>Closest to the log: {e(name)} ({e(best['by'])})</p>"
+    return (f"<p>No variant is closest to the log: {e(name)} and {len(tied)} other"
+            f"{'' if len(tied) == 1 else 's'} ({e(', '.join(tied))}) give the same {e(best['by'].split(' ', 1)[1])} "
+            "and hourly correlation: the figures do not tell them apart.</p>")
+
+
 def validation_html(result: dict) -> str:
     """A short self-contained HTML page of a validation: figures by mode with their noise floor,
     exclusions, the policy-sensitivity table and what was read."""
@@ -896,13 +947,13 @@ def validation_html(result: dict) -> str:
     rows = []
     for m, fig in result["modes"].items():
         label = f"{m} (diagnostic, not a test)" if m == "holds" else m
-        rows.append(f"<tr><th>{e(label)}</th>" + "".join(f"<td>{e(_fmt(k, fig.get(k)))}</td>" for k in _SHOWN) + "</tr>")
+        rows.append(f"<tr><th>{e(label)}</th>" + "".join(f"<td>{e(_cell(k, fig.get(k)))}</td>" for k in _SHOWN) + "</tr>")
         nf = fig.get("noise_floor")
         if nf:
             # jobs_compared of a noise floor is a mean over seeds: shown as a whole number of jobs
             nfv = {k: (round(v) if k == "jobs_compared" and v is not None else v) for k, v in nf.items()}
             rows.append(f"<tr class='nf'><td>{e(m)} noise floor ({nf['seeds']} seed{'' if nf['seeds'] == 1 else 's'}, σ={nf['runtime_sigma']})</td>"
-                        + "".join(f"<td>{e(_fmt(k, nfv.get(k)))}</td>" for k in _SHOWN) + "</tr>")
+                        + "".join(f"<td>{e(_cell(k, nfv.get(k)))}</td>" for k in _SHOWN) + "</tr>")
     modes_desc = "".join(f"<li><b>{e(m)}</b>: {e(fig.get('description', ''))}</li>" for m, fig in result["modes"].items())
     cal = result.get("calibration") or {}
     consts = [("kill grace", f"{cal['kill_grace_s']:,} s ({cal.get('kill_grace_note', '')})" if "kill_grace_s" in cal else None),
@@ -931,12 +982,19 @@ def validation_html(result: dict) -> str:
     cleaned = ""
     if ac.get("cleaned") or ac.get("removed_in_window"):
         flist = "".join(f"<li>{e(f['expression'])}: {f['jobs_removed']:,} jobs</li>" for f in ac.get("filters", []))
-        share = ac.get("removed_share_in_window")
-        cleaned = (f"<h2>What the archive removed</h2><p>{e(ac.get('note', ''))}.</p><ul>{flist}</ul>"
-                   f"<p>Reported window: about {e(_fmt('jobs_compared', ac.get('removed_in_window')))} removed jobs submitted in it, "
-                   f"beside the {ac.get('kept_in_window', 0):,} of the log"
-                   + (f" ({e(_share_text(share))} of what the machine received)" if share is not None else "")
-                   + ".</p>")
+        def where(part: dict, name: str) -> str:
+            n, kept, sh = part.get("removed_in_window"), part.get("kept_in_window", 0), part.get("removed_share_in_window")
+            if n is None:
+                return f"{name}: not placed (the job ids are not the SWF counter)"
+            if n == 0:
+                return f"{name}: none of them was submitted in it"
+            return (f"{name}: about {n:,} of them were submitted in it, beside the {kept:,} jobs of the log: "
+                    f"{_share_text(sh)} of the jobs the machine received then, by count (their sizes are not in the log)")
+
+        places = [where(ac, "Reported window")] + ([where(ac["fitting"], "Fitting window")] if ac.get("fitting") else [])
+        cleaned = (f"<h2>What the archive removed</h2><p>The archive's filters (expressions as in the header):</p>"
+                   f"<ul>{flist}</ul><ul>" + "".join(f"<li>{e(x)}.</li>" for x in places) + "</ul>"
+                   f"<p>{e(ac.get('note', '')[:1].upper() + ac.get('note', '')[1:])}.</p>")
     split = ""
     if any(fig.get("wait_by_log_hold") for fig in result["modes"].values()):
         cols = ("jobs", "ref_wait_share", "wait_mean_ref_s", "wait_mean_twin_s", "wait_mean_rel_error",
@@ -953,10 +1011,9 @@ def validation_html(result: dict) -> str:
     if result.get("sensitivity"):
         srows = "".join(
             f"<tr{' class=site' if r['site'] else ''}><th>{e(r['policy'])} + {e(r['backfill'])}</th>"
-            + "".join(f"<td>{e(_fmt(k, r.get(k)))}</td>" for k in _SHOWN) + "</tr>" for r in result["sensitivity"])
+            + "".join(f"<td>{e(_cell(k, r.get(k)))}</td>" for k in _SHOWN) + "</tr>" for r in result["sensitivity"])
         sens = (f"<h2>Policy sensitivity (blind twin)</h2><table><tr><th></th>{head}</tr>{srows}</table>"
-                + (f"<p>Closest to the log: {e(best['policy'])} + {e(best['backfill'])} ({e(best['by'])})</p>"
-                   if (best := result.get("best_matching_policy")) else ""))
+                + (_closest_text(best) if (best := result.get("best_matching_policy")) else ""))
     rs = result.get("ranking_stability")
     if rs:
         sens += (f"<h2>Ranking stability ({rs['windows']} busiest weeks, {len(rs['variants'])} variants)</h2>"

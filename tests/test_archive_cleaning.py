@@ -84,9 +84,12 @@ def test_validate_states_the_removed_jobs_and_computes_the_same_figures(tmp_path
     # the reported window holds jobs 21..40 of the list (submits 18000..35100) and the 2 x 20 missing
     # numbers between them and the jobs before them (the gap before job 21 lies in [17100, 18000]: outside)
     assert ac["cleaned"] and ac["kept_in_window"] == 20 and ac["removed_in_window"] == 38
+    # the fitting window [0, 18000) holds jobs 1..20 and the 2 x 19 numbers between them, plus the
+    # gap before job 21, whose submit interval [17100, 18000] lies inside it
+    assert ac["fitting"] == {"removed_in_window": 40, "kept_in_window": 20, "removed_share_in_window": 40 / 60}
     assert ac["removed_share_in_window"] == pytest.approx(38 / 58)
     assert any("the archive's cleaning removed about 38 jobs" in w and "user=174 (44,617 jobs)" in w
-               for w in a["warnings"])
+               and "not comparable" in w and "the fitting window lost 67 %" in w for w in a["warnings"])
     assert b["archive_cleaning"]["removed_in_window"] == 0 and not b["archive_cleaning"]["cleaned"]
     assert not any("cleaning" in w for w in b["warnings"])
     assert a["modes"] == b["modes"]

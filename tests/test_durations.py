@@ -27,6 +27,12 @@ def test_human_duration_errors_name_the_field(bad):
         parse_human_duration(bad, "sample_period")
 
 
+@pytest.mark.parametrize("bad", ["-3", "-3d", " -1.5h"])
+def test_a_negative_human_duration_says_it_must_not_be(bad):
+    with pytest.raises(ConfigError, match=r"^duration: must be >= 0, got "):
+        parse_human_duration(bad)
+
+
 def test_the_two_grammars_disagree_on_a_bare_number_as_documented():
     # the twin's own spelling counts seconds, Slurm's counts minutes (sbatch --time=90 is 90 min)
     assert parse_human_duration("90") == 90

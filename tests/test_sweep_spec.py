@@ -318,3 +318,23 @@ def test_replay_runs_once_whatever_the_backfill_axis(tmp_path):
     spec2 = load_spec(write_spec(tmp_path / "b", seeds=1, policies=("replay",), backfills=("easy", "none")))
     (it,) = expand(spec2, load_datasets(spec2))
     assert dict(it.axes)["backfill"] == "easy" and grid_size(spec2)["runs"] == 1
+
+
+def test_a_sweep_refused_for_its_trace_leaves_no_results_folder(tmp_path):
+    """A spec whose trace does not exist fails with one error before any run; the results folder
+    the sweep would have made is not left behind (empty runs/ and failed/), and an existing folder
+    with files of its own keeps them."""
+    from twinsweep.sweep.api import run_sweep
+
+    spec = parse_spec(_doc(datasets=[{"name": "d", "trace": str(tmp_path / "nope.swf"),
+                                      "windows": [{"name": "w", "start": "1h", "duration": "2d"}]}]))
+    out = tmp_path / "results"
+    with pytest.raises(ConfigError, match="nope.swf"):
+        run_sweep(spec, out=out, backend="local", workers=1, report=False)
+    assert not out.exists()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    with pytest.raises(ConfigError, match="nope.swf"):
+        run_sweep(spec, out=mine, backend="local", workers=1, report=False)
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]  # no empty runs/ failed/ left in it

@@ -65,6 +65,29 @@ def test_a_window_past_the_last_submission_warns_and_is_flagged(span_trace, star
     assert res.manifest.get("warnings", []) == res.warnings
 
 
+def _late_trace(tmp_path):
+    # first submission at 5,000 s; ends 5,100 and 6,000 s
+    return _swf(tmp_path / "late.swf", [(1, 5000, 0, 100, 1), (2, 5500, 0, 500, 2)])
+
+
+@pytest.mark.parametrize("start, duration", [(0, 1000), (0, 5000), (4000, 1000)])
+def test_a_window_that_ends_before_the_first_submission_is_an_error(tmp_path, start, duration):
+    with pytest.raises(ConfigError) as e:
+        simulate(RunConfig(data=str(_late_trace(tmp_path)), policy="fcfs", start=start, duration=duration))
+    msg = str(e.value)
+    assert "ends before the trace's first submission" in msg and "5,000 s" in msg
+    assert "2001-09-09 03:10:00 UTC" in msg  # the first submission, EPOCH + 5000 s
+
+
+def test_a_window_that_starts_before_the_first_submission_warns_of_its_idle_lead_in(tmp_path):
+    res = simulate(RunConfig(data=str(_late_trace(tmp_path)), policy="fcfs", start=1400, duration=7200))
+    lead = [w for w in res.warnings if "before the trace's first submission" in w]
+    assert len(lead) == 1 and "1,400 s" in lead[0] and "0.04 d before" in lead[0]  # 3,600 s = 0.04 d
+    assert res.stats["counts"]["jobs_in_window"] == 2  # both jobs still run
+    at_first = simulate(RunConfig(data=str(_late_trace(tmp_path)), policy="fcfs", start=5000, duration=7200))
+    assert not any("first submission" in w for w in at_first.warnings)
+
+
 def test_the_cli_prints_the_window_as_dates_on_stdout_and_the_warning_on_stderr(span_trace, tmp_path, capsys):
     from twinsweep.sweep.cli import main
 

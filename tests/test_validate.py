@@ -559,3 +559,31 @@ def test_validate_help_is_in_paragraphs_and_names_both_windows(capsys):
     windows = next(p for p in paragraphs if p.startswith("Windows:"))
     assert "--calibrate" in windows and "--report-window" in windows
     assert any(p.startswith("Modes: blind") for p in paragraphs)
+
+
+def test_out_refuses_a_folder_of_other_files_unless_forced_and_replaces_an_earlier_validation(tmp_path):
+    from twin_helpers import write_swf_rows
+    from twinsweep.sweep.validate import validate
+
+    log = write_swf_rows(tmp_path / "t.swf", [(1 + i, 900 * i, 0, 600, 2) for i in range(30)], max_nodes=8)
+    kw = dict(policy="fcfs", backfill="easy", noise_seeds=0, sensitivity=False, windows=0,
+              calibrate="0:13500", report_window="13500:27000")
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="not empty and holds no earlier validation .*notes.txt.*--force"):
+        validate(str(log), out=precious, **kw)
+    assert sorted(p.name for p in precious.iterdir()) == ["notes.txt"]  # nothing written before the refusal
+    validate(str(log), out=precious, force=True, **kw)
+    assert (precious / "validation.json").exists() and (precious / "notes.txt").read_text() == "mine"
+    validate(str(log), out=precious, **kw)  # a folder of an earlier validation: its files are replaced
+
+
+def test_the_page_says_no_variant_is_closest_when_they_all_tie():
+    from twinsweep.sweep.validate import _closest_text
+
+    one = _closest_text({"policy": "sjf", "backfill": "easy", "by": "smallest |wait_mean_rel_error|", "tied_with": []})
+    assert "Closest to the log: sjf + easy" in one
+    tie = _closest_text({"policy": "fcfs", "backfill": "none", "by": "smallest |wait_mean_rel_error|",
+                         "tied_with": ["fcfs+easy", "sjf+none"]})
+    assert "No variant is closest" in tie and "2 others (fcfs+easy, sjf+none)" in tie
