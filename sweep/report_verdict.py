@@ -89,6 +89,27 @@ def past_end_note(v: Verdict) -> str | None:
             "are not those of a loaded machine. These blocks are ranked and marked &#9888; below.")
 
 
+def alike_note(v: Verdict) -> str | None:
+    """The caveat (HTML) for trade-off metrics that rank the variants exactly alike in every block
+    of a scope (:attr:`ScopeVerdict.alike_in_tradeoff`): the stated trade-off then weighs that one
+    preference with both weights. None when no pair does."""
+    total = sum(v.tradeoff.values())
+    where: dict[tuple[str, str], list[str]] = {}
+    for s in v.scopes:
+        for pair in s.alike_in_tradeoff:
+            where.setdefault(pair, []).append(s.scope)
+    if not where:
+        return None
+    parts = []
+    for (a, b), scopes in where.items():
+        scope = ("every scope" if len(scopes) == len(v.scopes) else ", ".join(scopes))
+        w = format_number(100 * (v.tradeoff.get(a, 0) + v.tradeoff.get(b, 0)) / total, 2)
+        parts.append(f"{html.escape(metric(a).label)} and {html.escape(metric(b).label)} rank the variants exactly "
+                     f"alike in every block ({html.escape(scope)}): the stated trade-off weighs that one preference "
+                     f"with both weights ({w} % together)")
+    return "; ".join(parts) + ". Give one of them less weight in [report] tradeoff if that is not meant."
+
+
 def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str]] = (),
                     reference: list[str] = ()) -> None:
     """Write the verdict section: a headline per scope for the stated trade-off, a table of every
@@ -132,6 +153,9 @@ def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str
         items.append(f"<li>{what}: run <b class=\"best\">{html.escape(o.best)}</b> — {sure}{vs}.</li>")
     pg.raw(f"<p>Recommended for the study's stated trade-off ({html.escape(_tradeoff_text(v))} of the rank "
            f"weights):</p><ul class=\"verdict\">{''.join(items)}</ul>")
+    alike = alike_note(v)
+    if alike:
+        notes.append(alike)
     for n in notes:
         pg.p(f"&#9888; {n}", raw=True)
     rows = []

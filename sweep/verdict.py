@@ -42,7 +42,7 @@ from twinsweep.core.metrics import format_number, metric
 from .ranking import BLOCK_COLS, BlockPivot, block_ranks, past_end_blocks
 
 __all__ = ["ObjectiveVerdict", "ScopeVerdict", "Verdict", "BlockScores", "block_scores", "compute_verdict",
-           "default_baseline", "TRADEOFF", "OVERALL", "MIN_BLOCKS", "cost_text"]
+           "default_baseline", "alike_pairs", "TRADEOFF", "OVERALL", "MIN_BLOCKS", "cost_text"]
 
 #: Objective name of the study's stated trade-off.
 TRADEOFF = "trade-off"
@@ -82,7 +82,9 @@ class ScopeVerdict:
     """The verdicts of one scope (a dataset or :data:`OVERALL`): ``blocks`` counted, ``variants``
     ranked (grid order), ``baseline`` variant, one :class:`ObjectiveVerdict` per objective (rank
     metrics in spec order, then :data:`TRADEOFF`); ``past_end``: how many of the blocks have a window
-    past its trace's last submission, ``past_end_windows``: those windows as ``"dataset/window"``."""
+    past its trace's last submission, ``past_end_windows``: those windows as ``"dataset/window"``;
+    ``alike_in_tradeoff``: pairs of trade-off metrics that rank the variants exactly alike in every
+    block of the scope (:func:`alike_pairs`: the trade-off then weighs one preference twice)."""
 
     scope: str
     blocks: int
@@ -91,6 +93,7 @@ class ScopeVerdict:
     objectives: tuple[ObjectiveVerdict, ...]
     past_end: int = 0
     past_end_windows: tuple[str, ...] = ()
+    alike_in_tradeoff: tuple[tuple[str, str], ...] = ()
 
     def get(self, objective: str) -> ObjectiveVerdict | None:
         """The verdict for ``objective`` (a metric name or :data:`TRADEOFF`), or None."""
@@ -222,6 +225,16 @@ def block_scores(g: pd.DataFrame, variants: list[str], directions: dict[str, str
     return BlockScores(tuple(vs), tuple(labels), values, ranks, score)
 
 
+def alike_pairs(ranks: dict[str, np.ndarray], metrics: list[str]) -> tuple[tuple[str, str], ...]:
+    """Pairs ``(a, b)`` of ``metrics`` (in their order, ``a`` first) whose blocks x variants rank
+    arrays in ``ranks`` are equal in every block: two objectives that order the variants exactly
+    alike (e.g. facility energy per node-hour and utilisation under a power model whose idle power
+    dominates), which a weighted trade-off counts twice. Metrics absent from ``ranks`` are skipped;
+    a metric whose ranks are all tied pairs with nothing (it expresses no preference)."""
+    ms = [m for m in metrics if m in ranks and len(np.unique(ranks[m])) > 1]
+    return tuple((a, b) for i, a in enumerate(ms) for b in ms[i + 1:] if np.array_equal(ranks[a], ranks[b]))
+
+
 def _scope(name: str, g: pd.DataFrame, variants: list[str], rank: dict[str, str], tradeoff: dict[str, float],
            baseline: str | None, n_boot: int, seed: int) -> ScopeVerdict | None:
     bs = block_scores(g, variants, rank, tradeoff)
@@ -242,7 +255,8 @@ def _scope(name: str, g: pd.DataFrame, variants: list[str], rank: dict[str, str]
         objs.append(verdict(TRADEOFF, bs.tradeoff))
     past = past_end_blocks(g)
     windows = tuple(dict.fromkeys(f"{r.dataset}/{r.window}" for r in past.itertuples()))
-    return ScopeVerdict(name, len(bs.blocks), tuple(vs), base, tuple(objs), len(past), windows)
+    return ScopeVerdict(name, len(bs.blocks), tuple(vs), base, tuple(objs), len(past), windows,
+                        alike_pairs(bs.ranks, list(tradeoff)))
 
 
 def compute_verdict(runs: pd.DataFrame, variants: list[str], rank: dict[str, str],

@@ -212,3 +212,23 @@ def test_how_to_read_names_only_sections_the_page_has():
     order = list(report_sections())
     assert [order.index(i) for i, _ in _DETAILS] == sorted(order.index(i) for i, _ in _DETAILS)
     assert "fidelity" not in how_to_read(later[:2])
+
+
+def test_tradeoff_metrics_that_rank_alike_in_every_block_are_named():
+    """Two trade-off metrics that order the variants the same way in every block (here peak power
+    follows the wait exactly; utilisation is tied everywhere and expresses no preference) are one
+    preference weighed twice: the verdict names the pair and the page says so."""
+    runs = _runs({"fcfs+easy": [(100, 1000), (90, 1000)] * 3, "b": [(50, 500), (60, 600)] * 3,
+                  "c": [(80, 800), (70, 700)] * 3}, seeds=range(6))
+    rank = {"wait_mean_s": "min", "peak_power_w": "min", "utilization": "max"}
+    v = compute_verdict(runs, ["fcfs+easy", "b", "c"], rank, n_boot=20)
+    (s,) = v.scopes
+    assert s.alike_in_tradeoff == (("wait_mean_s", "peak_power_w"),)
+    from twinsweep.sweep.report_verdict import alike_note
+
+    note = alike_note(v)
+    assert "mean wait and peak facility power rank the variants exactly alike in every block (every scope)" in note
+    assert "67 % together" in note  # 2 of the 3 equal weights
+    # one block where they disagree: no longer alike
+    runs.loc[(runs["variant"] == "b") & (runs["seed"] == 0), "peak_power_w"] = 2000
+    assert compute_verdict(runs, ["fcfs+easy", "b", "c"], rank, n_boot=20).scopes[0].alike_in_tradeoff == ()
