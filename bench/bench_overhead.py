@@ -179,9 +179,15 @@ class _CpuMeter:
         self.born: dict[int, float] = {}  # worker pid -> its process's start (epoch seconds)
         self.ready = 0.0  # when the backend's cluster was up (epoch s; ray.init's return), 0 = no such step
 
+    @staticmethod
+    def _read(pid: int, proc) -> tuple[float | None, float | None]:
+        """(process CPU, main-thread CPU) of a process, the main thread read first (the process
+        figure read after it is never smaller); None where not readable."""
+        main = _main_thread_cpu(pid)
+        return _cpu_of(proc), main
+
     def _sample(self, pid: int, proc) -> None:
-        main = _main_thread_cpu(pid)  # first: the process figure read after it is never smaller
-        c = _cpu_of(proc)
+        c, main = self._read(pid, proc)
         if c is not None and main is not None and c >= self.last.get(pid, 0.0):
             self.last[pid], self.main_last[pid] = c, main
         elif c is not None and pid not in self.last:
@@ -190,8 +196,8 @@ class _CpuMeter:
     def start(self) -> None:
         self.procs = _descendants()
         for pid, p in self.procs.items():
-            main = _main_thread_cpu(pid)
-            if (c := _cpu_of(p)) is not None:
+            c, main = self._read(pid, p)
+            if c is not None:
                 self.before[pid] = c
                 if main is not None:
                     self.main_before[pid] = main

@@ -28,6 +28,7 @@ import re
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 #: The cleaning note's marker in an SWF header's ``Note`` (PWA wording).
 CLEANED_MARK = "THIS IS A CLEANED VERSION"
@@ -81,19 +82,13 @@ def removed_job_gaps(job_id, submit_time) -> RemovedGaps | None:
     the numbers do not follow submit order (fewer than 99 % of consecutive numbers in
     non-decreasing submit order): then the ids are not the SWF counter and gaps mean nothing.
     Repeated numbers count once."""
-    ids = np.asarray(job_id, dtype=object)
     sub = np.asarray(submit_time, dtype=np.float64)
-    if len(ids) == 0:
+    if len(sub) == 0:
         return None
-    num = np.full(len(ids), -1, dtype=np.int64)
-    for i, x in enumerate(ids):
-        try:
-            v = int(str(x).strip())
-        except ValueError:
-            continue
-        if v >= 0:
-            num[i] = v
-    ok = num >= 0
+    val = pd.to_numeric(pd.Series(np.asarray(job_id, dtype=object)).astype(str).str.strip(),
+                        errors="coerce").to_numpy(dtype=np.float64)
+    ok = np.isfinite(val) & (val >= 0) & (val == np.floor(val))  # whole numbers only
+    num = np.where(ok, val, -1).astype(np.int64)
     if ok.mean() < 0.99 or ok.sum() < 2:
         return None
     order = np.argsort(num[ok], kind="stable")
@@ -118,28 +113,34 @@ def removed_in_window(gaps: RemovedGaps, t0: float, t1: float) -> float:
     return float((c * frac).sum())
 
 
-def cleaning_summary(header: dict[str, Any], job_id, submit_time, t0: float, t1: float) -> dict[str, Any]:
+def cleaning_summary(header: dict[str, Any], job_id, submit_time, t0: float, t1: float,
+                     also: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
     """What the archive removed, for a window ``[t0, t1)`` (s from the trace epoch):
 
     ``cleaned`` (the header has a cleaning note), ``filters`` ([{expression, jobs_removed}]),
     ``jobs_removed`` (their sum), ``removed_between_kept_jobs`` (missing numbers inside the kept
     range; None when the ids are not a counter), ``removed_in_window`` (of those, submitted in the
     window, rounded to a whole job), ``kept_in_window`` (jobs of the log submitted in it) and
-    ``removed_share_in_window`` = removed / (removed + kept) (None without both)."""
+    ``removed_share_in_window`` = removed / (removed + kept) (None without both). ``also``: other
+    windows by name, each summarised the same way (its three ``*_in_window`` figures) under its
+    name, from the same gaps (the ids are read once)."""
     filters = cleaning_filters(header)
     note = header.get("Note")
     cleaned = bool(filters) or (isinstance(note, str) and CLEANED_MARK in note)
     sub = np.asarray(submit_time, dtype=np.float64)
-    kept = int(((sub >= t0) & (sub < t1)).sum())
-    gaps = removed_job_gaps(job_id, submit_time)
-    removed = None if gaps is None else int(round(removed_in_window(gaps, t0, t1)))
-    share = None if removed is None or removed + kept == 0 else removed / (removed + kept)
+    gaps = removed_job_gaps(job_id, sub)
+
+    def in_window(a: float, b: float) -> dict[str, Any]:
+        kept = int(((sub >= a) & (sub < b)).sum())
+        removed = None if gaps is None else int(round(removed_in_window(gaps, a, b)))
+        share = None if removed is None or removed + kept == 0 else removed / (removed + kept)
+        return {"removed_in_window": removed, "kept_in_window": kept, "removed_share_in_window": share}
+
     return {
         "cleaned": cleaned,
         "filters": [dataclasses.asdict(f) for f in filters],
         "jobs_removed": sum(f.jobs_removed for f in filters),
         "removed_between_kept_jobs": None if gaps is None else gaps.total,
-        "removed_in_window": removed,
-        "kept_in_window": kept,
-        "removed_share_in_window": share,
+        **in_window(t0, t1),
+        **{name: in_window(a, b) for name, (a, b) in (also or {}).items()},
     }

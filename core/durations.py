@@ -52,7 +52,7 @@ def parse_human_duration(text: str | int | float | None, what: str = "duration")
             raise ConfigError(f"{what}: must be >= 0, got {text}")
         return int(round(text))
     m = _HUMAN.match(str(text))
-    if not m and str(text).strip().startswith("-") and _HUMAN.match(str(text).strip()[1:]):
+    if not m and _HUMAN.match(str(text).strip().removeprefix("-")):  # "-3d": a duration, negative
         raise ConfigError(f"{what}: must be >= 0, got {text!r}")
     if not m:
         raise ConfigError(f"{what}: expected seconds or a number with s/m/h/d/w (e.g. 3600, 90m, 6h, 7d), got {text!r}")

@@ -36,7 +36,8 @@ from .registry import Registry
 
 __all__ = ["Metric", "MetricInputs", "METRICS", "register_metric", "metric", "metric_names", "builtin_names",
            "pooled_metrics", "account_metric",
-           "default_direction", "summary_metrics", "plugin_metrics", "format_number", "format_spread", "column_decimals", "ENERGY_PER_WORK"]
+           "default_direction", "summary_metrics", "plugin_metrics", "format_number", "format_spread", "si_power", "column_decimals",
+           "ENERGY_PER_WORK"]
 
 _DIRECTIONS = ("min", "max")
 _COMPARE = ("ratio", "difference")
@@ -142,7 +143,7 @@ class Metric:
             return self
         if self.unit != "W" or not math.isfinite(top) or top <= 0:
             return self
-        scale, unit = next(((d, u) for d, u in reversed(_POWER_UNITS) if top >= d), _POWER_UNITS[0])
+        scale, unit = _power_unit(top)
         if (scale, unit) == (self.scale, self.display_unit):
             return self
         return dataclasses.replace(self, scale=scale, display_unit=unit)
@@ -216,6 +217,23 @@ def _b(name, unit, direction, label, display_unit="", scale=1.0, summary=False, 
 _H, _MWH, _KW = 3600.0, 3.6e9, 1e3
 #: SI units a power metric's display may take (divisor, unit), smallest first (:meth:`Metric.scaled_to`).
 _POWER_UNITS = ((1.0, "W"), (1e3, "kW"), (1e6, "MW"), (1e9, "GW"))
+
+
+def _power_unit(top: float) -> tuple[float, str]:
+    """(divisor, unit) of :data:`_POWER_UNITS` in which ``top`` (W, > 0) reads in [1, 1000)."""
+    return next(((d, u) for d, u in reversed(_POWER_UNITS) if top >= d), _POWER_UNITS[0])
+
+
+def si_power(watts: float) -> tuple[float, str]:
+    """A power in watts as ``(value, unit)`` in the SI unit in which it reads in [1, 1000)
+    (``1411436.4`` -> ``(1.4114364, "MW")``, ``375.0`` -> ``(375.0, "W")``; 0 -> ``(0.0, "W")``),
+    the choice :meth:`Metric.scaled_to` makes for a power metric. Raises TypeError / ValueError
+    for a value that is not a finite number."""
+    w = float(watts)
+    if not math.isfinite(w):
+        raise ValueError(f"power must be finite, got {watts!r}")
+    scale, unit = _power_unit(abs(w)) if w else _POWER_UNITS[0]
+    return w / scale, unit
 _b("wait_mean_s", "s", "min", "mean wait", "h", _H, summary=True,
    description="Mean of start − submit over the finished jobs. " + _WAIT)
 _b("wait_median_s", "s", "min", "median wait", "h", _H, description="Median wait of the finished jobs.")

@@ -273,16 +273,16 @@ def _print_summary(console, res, out: Path) -> None:
     def fmt(v, unit="", scale=1.0, nd=1):
         return "—" if v is None else f"{v / scale:,.{nd}f}{unit}"
 
-    from twinsweep.core.metrics import format_number, metric
+    from twinsweep.core.metrics import format_number, si_power
 
     def sig(v, unit="", scale=1.0):  # 3 significant digits, as the report shows them
         return "—" if v is None else f"{format_number(v / scale, 3)}{unit}"
 
-    def power(v, digits=3):  # in the SI unit of the value (W, kW, MW: core.metrics.Metric.scaled_to)
+    def power(v, digits=3):  # in the SI unit of the value (W, kW, MW: core.metrics.si_power)
         if v is None:
             return "—"
-        shown = metric("peak_power_w").scaled_to(abs(v))
-        return f"{format_number(v / shown.scale, digits)} {shown.display_unit}"
+        value, unit = si_power(v)
+        return f"{format_number(value, digits)} {unit}"
 
     def peak_mean(peak, mean):  # one more digit while two different values would read the same
         for digits in (3, 4, 5):
@@ -483,7 +483,8 @@ class _Paragraphs(argparse.HelpFormatter):
     filled to the terminal's width as argparse fills one."""
 
     def _fill_text(self, text, width, indent):
-        return "\n\n".join(super(_Paragraphs, self)._fill_text(p, width, indent) for p in text.split("\n\n"))
+        fill = super()._fill_text
+        return "\n\n".join(fill(p, width, indent) for p in text.split("\n\n"))
 
 
 def _add_validate_parser(sub):
@@ -680,8 +681,7 @@ def main(argv=None) -> int:
     try:
         return int(args.func(args) or 0)
     except TwinError as exc:
-        msg = str(exc)  # an API message names its function ("validate: ..."): the prefix says it already
-        msg = msg[len(args.command) + 2:] if msg.startswith(f"{args.command}: ") else msg
+        msg = str(exc).removeprefix(f"{args.command}: ")  # an API message may name its function ("validate: ...")
         print(f"twinsweep {args.command}: error: {msg}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from twinsweep.core.atomic import atomic_write_text
-from twinsweep.core.metrics import column_decimals, format_number, format_spread, metric as _metric, summary_metrics
+from twinsweep.core.metrics import column_decimals, format_number, format_spread, metric as _metric, si_power, summary_metrics
 
 from .plotting import axis_range, variant_styles
 from .ranking import (REFERENCE_POLICY, BlockPivot, block_ranks, bootstrap_mean_rank, drop_blocks, incomplete_blocks, kendall_w,
@@ -647,14 +647,14 @@ _PARAM_WORDS = {"cpu": "CPU", "gpu": "GPU", "nic": "NIC", "cdu": "CDU", "cdus": 
 def _param_row(key: str, v) -> tuple[str, object]:
     """(label, value) of a system-file parameter for the report's tables: :func:`_param_label`, and a
     power in watts shown in the SI unit of its value (``design_heat_w`` 1411436.4 -> ``design heat
-    [MW]``, 1.411; :meth:`core.metrics.Metric.scaled_to`, as the report's power metrics); other
+    [MW]``, 1.411; :func:`core.metrics.si_power`, as the report's power metrics); other
     values as they are (the table formats them: :func:`_cell`)."""
     label = _param_label(key)
     if label.endswith(" [W]") and isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) \
-            and np.isfinite(v) and v != 0:
-        shown = _metric("peak_power_w").scaled_to(abs(float(v)))
-        if shown.scale != 1.0:
-            return f"{label[:-4]} [{shown.display_unit}]", float(v) / shown.scale
+            and np.isfinite(v):
+        value, unit = si_power(v)
+        if unit != "W":
+            return f"{label[:-4]} [{unit}]", value
     return label, v
 
 

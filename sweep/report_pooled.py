@@ -25,10 +25,10 @@ POOLED_DISPLAY: dict[str, tuple[str, float, str, bool]] = {
     m.name: (m.label, m.scale, m.display_unit, m.power) for m in pooled_metrics().values()}
 
 
-
 #: The smallest linear threshold of a panel's symmetric-log axis, as a fraction of its largest
 #: value: 10^4, i.e. about four decades shown.
 SYMLOG_DECADES = 1e4
+
 
 def display_units(summ: pd.DataFrame, metrics: list[str]) -> dict[str, tuple[str, float, str, bool]]:
     """The display of each pooled metric over the summary rows ``summ``: :data:`POOLED_DISPLAY`,

@@ -335,19 +335,18 @@ def _holding_nodes(jobs: pd.DataFrame, s: int, e: int) -> pd.DataFrame:
 RESTART_STRETCH = 4
 
 
-def _noise_floor(base, make_jobs, seeds: int, t0: int, t1: int, nodes: int) -> dict:
+def _noise_floor(base: tuple, make_jobs, seeds: int, t0: int, t1: int, nodes: int) -> dict:
     """Mean and worst (``*_worst``: the largest in size, or the least for a correlation or a share
     of starts within a bound, :data:`_HIGHER_IS_CLOSER`) of each figure between the twin and itself
     under 1 % run-time noise.
 
-    ``base`` and what ``make_jobs(seed)`` returns: a twin job table, or ``(jobs, busy)`` as
-    :func:`_restart_jobs` gives (``busy``: the machine state of the occupancy figures)."""
-    base, base_busy = base if isinstance(base, tuple) else (base, None)
-    ref = twin_schedule(base)
+    ``base`` and what ``make_jobs(seed)`` returns: ``(jobs, busy)``, a twin job table and the
+    machine state of the occupancy figures (None: the job table's own, :func:`_restart_jobs`)."""
+    base_jobs, base_busy = base
+    ref = twin_schedule(base_jobs)
     rows = []
     for seed in range(1, seeds + 1):
-        jobs = make_jobs(seed)
-        jobs, busy = jobs if isinstance(jobs, tuple) else (jobs, None)
+        jobs, busy = make_jobs(seed)
         rows.append(compare(ref, twin_schedule(jobs), t0, t1, nodes, reference_busy=base_busy, twin_busy=busy))
     out: dict[str, Any] = {"seeds": seeds, "runtime_sigma": NOISE_SIGMA}
     for k in FIGURES:
@@ -619,9 +618,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     limits = wl_nodes.jobs["time_limit"].astype("float64").to_numpy(na_value=np.nan)  # requested, s
     reported = (submit >= t0) & (submit < t1)
     # jobs the archive's cleaning took out: the recorded schedule ran with them, every mode without
-    cleaning = cleaning_summary(workload.header, workload.jobs["job_id"], submit, t0, t1)
-    fit_clean = cleaning_summary(workload.header, workload.jobs["job_id"], submit, fit[0], fit[1])
-    cleaning["fitting"] = {k: fit_clean[k] for k in ("removed_in_window", "kept_in_window", "removed_share_in_window")}
+    cleaning = cleaning_summary(workload.header, workload.jobs["job_id"], submit, t0, t1, also={"fitting": fit})
     if (cleaning["removed_share_in_window"] or 0.0) >= CLEANING_WARN_SHARE:
         warns.append(cleaning_warning(cleaning))
     if no_limit := int((~(limits > 0) & reported).sum()):
@@ -666,7 +663,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
          "service throughout (fitted on the fitting window); the twin's input holds no recorded start, end or placement")
     if noise_seeds:
         modes["blind"]["noise_floor"] = _noise_floor(
-            blind_jobs, lambda s: _run(dataclasses.replace(base_cfg, seed=s, perturbation=pert), blind_wl, sys_blind),
+            (blind_jobs, None),
+            lambda s: (_run(dataclasses.replace(base_cfg, seed=s, perturbation=pert), blind_wl, sys_blind), None),
             noise_seeds, t0, t1, nodes)
     timing["blind_s"] = time.perf_counter() - t
 
@@ -685,7 +683,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
            "node-time" if informed.slots > nodes else ": no such block") + "; core/availability.py)"))
     if noise_seeds:
         modes["informed"]["noise_floor"] = _noise_floor(
-            inf_jobs, lambda s: _run(dataclasses.replace(base_cfg, seed=s, perturbation=pert), blind_wl, sys_informed),
+            (inf_jobs, None),
+            lambda s: (_run(dataclasses.replace(base_cfg, seed=s, perturbation=pert), blind_wl, sys_informed), None),
             noise_seeds, t0, t1, nodes)
     timing["informed_s"] = time.perf_counter() - t
 
@@ -849,26 +848,21 @@ _SHOWN = ("jobs_compared", "wait_mean_rel_error", "wait_p95_rel_error", "bsld_me
           "wait_ks", "wait_w1_s", "occupancy_corr_hourly", "occupancy_rmse_frac")
 
 
-def _cell(k: str, v) -> str:
-    """:func:`_fmt` for a table cell under its :data:`FIGURE_LABELS` header, which already names the
-    unit (``[%]``, ``[h]``, ``[% of nodes]``): the number without it."""
-    text, label = _fmt(k, v), FIGURE_LABELS.get(k, "")
-    if ("[%" in label and text.endswith(" %")) or (label.endswith("[h]") and text.endswith(" h")):
-        return text[:-2]
-    return text
-
-
-def _fmt(k: str, v) -> str:
+def _fmt(k: str, v, unit: bool = True) -> str:
+    """Figure ``k``'s value ``v`` for the page: a relative error or a share in %, a time in h (with
+    the unit, or without it (``unit=False``) in a table cell whose :data:`FIGURE_LABELS` header
+    names it); ``–`` when undefined."""
     if v is None:
         return "–"
     if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
         return "–"
+    pct, hours = (" %", " h") if unit else ("", "")
     if k.endswith("_rel_error"):
-        return f"{v * 100:+.1f} %"
+        return f"{v * 100:+.1f}{pct}"
     if k.endswith("_frac"):
-        return f"{v * 100:.1f} %"
+        return f"{v * 100:.1f}{pct}"
     if k.endswith("_s"):
-        return f"{v / 3600:.2f} h"
+        return f"{v / 3600:.2f}{hours}"
     if k == "jobs_compared":  # a count (a noise floor gives the mean over its seeds)
         return f"{v:,.0f}" if v == int(v) else f"{v:,.1f}"
     if isinstance(v, float):
@@ -939,6 +933,30 @@ def _closest_text(best: dict) -> str:
             "and hourly correlation: the figures do not tell them apart.</p>")
 
 
+def _cleaning_section(ac: dict) -> str:
+    """The page's section on what the archive's cleaning removed (validation.json
+    ``archive_cleaning``), by window; empty for a log that is not a cleaned one."""
+    if not (ac.get("cleaned") or ac.get("removed_in_window")):
+        return ""
+    e = html.escape
+
+    def where(part: dict, name: str) -> str:
+        n, kept, sh = part.get("removed_in_window"), part.get("kept_in_window", 0), part.get("removed_share_in_window")
+        if n is None:
+            return f"{name}: not placed (the job ids are not the SWF counter)"
+        if n == 0:
+            return f"{name}: none of them was submitted in it"
+        return (f"{name}: about {n:,} of them were submitted in it, beside the {kept:,} jobs of the log: "
+                f"{_share_text(sh)} of the jobs the machine received then, by count (their sizes are not in the log)")
+
+    flist = "".join(f"<li>{e(f['expression'])}: {f['jobs_removed']:,} jobs</li>" for f in ac.get("filters", []))
+    places = [where(ac, "Reported window")] + ([where(ac["fitting"], "Fitting window")] if ac.get("fitting") else [])
+    note = ac.get("note", "")
+    return (f"<h2>What the archive removed</h2><p>The archive's filters (expressions as in the header):</p>"
+            f"<ul>{flist}</ul><ul>" + "".join(f"<li>{e(x)}.</li>" for x in places) + "</ul>"
+            f"<p>{e(note[:1].upper() + note[1:])}.</p>")
+
+
 def validation_html(result: dict) -> str:
     """A short self-contained HTML page of a validation: figures by mode with their noise floor,
     exclusions, the policy-sensitivity table and what was read."""
@@ -947,13 +965,13 @@ def validation_html(result: dict) -> str:
     rows = []
     for m, fig in result["modes"].items():
         label = f"{m} (diagnostic, not a test)" if m == "holds" else m
-        rows.append(f"<tr><th>{e(label)}</th>" + "".join(f"<td>{e(_cell(k, fig.get(k)))}</td>" for k in _SHOWN) + "</tr>")
+        rows.append(f"<tr><th>{e(label)}</th>" + "".join(f"<td>{e(_fmt(k, fig.get(k), unit=False))}</td>" for k in _SHOWN) + "</tr>")
         nf = fig.get("noise_floor")
         if nf:
             # jobs_compared of a noise floor is a mean over seeds: shown as a whole number of jobs
             nfv = {k: (round(v) if k == "jobs_compared" and v is not None else v) for k, v in nf.items()}
             rows.append(f"<tr class='nf'><td>{e(m)} noise floor ({nf['seeds']} seed{'' if nf['seeds'] == 1 else 's'}, σ={nf['runtime_sigma']})</td>"
-                        + "".join(f"<td>{e(_cell(k, nfv.get(k)))}</td>" for k in _SHOWN) + "</tr>")
+                        + "".join(f"<td>{e(_fmt(k, nfv.get(k), unit=False))}</td>" for k in _SHOWN) + "</tr>")
     modes_desc = "".join(f"<li><b>{e(m)}</b>: {e(fig.get('description', ''))}</li>" for m, fig in result["modes"].items())
     cal = result.get("calibration") or {}
     consts = [("kill grace", f"{cal['kill_grace_s']:,} s ({cal.get('kill_grace_note', '')})" if "kill_grace_s" in cal else None),
@@ -978,23 +996,7 @@ def validation_html(result: dict) -> str:
     read = "".join(f"<li><b>{e(m)}</b>: {_read(v)}</li>" for m, v in result["fields_read"].items())
     warn = ("<h2>Warnings</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in result["warnings"]) + "</ul>"
             if result.get("warnings") else "")
-    ac = result.get("archive_cleaning") or {}
-    cleaned = ""
-    if ac.get("cleaned") or ac.get("removed_in_window"):
-        flist = "".join(f"<li>{e(f['expression'])}: {f['jobs_removed']:,} jobs</li>" for f in ac.get("filters", []))
-        def where(part: dict, name: str) -> str:
-            n, kept, sh = part.get("removed_in_window"), part.get("kept_in_window", 0), part.get("removed_share_in_window")
-            if n is None:
-                return f"{name}: not placed (the job ids are not the SWF counter)"
-            if n == 0:
-                return f"{name}: none of them was submitted in it"
-            return (f"{name}: about {n:,} of them were submitted in it, beside the {kept:,} jobs of the log: "
-                    f"{_share_text(sh)} of the jobs the machine received then, by count (their sizes are not in the log)")
-
-        places = [where(ac, "Reported window")] + ([where(ac["fitting"], "Fitting window")] if ac.get("fitting") else [])
-        cleaned = (f"<h2>What the archive removed</h2><p>The archive's filters (expressions as in the header):</p>"
-                   f"<ul>{flist}</ul><ul>" + "".join(f"<li>{e(x)}.</li>" for x in places) + "</ul>"
-                   f"<p>{e(ac.get('note', '')[:1].upper() + ac.get('note', '')[1:])}.</p>")
+    cleaned = _cleaning_section(result.get("archive_cleaning") or {})
     split = ""
     if any(fig.get("wait_by_log_hold") for fig in result["modes"].values()):
         cols = ("jobs", "ref_wait_share", "wait_mean_ref_s", "wait_mean_twin_s", "wait_mean_rel_error",
@@ -1011,7 +1013,7 @@ def validation_html(result: dict) -> str:
     if result.get("sensitivity"):
         srows = "".join(
             f"<tr{' class=site' if r['site'] else ''}><th>{e(r['policy'])} + {e(r['backfill'])}</th>"
-            + "".join(f"<td>{e(_cell(k, r.get(k)))}</td>" for k in _SHOWN) + "</tr>" for r in result["sensitivity"])
+            + "".join(f"<td>{e(_fmt(k, r.get(k), unit=False))}</td>" for k in _SHOWN) + "</tr>" for r in result["sensitivity"])
         sens = (f"<h2>Policy sensitivity (blind twin)</h2><table><tr><th></th>{head}</tr>{srows}</table>"
                 + (_closest_text(best) if (best := result.get("best_matching_policy")) else ""))
     rs = result.get("ranking_stability")

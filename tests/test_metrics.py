@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from twinsweep.core.errors import ConfigError
 from twinsweep.core.metrics import (ENERGY_PER_WORK, METRICS, Metric, builtin_names, column_decimals,
-                                    format_number, format_spread, metric, metric_names, register_metric, summary_metrics)
+                                    format_number, format_spread, metric, metric_names, si_power, register_metric, summary_metrics)
 from twinsweep.core.stats import compute_stats
 from test_stats import JOBS, STEPS, T0, T1, four_node_system
 
@@ -219,3 +219,12 @@ def test_scaled_to_takes_the_si_unit_of_the_largest_power():
     assert ramp.scaled_to(357.0).header() == ramp.label + " [W]"
     wait = metric("wait_mean_s")
     assert wait.scaled_to(1e9) is wait  # not a power: its own display (h)
+
+
+def test_si_power_reads_in_one_to_a_thousand_of_its_unit():
+    value, unit = si_power(1411436.36)
+    assert unit == "MW" and value == pytest.approx(1.41143636)
+    assert si_power(375.0) == (375.0, "W") and si_power(0) == (0.0, "W")
+    assert si_power(-2500) == (-2.5, "kW") and si_power(999.9) == (999.9, "W") and si_power(1000) == (1.0, "kW")
+    with pytest.raises(ValueError, match="finite"):
+        si_power(float("inf"))
