@@ -71,20 +71,33 @@ class TraceSpan:
                 f"{_days(self.first_submit_s)} to {_days(self.last_submit_s)}, last end {_days(self.last_end_s)} "
                 "from the trace epoch)")
 
-    def check_window(self, start: int | None, duration: int | None, where: str = "") -> None:
-        """Raise ConfigError when the window starts after the trace's last job has ended
-        (``start >= last_end_s`` and ``start > last_submit_s``: nothing is submitted or running in
-        it; a job occupies ``[start, end)``). ``where`` prefixes the message (a file, a
-        dataset/window name). ``start`` None = the trace's start: never refused."""
-        pre = f"{where}: " if where else ""
+    def outside(self, start: int | None, duration: int | None) -> str | None:
+        """Why the window ``[start, start + duration)`` holds nothing of the trace, or None when it
+        holds something: ``"before"`` when it ends at or before the first submission (nothing is
+        submitted yet, so nothing runs), ``"after"`` when it starts after the last job has ended
+        (``start >= last_end_s`` and ``start > last_submit_s``; a job occupies ``[start, end)``).
+        ``start`` None = the trace's start, ``duration`` None = open: never outside on that side."""
         if start is not None and duration is not None and int(start) + int(duration) <= self.first_submit_s:
-            raise ConfigError(
-                f"{pre}the window [{int(start):,}, {int(start) + int(duration):,}) s ({self.date(int(start))} to "
-                f"{self.date(int(start) + int(duration))}) ends before the trace's first submission: nothing is "
-                f"submitted or running in it; {self.describe()}; choose a window that ends after "
-                f"{self.first_submit_s:,} s (--start / --duration, a window's start and duration)")
-        if start is None or int(start) < self.last_end_s or int(start) <= self.last_submit_s:
+            return "before"
+        if start is not None and int(start) >= self.last_end_s and int(start) > self.last_submit_s:
+            return "after"
+        return None
+
+    def check_window(self, start: int | None, duration: int | None, where: str = "") -> None:
+        """Raise ConfigError when the window holds nothing of the trace (:meth:`outside`): it ends
+        before the first submission, or starts after the last job has ended; the message names the
+        trace's span as dates and offsets. ``where`` prefixes the message (a file, a dataset/window
+        name)."""
+        side = self.outside(start, duration)
+        if side is None:
             return
+        pre = f"{where}: " if where else ""
+        if side == "before":
+            end = int(start) + int(duration)
+            raise ConfigError(
+                f"{pre}the window [{int(start):,}, {end:,}) s ({self.date(int(start))} to {self.date(end)}) ends before "
+                f"the trace's first submission: nothing is submitted or running in it; {self.describe()}; choose a "
+                f"window that ends after {self.first_submit_s:,} s (--start / --duration, a window's start and duration)")
         raise ConfigError(
             f"{pre}the window starts at {int(start):,} s ({_days(int(start))}, {self.date(int(start))}), after the "
             f"trace's last job has ended: nothing is submitted or running in it; {self.describe()}; choose a start "

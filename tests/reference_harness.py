@@ -229,12 +229,12 @@ def system(scn: Scenario) -> System:
                   default_time_limit=scn.default_time_limit, power=POWER)
 
 
-def window_after_trace(scn: Scenario) -> bool:
-    """True when the scenario's window starts after its trace's last job has ended: the engine
-    refuses such a window with one ConfigError (core.tracespan, issue 11), so there is no run to
+def window_outside_trace(scn: Scenario) -> bool:
+    """True when the scenario's window holds nothing of its trace — it starts after the last job
+    has ended, or ends before the first submission: the engine refuses such a window with one
+    ConfigError (core.tracespan.TraceSpan.outside, the engine's own rule), so there is no run to
     compare (the reference model, written from DESIGN §3, simulates an empty window instead)."""
-    span = trace_span(workload(scn))
-    return scn.start is not None and scn.start >= span.last_end_s and scn.start > span.last_submit_s
+    return trace_span(workload(scn)).outside(scn.start, scn.duration) is not None
 
 
 def run_engine(scn: Scenario, policy: str, backfill: str, kill: bool, sample_period: int = 60):

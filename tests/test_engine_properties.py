@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, assume, event, given, settings, target
 from hypothesis import strategies as st
 
 import reference_scheduler as ref
-from reference_harness import (engine_starts, window_after_trace, examples, kept_has_priority, reference_scenarios, run_engine,
+from reference_harness import (engine_starts, window_outside_trace, examples, kept_has_priority, reference_scenarios, run_engine,
                                run_reference)
 from twin_helpers import schedule_of, simulate_tiny
 
@@ -85,7 +85,7 @@ GUARANTEE_EXAMPLES = 30  # per policy, in CI
 def _reference_and_engine(scn, policy, backfill):
     """(reference result, engine RunResult, engine starts by trace index), kill on."""
     want = run_reference(scn, policy, backfill, kill=True)
-    assume(want.t_end > want.t0 and not window_after_trace(scn)
+    assume(want.t_end > want.t0 and not window_outside_trace(scn)
            and (policy != "priority" or kept_has_priority(scn, want)))
     res = run_engine(scn, policy, backfill, kill=True)
     return want, res, engine_starts(res.jobs)

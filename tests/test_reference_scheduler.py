@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 
 import reference_scheduler as ref
 from reference_harness import (engine_outcomes, examples, kept_has_priority, reference_outcomes, reference_scenarios,
-                               run_engine, run_reference, window_after_trace)
+                               run_engine, run_reference, window_outside_trace)
 from twinsweep.core.errors import ConfigError
 
 #: examples per (policy, backfill, kill) item in CI: 32 items -> 640 engine runs
@@ -37,7 +37,7 @@ def _counts(res: ref.Result) -> dict:
 @given(scn=reference_scenarios())
 def test_engine_agrees_with_reference(scn, policy, backfill, kill):
     want = run_reference(scn, policy, backfill, kill)
-    if (want.t_end <= want.t0 or window_after_trace(scn)
+    if (want.t_end <= want.t0 or window_outside_trace(scn)
             or (policy == "priority" and not kept_has_priority(scn, want))):
         # nothing happens in the window / a window after the trace (refused by design, core.tracespan;
         # the reference simulates it empty) / no priority to order by: one clear error, no run

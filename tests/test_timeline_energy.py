@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import reference_scheduler as ref
 from reference_harness import (CPUS, GPUS, POWER, SIM_END, SIM_START, examples, run_engine, run_reference, scenarios,
-                               window_after_trace)
+                               window_outside_trace)
 
 #: examples per backfill variant in CI (policy, kill and sample period drawn)
 EXAMPLES = 15
@@ -56,7 +56,7 @@ def facility(it, nodes):
        period=st.sampled_from([1, 1, 7, 60]))
 def test_timeline_and_energy_follow_from_the_jobs(scn, backfill, policy, kill, period):
     want = run_reference(scn, policy, backfill, kill)
-    assume(want.t_end > want.t0 and not window_after_trace(scn))
+    assume(want.t_end > want.t0 and not window_outside_trace(scn))
     res = run_engine(scn, policy, backfill, kill, sample_period=period)
     t0, t1 = res.manifest["window"]["start"], res.manifest["window"]["end"]
     N, span = scn.nodes, t1 - t0
@@ -118,7 +118,21 @@ def test_a_window_after_the_trace_is_refused_not_compared():
 
     j = ref.Job(submit=0, run=None, limit=None, nodes=0, recorded_start=None, priority=None)
     scn = Scenario(jobs=(j, j), nodes=1, default_time_limit=None, start=1, duration=1)
-    assert window_after_trace(scn)
+    assert window_outside_trace(scn)
     with pytest.raises(ConfigError, match="nothing is submitted or running"):
         run_engine(scn, "fcfs", "firstfit", True)
-    assert not window_after_trace(Scenario(jobs=(j, j), nodes=1, default_time_limit=None, start=0, duration=1))
+    assert not window_outside_trace(Scenario(jobs=(j, j), nodes=1, default_time_limit=None, start=0, duration=1))
+
+
+def test_a_window_before_the_trace_is_refused_not_compared():
+    """The example hypothesis found: both jobs submitted at 1 s and a window [0, 1), which ends
+    before the first submission; the engine refuses it, and the properties leave it out."""
+    from reference_harness import Scenario
+    from twinsweep.core.errors import ConfigError
+
+    j = ref.Job(submit=1, run=1, limit=2, nodes=1, recorded_start=None, priority=None)
+    scn = Scenario(jobs=(j, j), nodes=1, default_time_limit=None, start=0, duration=1)
+    assert window_outside_trace(scn)
+    with pytest.raises(ConfigError, match="ends before the trace's first submission"):
+        run_engine(scn, "fcfs", "conservative", True)
+    assert not window_outside_trace(Scenario(jobs=(j, j), nodes=1, default_time_limit=None, start=0, duration=2))
