@@ -400,9 +400,15 @@ def plugin_metrics() -> list[Metric]:
 
 # ----------------------------------------------------------------------------------- formatting
 def _decimals_for(x: float, digits: int) -> int:
+    """Decimals that show ``x`` with ``digits`` significant digits, counted on ``x`` as rounded:
+    a value that rounds up to the next power of ten takes one decimal less (0.00098 with one
+    digit is 0.001, not 0.0010; 9.96 with two is 10, not 10.0)."""
     if x == 0 or not math.isfinite(x):
         return 0
-    return max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    d = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    if d > 0 and abs(round(x, d)) >= 10.0 ** (math.floor(math.log10(abs(x))) + 1):
+        d -= 1
+    return d
 
 
 def format_number(x, digits: int = 3, decimals: int | None = None, max_decimals: int = 6) -> str:

@@ -59,6 +59,19 @@ def _duration(text):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _positive_duration(text):
+    """:func:`_duration` of a length that must be > 0 (a window's duration, a restart period): a
+    negative value gets the same message as 0 does."""
+    if str(text).strip().startswith("-"):
+        try:
+            _duration(str(text).strip()[1:])
+        except argparse.ArgumentTypeError:
+            pass
+        else:
+            raise argparse.ArgumentTypeError(f"duration: must be > 0 s, got {text!r}")
+    return _duration(text)
+
+
 def _add_run_parser(sub):
     from twinsweep.core.scheduler import available_backfills, available_policies
 
@@ -82,7 +95,7 @@ def _add_run_parser(sub):
                    help="keep jobs cancelled while queued in the log queued until their cancel time (status "
                         "cancelled; run option queue_cancelled; default: the system file's queue_cancelled, off)")
     _signed(p.add_argument("--start", type=_duration, default=None, help="window start from the trace epoch: seconds or a duration (3600, 90m, 6h, 10d)"))
-    _signed(p.add_argument("--duration", type=_duration, default=None, help="window length (e.g. 7d)"))
+    _signed(p.add_argument("--duration", type=_positive_duration, default=None, help="window length (e.g. 7d)"))
     _signed(p.add_argument("--sample-period", type=_duration, default=60, help="timeline bin width (default 60 s)"))
     p.add_argument("--seed", type=int, default=0, help="seed of the run-time / submit perturbation (default 0: none)")
     p.add_argument("--runtime-sigma", type=float, default=0.0, help="sigma of log-normal run-time noise, used when seed > 0 (default 0)")
@@ -256,13 +269,16 @@ def _simulate_and_write(args, cfg, console, out_dir: Path) -> int:
     if args.accounts_out:
         _write_accounts(args, res, console)
     _print_window(res)  # one line above the table (the table has no window row: it would say it twice)
-    _print_summary(console, res, out)
+    _print_summary(res, out)  # the result, on stdout (the spinner and the warnings use stderr)
     _print_warnings(res)
     return 0
 
 
-def _print_summary(console, res, out: Path) -> None:
+def _print_summary(res, out: Path) -> None:
+    from rich.console import Console
     from rich.table import Table
+
+    console = Console(width=None if sys.stdout.isatty() else 200)  # piped: no 80-column squeeze
 
     s, c = res.stats["system"], res.stats["counts"]
     label = res.stats.get("power_label", "assumed")
@@ -309,8 +325,8 @@ def _print_summary(console, res, out: Path) -> None:
         (f"facility energy ({label})", fmt(s["facility_energy_j"], " MWh", 3.6e9, 3)),
         (f"peak / mean power ({label})", peak_mean(s["peak_power_w"], s["mean_power_w"])),
         (f"15-min ramp max ({label})", power(s["ramp_15min_max_w"])),
-        *([("PUE (energy-weighted)", fmt(s["pue_avg"], "", 1, 3)),
-           ("cooling energy", fmt(s["cooling_energy_j"], " MWh", 3.6e9, 3)),
+        *([(f"PUE (energy-weighted; {label})", fmt(s["pue_avg"], "", 1, 3)),  # labelled as the power model, as the report
+           (f"cooling energy ({label})", fmt(s["cooling_energy_j"], " MWh", 3.6e9, 3)),
            ("return temp mean / max / swing",
             f"{fmt(s['return_temp_mean_c'], ' °C')} / {fmt(s['return_temp_max_c'], ' °C')} / "
             f"{fmt(s['return_temp_swing_c'], ' K')}"),
@@ -514,7 +530,7 @@ def _add_validate_parser(sub):
                    help="the site's ordering policy (default: the system file's [site] table, else fcfs)")
     p.add_argument("--backfill", default=None,
                    help="the site's backfill variant (default: the system file's [site] table, else easy)")
-    _signed(p.add_argument("--restart", type=_duration, default=None, metavar="PERIOD",
+    _signed(p.add_argument("--restart", type=_positive_duration, default=None, metavar="PERIOD",
                            help="add the restart mode: re-seed from the recorded state every PERIOD (e.g. 7d)"))
     _signed(p.add_argument("--calibrate", default=None, metavar="START:END",
                            help="fitting window from the trace epoch (e.g. 0:180d); default the first half of the trace"))
@@ -664,6 +680,20 @@ def _start_up(freeze: bool = False):
 _COMMAND_MODULES = {"run": ("twinsweep.core.config", "twinsweep.core.run")}
 
 
+def _lenient_hint(exc, args) -> str:
+    """How to skip a malformed trace line, after the error that names it: ``--lenient`` for a
+    command that has it, a dataset's ``lenient = true`` for a sweep; "" otherwise."""
+    from twinsweep.core.errors import TraceFormatError
+
+    if not isinstance(exc, TraceFormatError) or exc.line is None:
+        return ""
+    if hasattr(args, "lenient"):
+        return " (--lenient skips such lines, each counted and warned about)"
+    if args.command == "sweep":
+        return " (lenient = true in the dataset's table skips such lines, each counted and warned about)"
+    return ""
+
+
 def main(argv=None) -> int:
     """The ``twinsweep`` command; ``argv`` None: the process's own command line (``sys.argv``),
     whose start-up is then frozen out of the garbage collector's passes (:func:`_start_up`; a
@@ -682,7 +712,7 @@ def main(argv=None) -> int:
         return int(args.func(args) or 0)
     except TwinError as exc:
         msg = str(exc).removeprefix(f"{args.command}: ")  # an API message may name its function ("validate: ...")
-        print(f"twinsweep {args.command}: error: {msg}", file=sys.stderr)
+        print(f"twinsweep {args.command}: error: {msg}{_lenient_hint(exc, args)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"twinsweep {args.command}: interrupted", file=sys.stderr)

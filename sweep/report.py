@@ -731,6 +731,19 @@ def _section_power(pg: _Page, datasets: dict) -> None:
             pg.table(pd.DataFrame(rows, columns=["cooling parameter", "value"], dtype=object), cls="t wrap")
 
 
+def _section_definitions(pg: _Page, metrics: list[str], rank: dict[str, str]) -> None:
+    """What each figure of the page means: every metric ranked or tabled, with its unit, which
+    way is better (the study's ranking direction, else the metric's own), its definition and its
+    source, from the metric catalogue (:mod:`core.metrics`; a plug-in metric brings its own)."""
+    pg.h(2, "What the figures mean", "definitions")
+    rows = []
+    for name in metrics:
+        m = _metric(name)
+        rows.append({"figure": m.label, "unit": m.display_unit or "—", "better": "lower" if rank.get(name, m.direction) == "min"
+                     else "higher", "definition": m.description or "—", "source": m.source or "—", "column": name})
+    pg.table(pd.DataFrame(rows), cls="t wrap")
+
+
 def _section_failures(pg: _Page, failed: list[dict]) -> None:
     pg.h(2, "Failed runs", "failures")
     if not failed:
@@ -874,6 +887,7 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
             pg.p("No complete runs yet.")
     _section_provenance(pg, datasets)
     _section_power(pg, datasets)
+    _section_definitions(pg, list(dict.fromkeys(list(rank) + metrics)), rank)
     _section_failures(pg, failed)
     atomic_write_text(out_dir / "runs.csv", runs.drop(columns=["variant"], errors="ignore").to_csv(index=False),
                       sync=False)
@@ -884,4 +898,4 @@ def report_sections() -> tuple[str, ...]:
     """The HTML ids every report has (for tests and links), in page order; a study whose grid has the
     recorded schedule (policy replay) also has ``fidelity``, after ``stability``."""
     return ("verdict", PARETO_ID, STABILITY_ID, "summary", "ranks", "wins", "agreement", "timelines", "distributions", "aggregate", "pooled",
-            "provenance", "power-models", "failures")
+            "provenance", "power-models", "definitions", "failures")

@@ -26,6 +26,7 @@ import dataclasses
 import hashlib
 import html
 import math
+import re
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -192,6 +193,7 @@ def box_strips(panels: Sequence[tuple[str, Mapping[str, np.ndarray]]], variants:
     side by side, each row of panels with the variant labels on its left. ``label``: the chart's
     accessible name. Returns the ``<svg>`` text."""
     cols = max(1, min(cols, len(panels) or 1))
+    unit = _unit_of(axis_label)
     lw = _label_width(variants)
     gap, rh, head, foot = 26.0, 17.0, 22.0, 34.0
     pw = (WIDTH - lw - (cols - 1) * gap - 8) / cols
@@ -220,7 +222,7 @@ def box_strips(panels: Sequence[tuple[str, Mapping[str, np.ndarray]]], variants:
             if not len(d):
                 body.append(_text(x0 + 8, cy + 4, "no runs", 10, color="#666666"))
                 continue
-            body.append(_box(sc, d, cy, styles[v], v))
+            body.append(_box(sc, d, cy, styles[v], v, unit))
     rows = -(-len(panels) // cols) if panels else 1
     return _svg(rows * (ph + 8), body, label)
 
@@ -237,14 +239,24 @@ def _quartiles(d: np.ndarray) -> tuple[float, float, float]:
 _QUARTILES = np.array([0.25, 0.5, 0.75])
 
 
-def _box(sc: _Scale, d: np.ndarray, cy: float, st: VariantStyle, name: str) -> str:
+def _unit_of(axis_label: str) -> str:
+    """`` h`` of ``"mean wait [h]"`` (the last bracketed unit of an axis label, with a space before
+    it, ``%`` without); "" when the label names none."""
+    found = re.findall(r"\[([^\]]+)\]", axis_label)
+    if not found:
+        return ""
+    return found[-1] if found[-1] == "%" else f" {found[-1]}"
+
+
+def _box(sc: _Scale, d: np.ndarray, cy: float, st: VariantStyle, name: str, unit: str = "") -> str:
+    """One variant's box (see :func:`box_strips`), its hover text in the axis' ``unit``."""
     q1, med, q3 = _quartiles(d)
     iqr = q3 - q1
     lo, hi = d[d >= q1 - 1.5 * iqr].min(), d[d <= q3 + 1.5 * iqr].max()
     X = sc(np.array([lo, q1, med, q3, hi])).tolist()
     dash = f' stroke-dasharray="{st.dash}"' if st.dash else ""
-    tip = (f"{name}: median {format_number(med)}, quartiles {format_number(q1)}–{format_number(q3)}, "
-           f"range {format_number(d.min())}–{format_number(d.max())}, {len(d)} run(s)")
+    tip = (f"{name}: median {format_number(med)}{unit}, quartiles {format_number(q1)}–{format_number(q3)}{unit}, "
+           f"range {format_number(d.min())}–{format_number(d.max())}{unit}, {len(d)} run(s)")
     parts = [f"<g><title>{_esc(tip)}</title>",
              f'<line x1="{_num(X[0])}" x2="{_num(X[1])}" y1="{_num(cy)}" y2="{_num(cy)}" stroke="{st.color}" '
              f'stroke-width="1.3"{dash}/>',

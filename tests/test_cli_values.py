@@ -37,3 +37,23 @@ def test_only_the_registered_options_values_are_joined():
     assert _join_signed_values(["run", "--data", "-1.swf"]) == ["run", "--data", "-1.swf"]  # not a signed option
     assert _join_signed_values(["run", "--start", "-x"]) == ["run", "--start", "-x"]  # an option, not a number
     assert _join_signed_values(["run", "--start"]) == ["run", "--start"]
+
+
+@pytest.mark.parametrize("value", ["-1d", "-90m", "0"])
+def test_a_window_length_that_is_not_positive_says_so_the_same_way(value, capsys, tmp_path):
+    log = write_swf_rows(tmp_path / "log.swf", [(j, 600 * j, 10, 300, 1) for j in range(1, 10)], max_nodes=4)
+    code = None
+    try:
+        code = main(["run", "--data", str(log), "--policy", "fcfs", "--duration", value, "--out", str(tmp_path / "o")])
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 2
+    assert "must be > 0 s" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_a_malformed_line_error_says_how_to_skip_such_lines(capsys, tmp_path):
+    log = write_swf_rows(tmp_path / "log.swf", [(j, 600 * j, 10, 300, 1) for j in range(1, 10)], max_nodes=4)
+    log.write_text(log.read_text() + "10 5 garbage\n")
+    assert main(["run", "--data", str(log), "--format", "swf", "--policy", "fcfs", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "log.swf:12: expected 18" in err and "(--lenient skips such lines" in err

@@ -85,6 +85,7 @@ def test_energy_per_node_hour_does_not_reward_idling():
     (-0.0004, {"decimals": 2}, "0.00"), (-12.345, {}, "-12.3"), (None, {}, "—"), (float("nan"), {}, "—"),
     (True, {}, "yes"), (False, {}, "no"), (0.0, {}, "0"), (2.0, {"digits": 1}, "2"),
     (12345.678, {"decimals": 1}, "12,345.7"),
+    (0.00098, {"digits": 1}, "0.001"), (9.96, {"digits": 2}, "10"), (0.0999, {}, "0.0999"), (0.09996, {}, "0.100"),
 ])
 def test_format_number(x, kw, text):
     assert format_number(x, **kw) == text

@@ -111,6 +111,22 @@ def small_sweep(tmp_path_factory):
     return run_sweep(spec, backend="local")
 
 
+def test_the_report_defines_every_figure_it_ranks(small_sweep):
+    """'What the figures mean': each ranked or tabled metric with its unit, direction and the
+    catalogue's definition (the censored mean wait says why it can be below the mean wait)."""
+    from twinsweep.core.metrics import metric
+
+    html = small_sweep.report.read_text()
+    sec = html[html.index('id="definitions"'):html.index('id="failures"')]
+    rows = re.findall(r"<tr>(.*?)</tr>", sec, flags=re.S)
+    cells = [re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r, flags=re.S) for r in rows[1:]]
+    by_col = {c[-1]: c for c in cells}
+    m = metric("wait_censored_mean_s")
+    assert by_col["wait_censored_mean_s"][:3] == [m.label, "h", "lower"]
+    assert "can be below 'mean wait'" in by_col["wait_censored_mean_s"][3]
+    assert by_col["utilization"][1:3] == ["%", "higher"]
+
+
 def test_report_has_every_section(small_sweep):
     res = small_sweep
     assert res.report is not None and res.report.name == "index.html"
@@ -265,3 +281,14 @@ def test_power_parameters_are_shown_in_the_si_unit_of_their_value():
     assert (label, _cell(v)) == ("node converter: constant loss c [kW]", "12")
     assert _param_row("primary_flow_kg_s", 2.5e4) == ("primary flow [kg/s]", 2.5e4)  # only watts are rescaled
     assert _param_row("cpu_idle_w", 0.0) == ("CPU idle [W]", 0.0)
+
+
+def test_a_box_hover_text_carries_the_axis_unit():
+    import numpy as np
+
+    from twinsweep.sweep.plotting import variant_styles
+    from twinsweep.sweep.svgchart import box_strips
+
+    svg = box_strips([("d / w", {"a": np.array([1.0, 2.0, 3.0])})], ["a"], variant_styles(["a"]), [(0.0, 4.0)],
+                     "mean wait [h]", "waits")
+    assert "a: median 2.00 h, quartiles 1.50–2.50 h, range 1.00–3.00 h, 3 run(s)" in svg
