@@ -111,7 +111,7 @@ def _render(v: dict, label: str, cost: str) -> dict:
     cal = v["calibration"]
     held_given = ((v["modes"].get("holds") or {}).get("wait_by_log_hold") or {}).get("not_held") or {}
     rank_row = (f"| {label} | {rs.get('windows', 0)} | {'–' if tau is None else f'{tau:.2f}'} | "
-                f"{_ok(tau, GOAL_TAU, absolute=False)} | "
+                f"{'no ranking: every variant ties' if rs.get('windows') and tau is None else _ok(tau, GOAL_TAU, absolute=False)} | "
                 f"{'–' if tau_s is None else f'{tau_s:.2f}'} | {'–' if top3 is None else f'{top3:.0%}'} | "
                 f"{cal['kill_grace_s']} s | {cal['blind_nodes_down']} | {cal['informed_down_node_frac']:.1%} | "
                 f"{cost} | {_pct(held_given.get('wait_mean_rel_error'))} / {_pct(held_given.get('wait_p95_rel_error'))} | "
@@ -122,7 +122,10 @@ def _render(v: dict, label: str, cost: str) -> dict:
 def _removed(ac: dict | None) -> str:
     """``44,615 (72 %)``: jobs the archive's cleaning removed from the reported window, and their
     share of what the machine received then (validation.json ``archive_cleaning``); ``–`` when
-    not measured, ``0`` when nothing was removed."""
+    not measured, ``not a cleaned log`` when its header has no cleaning note, ``0`` when nothing
+    was removed."""
+    if ac and not ac.get("cleaned"):
+        return "not a cleaned log"
     if not ac or ac.get("removed_in_window") is None:
         return "–"
     n, share = ac["removed_in_window"], ac.get("removed_share_in_window")

@@ -119,16 +119,20 @@ def cleaning_summary(header: dict[str, Any], job_id, submit_time, t0: float, t1:
 
     ``cleaned`` (the header has a cleaning note), ``filters`` ([{expression, jobs_removed}]),
     ``jobs_removed`` (their sum), ``removed_between_kept_jobs`` (missing numbers inside the kept
-    range; None when the ids are not a counter), ``removed_in_window`` (of those, submitted in the
-    window, rounded to a whole job), ``kept_in_window`` (jobs of the log submitted in it) and
-    ``removed_share_in_window`` = removed / (removed + kept) (None without both). ``also``: other
+    range; None when the ids are not a counter, and for a log that is not a cleaned one: there a
+    missing number is no evidence of a removed job — Slurm's job ids, for one, are shared by
+    every job of a cluster and skip), ``removed_in_window`` (of those, submitted in the window,
+    rounded to a whole job; None as before), ``kept_in_window`` (jobs of the log submitted in it)
+    and ``removed_share_in_window`` = removed / (removed + kept) (None without both). ``also``: other
     windows by name, each summarised the same way (its three ``*_in_window`` figures) under its
     name, from the same gaps (the ids are read once)."""
     filters = cleaning_filters(header)
     note = header.get("Note")
     cleaned = bool(filters) or (isinstance(note, str) and CLEANED_MARK in note)
     sub = np.asarray(submit_time, dtype=np.float64)
-    gaps = removed_job_gaps(job_id, sub)
+    # missing numbers mean removed jobs only where the header says jobs were removed: a log whose
+    # ids are another counter (Slurm's, shared by several machines or by job steps) has gaps too
+    gaps = removed_job_gaps(job_id, sub) if cleaned else None
 
     def in_window(a: float, b: float) -> dict[str, Any]:
         kept = int(((sub >= a) & (sub < b)).sum())

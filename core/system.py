@@ -394,15 +394,26 @@ def system_from_swf_header(header: dict, source: str = "", procs_unit: str = "co
     below MaxNodes, MaxNodes one-processor nodes; with one of them only, that many one-processor nodes; ``procs_unit == "nodes"``
     forces cores_per_node 1. default_time_limit = MaxRuntime. The derivation is the first entry
     of ``sources`` (``what = "nodes, cores_per_node"``).
-    Power: :data:`GENERIC_POWER` (assumed). Raises ConfigError when the header has neither field.
+    Power: :data:`GENERIC_POWER` (assumed). A field is a whole number, thousands separators
+    allowed (``1,024``, ``64.0``); 0 counts as not given. Raises ConfigError when the header has
+    neither field (or only zeros), or when one is not a whole number >= 0.
     """
 
     def num(key):
         v = header.get(key)
-        try:
-            return int(str(v).split()[0]) if v is not None else None
-        except ValueError:
+        if v is None or not str(v).strip():
             return None
+        word = str(v).split()[0].replace(",", "").replace("_", "")  # "1,024" as written by people
+        try:
+            x = float(word)
+        except ValueError:
+            x = float("nan")
+        if x == -1:  # SWF's "unknown"
+            return None
+        if not (x == x and x >= 0 and x == int(x)):
+            raise ConfigError(f"{source or 'trace'}: SWF header field {key} is {str(v).strip()!r}, not a whole number >= 0; "
+                              "correct the header or pass --system NAME (see `twinsweep systems`)")
+        return int(x)
 
     max_nodes, max_procs = num("MaxNodes"), num("MaxProcs")
     nodes = max_nodes or max_procs
@@ -412,14 +423,15 @@ def system_from_swf_header(header: dict, source: str = "", procs_unit: str = "co
             "(see `twinsweep systems`)"
         )
     cpn = 1
-    head = f"SWF header MaxNodes {max_nodes if max_nodes else 'absent'}, MaxProcs {max_procs if max_procs else 'absent'}"
+    head = (f"SWF header MaxNodes {'absent' if max_nodes is None else max_nodes}, "
+            f"MaxProcs {'absent' if max_procs is None else max_procs}")
     if procs_unit != "cores" or not max_procs:
         how = f"{head}: {nodes:,} nodes" + (" (the trace counts nodes)" if procs_unit != "cores" else "")
     elif not max_nodes:
         how = f"{head}: {nodes:,} one-processor nodes"
     elif max_procs % max_nodes == 0:
         cpn = max_procs // max_nodes
-        how = f"{head}: {nodes:,} nodes of {cpn} processors"
+        how = f"{head}: {nodes:,} nodes of {cpn} processor{'s' if cpn != 1 else ''}"
     elif max_procs < max_nodes:  # fewer processors than nodes: no node size fits; the nodes are kept
         how = f"{head}: MaxProcs is below MaxNodes, so {nodes:,} one-processor nodes (the header's MaxNodes)"
     else:

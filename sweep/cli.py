@@ -408,7 +408,8 @@ def _cmd_data_list(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from twinsweep.core.fetch import list_datasets
+    from twinsweep.core.data import DATA_ENV, data_dir
+    from twinsweep.core.fetch import list_datasets, present
 
     console = Console(width=None if sys.stdout.isatty() else 200)  # piped: no 80-column squeeze
     datasets = list_datasets()
@@ -420,23 +421,29 @@ def _cmd_data_list(args) -> int:
             return 2
         d = match[0]
         t = Table(title=f"files of {d.name} (`twinsweep data fetch NAME` takes each file name, with or without its .swf.gz)")
-        for col in ("file", "size", "verified by"):
+        for col in ("file", "size", "verified by", "on this machine"):
             t.add_column(col)
+        here, shipped = present(d)
         for f in d.files:
             how = "sha256 + size" if f.sha256 else ("md5 + size" if f.md5 else
                                                    ("the Zenodo record's md5" if d.md5_from else "nothing (warned)"))
-            t.add_row(f.name, "—" if f.size is None else f"{f.size:,} B", how)
+            where = ", ".join(w for w, ok in (("data folder", f.name in here), ("package", f.name in shipped)) if ok)
+            t.add_row(f.name, "—" if f.size is None else f"{f.size:,} B", how, where or "—")
         if d.manual:
             console.print(f"{d.name}: {d.manual}")
         console.print(t)
         return 0
     t = Table(title="datasets `twinsweep data fetch NAME` knows (`twinsweep data list NAME`: its files)")
-    for col in ("name", "title", "files", "verified", "loader", "system", "licence"):
+    for col in ("name", "title", "files", "in the data folder", "verified", "loader", "system", "licence"):
         t.add_column(col)
     for d in datasets:
-        t.add_row(d.name, d.title, "manual" if d.manual else str(len(d.files)), d.verification, d.loader,
+        here, shipped = present(d)
+        have = (f"{len(here)}" if d.manual else f"{len(here)} of {len(d.files)}") + (
+            f" (+{len(shipped)} in the package)" if shipped else "")
+        t.add_row(d.name, d.title, "manual" if d.manual else str(len(d.files)), have, d.verification, d.loader,
                   d.system or "by trace", d.licence)
     console.print(t)
+    console.print(f"data folder: {data_dir()} (${DATA_ENV} sets it)")
     return 0
 
 
@@ -602,21 +609,25 @@ def _cmd_validate(args) -> int:
     split = next(iter(res["modes"].values()), {}).get("wait_by_log_hold") or {}
     held = split.get(HELD)
     if held and held.get("ref_wait_share") is not None:
-        print(f"jobs the log held for a reason of their own (overtaken by a later job asking for at least their "
-              f"nodes and time limit): {held['jobs']:,} of the compared jobs, {held['ref_wait_share'] * 100:.0f} % of "
+        basis = (res.get("log_holds") or {}).get("overtaken_by", "at least its nodes and its time limit")
+        print(f"jobs the log held for a reason of their own (each overtaken by a later job asking for {basis}): "
+              f"{held['jobs']:,} of the compared jobs, {held['ref_wait_share'] * 100:.0f} % of "
               "the log's wait; mean wait error without them: "
               + ", ".join(f"{m} {_pct(f['wait_by_log_hold'].get(NOT_HELD, {}).get('wait_mean_rel_error'))}"
                           for m, f in res["modes"].items()))
     rs = res.get("ranking_stability")
-    if rs and rs.get("windows"):
+    if rs and rs.get("windows") and rs.get("kendall_tau_min_blind_vs_informed") is not None:
         def num(v, fmt):
             return "n/a" if v is None else format(v, fmt)
         n = rs["windows"]
         print(f"rankings over the {n} busiest week{'s' if n != 1 else ''}: Kendall tau blind vs informed >= "
               f"{num(rs['kendall_tau_min_blind_vs_informed'], '.2f')}, seeds >= "
-              f"{num(rs['kendall_tau_min_seeds'], '.2f')}, top-3 the same in {num(rs['top3_same_frac'], '.0%')}")
+              f"{num(rs['kendall_tau_min_seeds'], '.2f')}, top-3 the same in {num(rs['top3_same_frac'], '.0%')}"
+              + (f" ({k} week x metric pair(s) left out: every variant ties there)"
+                 if (k := rs.get("unranked_window_metrics")) else ""))
     elif rs is not None:
-        print(f"rankings: not studied ({rs.get('skipped') or 'no window'})")
+        print(f"rankings: {'nothing to compare' if rs.get('windows') else 'not studied'} "
+              f"({rs.get('skipped') or 'no window'})")
     print(f"validation: {Path(args.out) / 'validation.json'}, {Path(args.out) / 'validation.html'}")
     return 0
 
@@ -686,6 +697,8 @@ def _lenient_hint(exc, args) -> str:
     from twinsweep.core.errors import TraceFormatError
 
     if not isinstance(exc, TraceFormatError) or exc.line is None:
+        return ""
+    if getattr(args, "lenient", None):  # already given: the line is one --lenient does not skip
         return ""
     if hasattr(args, "lenient"):
         return " (--lenient skips such lines, each counted and warned about)"

@@ -9,8 +9,14 @@ trace, by mean wait (censored: jobs still queued at the window end count with th
 - the informed machine with run times perturbed by 1 % (seeds 1..S: the study's own noise),
 
 and compares the rankings with Kendall's τ (``scipy.stats.kendalltau``, τ-b) per window and
-metric. Each window starts from the recorded state at its start (DESIGN.md §3.9), as a sweep's
-windows do — under *both* machines. So "blind" here means the blind *machine model*, not blind
+metric. Values within :data:`TIE_REL_TOL` (0.1 %) of each other tie (:func:`tie_groups`): a
+difference a study would print as the same 3 significant digits is no order. A window × metric in
+which every variant ties under both machines has no ranking (``tau_blind_vs_informed`` None,
+``ranked`` false): it is counted in ``unranked_window_metrics`` and left out of the minimum and
+the shares below; when one machine ranks and the other sees every variant tie, τ is 0.
+
+Each window starts from the recorded state at its start (DESIGN.md §3.9), as a sweep's windows
+do — under *both* machines. So "blind" here means the blind *machine model*, not blind
 mode in :mod:`sweep.validate`'s sense: the jobs running and queued at each week's start are read
 from the log (``initial_state`` in the result says so). What is compared is how the ranking of
 variants moves with the machine model from one shared starting state; a study's own windows
@@ -20,7 +26,9 @@ site's options (a ``[site]`` table's clock rules or classes are not applied here
 ranking and a perturbed one), ``top3_same_frac`` (share of window × metric whose top-3 set is the
 same blind and informed), ``top1_gap_exceeds_seed_spread_frac`` (share whose informed winner leads
 the runner-up by more than the winner's spread over the seeds) and the per-window tables. A trace
-whose submit span holds no full window gets ``windows = 0``, ``None`` figures and ``skipped`` (why).
+whose submit span holds no full window, or whose windows rank nothing (every variant ties
+everywhere under both machines: OSC-Clust, 13 % busy once the archive removed 72 % of its jobs),
+gets ``None`` figures and ``skipped`` (why).
 """
 
 from __future__ import annotations
@@ -38,6 +46,10 @@ from twinsweep.core.workload import Workload
 WEEK_S = 7 * 86400
 #: Metrics the rankings are made by (stats.json system keys; lower is better).
 RANK_METRICS = ("wait_censored_mean_s", "bsld_mean")
+#: Relative difference (0.1 %) below which two variants' values tie in a ranking (:func:`tie_groups`):
+#: the figures a study reports carry 3 significant digits, and no operator acts on a smaller
+#: difference. Declared once for every trace.
+TIE_REL_TOL = 1e-3
 
 
 def busiest_weeks(workload: Workload, nodes: int, n: int, t0: int, t1: int, window_s: int = WEEK_S) -> list[int]:
@@ -56,18 +68,52 @@ def busiest_weeks(workload: Workload, nodes: int, n: int, t0: int, t1: int, wind
     return sorted(int(t0 + w * window_s) for w in top if load[w] > 0)
 
 
-def _tau(a: dict, b: dict) -> float:
+def tie_groups(vals: dict[str, float], rel_tol: float = TIE_REL_TOL) -> dict[str, float]:
+    """Each variant's value replaced by the smallest value of its *practical tie group*: values
+    sorted, and each within ``rel_tol`` × its own magnitude of the one before it joins that one's
+    group (single linkage; ``inf`` only ties ``inf``; any two within 1e-9 of the unit tie, for
+    values near 0). Returns a dict with the same keys.
+
+    A difference below :data:`TIE_REL_TOL` of the value is no ranking: on OSC-Clust the twelve
+    variants' mean waits of one week were 5863.72 s and 5863.75 s, which Kendall's τ read as an
+    order (τ 0 against a machine on which all twelve were 5863.66 s)."""
+    order = sorted(vals.items(), key=lambda kv: (kv[1], kv[0]))
+    out, rep, prev = {}, None, None
+    for name, v in order:
+        close = v == prev or (prev is not None and np.isfinite(v) and np.isfinite(prev)
+                              and abs(v - prev) <= max(rel_tol * max(abs(v), abs(prev)), 1e-9))
+        if not close:
+            rep = v
+        out[name] = rep
+        prev = v
+    return out
+
+
+def _ranks(vals: dict[str, float]) -> bool:
+    """Whether ``vals`` (after :func:`tie_groups`) orders any two variants."""
+    return len(set(vals.values())) > 1
+
+
+def _tau(a: dict, b: dict) -> float | None:
+    """Kendall's τ-b (scipy) of two rankings of the same variants, on their practical tie groups
+    (:func:`tie_groups`). ``None`` when neither ranking orders any two variants (every variant ties
+    under both: nothing to compare); 0.0 when exactly one of them does (one machine model sees a
+    difference the other does not: no association)."""
     from scipy.stats import kendalltau
 
-    keys = sorted(a)
-    x, y = [a[k] for k in keys], [b[k] for k in keys]
-    if len(set(x)) < 2 or len(set(y)) < 2:
-        return 1.0 if x == y else 0.0
-    return float(kendalltau(x, y).statistic)
+    ga, gb = tie_groups(a), tie_groups(b)
+    if not _ranks(ga) and not _ranks(gb):
+        return None
+    if not _ranks(ga) or not _ranks(gb):
+        return 0.0
+    keys = sorted(ga)
+    return float(kendalltau([ga[k] for k in keys], [gb[k] for k in keys]).statistic)
 
 
 def _top(vals: dict, k: int) -> set:
-    return {name for name, _ in sorted(vals.items(), key=lambda kv: (kv[1], kv[0]))[:k]}
+    """The ``k`` best variants (lowest value), practical ties (:func:`tie_groups`) broken by name."""
+    g = tie_groups(vals)
+    return {name for name, _ in sorted(g.items(), key=lambda kv: (kv[1], kv[0]))[:k]}
 
 
 def ranking_stability(config: RunConfig, workload: Workload, sys_blind, sys_informed, policies: list[str],
@@ -98,6 +144,7 @@ def ranking_stability(config: RunConfig, workload: Workload, sys_blind, sys_info
 
     per_window = []
     taus_bi, taus_seed, top3, gaps = [], [], [], []
+    no_ranking = 0
     for s in starts:
         blind = values(sys_blind, s, 0)
         inf = values(sys_informed, s, 0)
@@ -107,28 +154,42 @@ def ranking_stability(config: RunConfig, workload: Workload, sys_blind, sys_info
             tb = _tau(blind[m], inf[m])
             ts = [_tau(inf[m], sv[m]) for sv in seeded]
             same3 = _top(blind[m], 3) == _top(inf[m], 3)
-            order = sorted(inf[m].items(), key=lambda kv: (kv[1], kv[0]))
+            grouped = tie_groups(inf[m])
+            order = sorted(grouped.items(), key=lambda kv: (kv[1], kv[0]))
             win = order[0][0]
             spread = (max(sv[m][win] for sv in seeded + [inf]) - min(sv[m][win] for sv in seeded + [inf]))
-            gap = order[1][1] - order[0][1] if len(order) > 1 else 0.0
-            taus_bi.append(tb)
-            taus_seed.extend(ts)
-            top3.append(same3)
-            gaps.append(gap > spread)
+            gap = next((v - order[0][1] for _, v in order if v > order[0][1]), 0.0)
+            ranked = tb is not None
+            if ranked:
+                taus_bi.append(tb)
+                top3.append(same3)
+                gaps.append(gap > spread)
+            else:
+                no_ranking += 1
+            taus_seed.extend(t for t in ts if t is not None)
             row["metrics"][m] = {"tau_blind_vs_informed": tb, "tau_seeds": ts, "top3_same": same3,
-                                 "winner_informed": win, "winner_blind": min(blind[m], key=lambda k: (blind[m][k], k)),
+                                 "ranked": ranked,
+                                 "winner_informed": win, "winner_blind": min(tie_groups(blind[m]).items(),
+                                                                             key=lambda kv: (kv[1], kv[0]))[0],
                                  "top1_gap": gap, "winner_seed_spread": spread,
                                  "blind": blind[m], "informed": inf[m]}
         per_window.append(row)
-    skipped = None if starts else (
-        f"the trace's submit span ({(t1 - t0) / 86400:.1f} d) holds no full window of {window_s / 86400:g} d with "
-        "submitted work: no ranking to compare")
+    skipped = None
+    if not starts:
+        skipped = (f"the trace's submit span ({(t1 - t0) / 86400:.1f} d) holds no full window of {window_s / 86400:g} d "
+                   "with submitted work: no ranking to compare")
+    elif not taus_bi:
+        skipped = (f"every variant ties (within {TIE_REL_TOL:.1%}) on every metric in each of the {len(starts)} busiest "
+                   "windows, under both machine models: no policy or backfill variant changes any job's wait there "
+                   "(the machine queues no job a variant could reorder), so there is no ranking to compare")
     return {
         "windows": len(starts), "window_s": window_s, "seeds": seeds, "runtime_sigma": noise_sigma,
         **({"skipped": skipped} if skipped else {}),
         "initial_state": ("recorded: every window, under both machines, starts from the log's running and queued "
                           "jobs at its start (DESIGN.md §3.9); 'blind' names the machine model, not blind mode"),
         "metrics": list(RANK_METRICS), "variants": [f"{p}+{b}" for p, b in combos],
+        "tie_rel_tol": TIE_REL_TOL,
+        "unranked_window_metrics": no_ranking,
         "kendall_tau_min_blind_vs_informed": min(taus_bi) if taus_bi else None,
         "kendall_tau_min_seeds": min(taus_seed) if taus_seed else None,
         "top3_same_frac": float(np.mean(top3)) if top3 else None,

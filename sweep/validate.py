@@ -218,6 +218,60 @@ def cleaning_warning(cleaning: dict) -> str:
             f"waits there are not comparable with the log's (it will wait less){fit_text}")
 
 
+def _input_warnings(workload: Workload, reference: pd.DataFrame, limits: np.ndarray, reported: np.ndarray,
+                    fit: tuple[int, int], nodes: int, default_limit: int | None, grace: int | None) -> list[str]:
+    """What the log holds that the comparison cannot use as it is, said before any run (each a
+    count of the reported window's jobs; nothing is left out silently):
+
+    - jobs with a run time but no recorded start (SWF wait -1): the twin runs them, they are not
+      compared, and the log's busy nodes (compared hour by hour, read by informed mode) lack them;
+    - jobs that ran in the log but ask for no nodes or for more than the machine's ``nodes``: the
+      twin rejects them at submit; they count on neither side;
+    - with ``grace`` (kill on): jobs that ran longer in the log than the limit the twin gives them
+      (requested, else ``default_limit``) plus the kill grace: the twin kills them early;
+    - a fitting window in which no job has a recorded start: nothing is fitted from the schedule
+      there (the kill grace reads run times and limits only).
+
+    Arrays are per row of ``reference`` (the recorded schedule of ``workload.jobs``, same order)."""
+    out = []
+    n_rep = int(reported.sum())
+    jobs = workload.jobs
+    has_run = jobs["run_time"].astype("Int64").notna().to_numpy()
+    rec = jobs["recorded_start_time"].astype("Int64").notna().to_numpy()
+    ran = (reference["start_time"].astype("Int64").notna() & reference["end_time"].astype("Int64").notna()).to_numpy()
+    if k := int((reported & has_run & ~rec).sum()):
+        out.append(f"{k:,} of the reported window's {n_rep:,} jobs have a run time but no recorded start (SWF field 3 "
+                   "is -1): the twin runs them, but they are not compared, and the log's busy nodes (compared hour by "
+                   "hour, and read by informed mode as telemetry) lack them")
+    size = reference["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
+    none, wide = reported & ran & ~(size > 0), reported & ran & (size > nodes)
+    if none.any() or wide.any():
+        parts = [f"{int(none.sum()):,} ask for no nodes (processors <= 0 or unknown)"] if none.any() else []
+        parts += [f"{int(wide.sum()):,} ask for more than the machine's {nodes:,} nodes (up to {int(size[wide].max()):,})"
+                  ] if wide.any() else []
+        out.append(f"of the reported window's {n_rep:,} jobs that ran in the log, {' and '.join(parts)}: the twin rejects "
+                   "them at submit; they are not compared and count in neither side's busy nodes"
+                   + (" (check --system if the log's machine was larger)" if wide.any() else ""))
+    if grace is not None:
+        lim = np.where(limits > 0, limits, np.nan if not default_limit else float(default_limit))
+        run = jobs["run_time"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
+        killed = reported & ran & (run > lim + grace)
+        if k := int(killed.sum()):
+            share = k / max(1, int((reported & ran).sum()))
+            out.append(f"{k:,} of the reported window's jobs that ran in the log ({_share_text(share)}) ran longer than "
+                       f"the limit the twin gives them (their requested time, else the system's default) plus the kill "
+                       f"grace ({grace:,} s): the twin kills them at that point, shorter than they ran (--no-kill lets "
+                       "them run to their recorded length)")
+    sub = reference["submit_time"].to_numpy(dtype="int64")
+    in_fit = (sub >= fit[0]) & (sub < fit[1])
+    if in_fit.any() and not (in_fit & ran).any():
+        out.append(f"no job submitted in the fitting window {window_text(fit)} has a recorded start: nothing is fitted "
+                   "from the schedule there (blind mode takes no node out, and informed mode, without evidence, takes "
+                   "every idle node of a block with a standing queue as down); give --calibrate a window the log "
+                   "recorded")
+    return out
+
+
 def blind_workload(workload: Workload) -> Workload:
     """A copy of ``workload`` without anything the log recorded about the schedule: recorded
     start and end times and placements (``node_ids``) are removed (set missing). What remains is
@@ -560,8 +614,12 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     if t0 < span0 or t1 > span1:
         # hours outside the data are empty in both schedules: they would only inflate the agreement
         # of the busy-node series (and restart periods there have nothing to restart from)
+        ends = ([f"starts {t0_gap:,} s before the first submission (at {span0:,} s)"] if (t0_gap := span0 - t0) > 0
+                else []) + ([f"ends {t1_gap:,} s after the last (at {span1 - 1:,} s)"] if (t1_gap := t1 - span1) > 0
+                            else [])
         warns.append(f"the reported window {window_text((t0, t1))} reaches beyond the trace's submissions "
-                     f"{window_text((span0, span1))}: it is cut to {window_text((max(t0, span0), min(t1, span1)))}")
+                     f"{window_text((span0, span1))} (it {' and '.join(ends)}): it is cut to "
+                     f"{window_text((max(t0, span0), min(t1, span1)))}")
         t0, t1 = max(t0, span0), min(t1, span1)
     if fit[0] < t1 and t0 < fit[1]:
         raise ConfigError(f"validate: the fitting window [{fit[0]}, {fit[1]}) s {window_text(fit)} overlaps the reported "
@@ -626,6 +684,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                      "no requested time (SWF field 9 is -1): the twin gives them "
                      + (f"the system's default limit ({sysobj.default_time_limit:,} s)" if sysobj.default_time_limit
                         else "their own run time as the limit (perfect estimates: backfilling is then optimistic)"))
+    warns += _input_warnings(workload, reference, limits, reported, fit, nominal, sysobj.default_time_limit,
+                             grace if kill else None)
     # the requested limits (a user's request, not recorded state) let the estimator tell a job
     # held for a reason of its own from one waiting for nodes (core.availability.held_from)
     reference_est = reference.assign(time_limit=limits)
@@ -822,6 +882,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         },
         "modes": modes,
         "log_holds": {"note": LOG_HOLD_NOTE, "key": "modes[m]['wait_by_log_hold']",
+                      "overtaken_by": hold_basis(limits[reported]),
                       "figures": {k: {"unit": u, "definition": d} for k, (u, d) in SPLIT_FIGURES.items()}},
         "sensitivity": table,
         "best_matching_policy": best,
@@ -903,6 +964,18 @@ LOG_HOLD_NOTE = ("A job is 'held in the log' when a job submitted after it, aski
                  "it models. The split reads the log's queue listing (which job started when) for the reference "
                  "side only; no twin input changes.")
 _HOLD_LABELS = {HELD: "held in the log", NOT_HELD: "not held (waited for nodes)"}
+
+
+def hold_basis(limits: np.ndarray) -> str:
+    """What a later job must ask for to show an earlier one held (:data:`LOG_HOLD_NOTE`), given the
+    reported window's requested limits (s; <= 0 or NaN: none): ``held_from`` compares unknown
+    limits as equal, so a log without limits compares nodes alone."""
+    known = limits > 0
+    if known.all():
+        return "at least its nodes and its time limit"
+    if not known.any():
+        return "at least its nodes (the log gives no time limit, so nodes alone are compared)"
+    return "at least its nodes and, where the log gives both, its time limit"
 _SPLIT_LABELS = {"jobs": "jobs", "ref_wait_share": "share of the log's wait [%]", "wait_mean_ref_s": "mean log wait [h]",
                  "wait_mean_twin_s": "mean twin wait [h]", "wait_mean_rel_error": "mean wait error [%]",
                  "wait_p95_rel_error": "p95 wait error [%]"}
@@ -1005,8 +1078,10 @@ def validation_html(result: dict) -> str:
         srows = "".join(
             f"<tr><th>{e(m)}: {e(_HOLD_LABELS.get(g, g))}</th>" + "".join(f"<td>{e(_fmt_split(k, f.get(k)))}</td>" for k in cols)
             + "</tr>" for m, fig in result["modes"].items() for g, f in (fig.get("wait_by_log_hold") or {}).items())
+        basis = (result.get("log_holds") or {}).get("overtaken_by")
         split = (f"<h2>Where the wait error lives: jobs the log held, and the others</h2><p>{e(LOG_HOLD_NOTE)}</p>"
-                 f"<table><tr><th>mode: jobs</th>{shead}</tr>{srows}</table>")
+                 + (f"<p>In this log a job counts as overtaken by a later job asking for {e(basis)}.</p>" if basis else "")
+                 + f"<table><tr><th>mode: jobs</th>{shead}</tr>{srows}</table>")
     excl = "".join(f"<li><b>{e(m)}</b>: " + ", ".join(f"{e(r)}: {n:,}" for r, n in fig.get("exclusions", {}).items())
                    + "</li>" for m, fig in result["modes"].items())
     sens = ""
@@ -1022,7 +1097,10 @@ def validation_html(result: dict) -> str:
                  f"<p>Kendall τ blind vs informed (min): {e(_fmt('', rs['kendall_tau_min_blind_vs_informed']))}; "
                  f"informed vs its {rs['seeds']} perturbed seeds (min): {e(_fmt('', rs['kendall_tau_min_seeds']))}; "
                  f"top-3 set the same: {e(_fmt('_frac', rs['top3_same_frac']))}; winner ahead by more than the "
-                 f"seed spread: {e(_fmt('_frac', rs['top1_gap_exceeds_seed_spread_frac']))}.</p>")
+                 f"seed spread: {e(_fmt('_frac', rs['top1_gap_exceeds_seed_spread_frac']))}. Values within "
+                 f"{rs.get('tie_rel_tol', 0) * 100:g} % of each other tie; window × metric pairs in which every "
+                 f"variant ties under both machines (no ranking, left out): {rs.get('unranked_window_metrics', 0)}"
+                 f"{'. ' + e(rs['skipped']) if rs.get('skipped') else ''}.</p>")
     w = result["windows"]
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>twinsweep validate: {e(result['trace'])}</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;

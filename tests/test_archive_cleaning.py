@@ -63,7 +63,10 @@ def test_summary_of_a_window():
     assert s["removed_in_window"] == 12 and s["kept_in_window"] == 37
     assert s["removed_share_in_window"] == pytest.approx(12 / 49)
     plain = cleaning_summary({}, ids, ids * 10.0, 0, 500)
-    assert not plain["cleaned"] and plain["removed_in_window"] == 0 and plain["removed_share_in_window"] == 0.0
+    assert not plain["cleaned"] and plain["removed_in_window"] is None and plain["removed_share_in_window"] is None
+    # a log without a cleaning note whose ids skip (Slurm's, or every 4th kept here): no job was removed
+    gappy = cleaning_summary({}, ids[keep], ids[keep] * 10.0, 0, 500)
+    assert not gappy["cleaned"] and gappy["removed_between_kept_jobs"] is None and gappy["removed_in_window"] is None
 
 
 def test_validate_states_the_removed_jobs_and_computes_the_same_figures(tmp_path):
@@ -90,9 +93,14 @@ def test_validate_states_the_removed_jobs_and_computes_the_same_figures(tmp_path
     assert ac["removed_share_in_window"] == pytest.approx(38 / 58)
     assert any("the archive's cleaning removed about 38 jobs" in w and "user=174 (44,617 jobs)" in w
                and "not comparable" in w and "the fitting window lost 67 %" in w for w in a["warnings"])
-    assert b["archive_cleaning"]["removed_in_window"] == 0 and not b["archive_cleaning"]["cleaned"]
+    assert b["archive_cleaning"]["removed_in_window"] is None and not b["archive_cleaning"]["cleaned"]
     assert not any("cleaning" in w for w in b["warnings"])
     assert a["modes"] == b["modes"]
+    # the same gappy numbers without the cleaning note (a Slurm-numbered log): no removed jobs, no warning
+    gappy = write_swf_rows(tmp_path / "gappy.swf", rows, max_nodes=8)
+    c = validate(str(gappy), **kw)
+    assert c["archive_cleaning"]["removed_in_window"] is None and not any("cleaning" in w for w in c["warnings"])
+    assert c["modes"] == b["modes"]
 
 
 def test_the_cleaned_pwa_logs_gaps_match_their_filters(load_cached):

@@ -276,3 +276,26 @@ def test_data_list_with_a_dataset_name_lists_its_files(capsys):
     assert main(["data", "list", "no-such-set"]) == 2
     err = capsys.readouterr().err
     assert "unknown dataset 'no-such-set'" in err and "pwa-swf" in err
+
+
+def test_data_list_says_which_files_are_on_this_machine(tmp_path, monkeypatch, capsys):
+    """`twinsweep data list` counts each dataset's files in the data folder and in the package
+    (the quickstart's traces), and with a name marks each file; an empty data folder has none."""
+    from twinsweep.core.data import BUNDLED_DIR
+    from twinsweep.sweep.cli import main
+
+    pwa = next(d for d in F.list_datasets() if d.name == "pwa-swf")
+    shipped = [f.name for f in pwa.files if (BUNDLED_DIR / pwa.folder / f.name).is_file()]
+    assert shipped, "the package ships the quickstart's PWA traces"
+    (tmp_path / pwa.folder).mkdir()
+    (tmp_path / pwa.folder / pwa.files[0].name).write_bytes(b"x")
+    monkeypatch.setenv("TWINSWEEP_DATA", str(tmp_path))
+    assert F.present(pwa) == ([pwa.files[0].name], shipped)
+    assert main(["data", "list"]) == 0
+    out = capsys.readouterr().out
+    assert f"1 of {len(pwa.files)} (+{len(shipped)} in the package)" in out and str(tmp_path) in out
+    assert main(["data", "list", "pwa-swf"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if pwa.files[0].name in line)
+    assert "data folder" in row
+    assert "package" in next(line for line in out.splitlines() if shipped[0] in line)

@@ -428,6 +428,16 @@ def test_lenient_counts_every_bad_line(tmp_path):
     assert len(wl) == 5
 
 
+def test_lenient_that_would_skip_every_job_line_is_an_error_naming_the_format(tmp_path):
+    """A lenient load that skips every job line reads the file under the wrong format (the SWF
+    lines of a log read as swf-theta, which has 19 fields): one error naming the first line and
+    the format, not an empty workload."""
+    p = write(tmp_path, "all.swf", HEADER + "".join(basic_lines()))
+    with pytest.raises(TraceFormatError, match="every one of the 5 job line.* under format 'swf-theta'") as ei:
+        load_workload(p, format="swf-theta", lenient=True)
+    assert ei.value.line == HEADER.count("\n") + 1
+
+
 def test_header_only_and_empty_swf(tmp_path):
     wl = load_workload(write(tmp_path, "h.swf", HEADER))
     assert wl.format == "swf" and len(wl) == 0 and wl.epoch == 1000000

@@ -154,6 +154,19 @@ def test_system_from_swf_header_values():
         system_from_swf_header({"Computer": "x"}, "x.swf")
 
 
+def test_header_numbers_as_people_write_them_and_what_is_not_a_number():
+    """``1,024`` and ``64.0`` are numbers; -1 (SWF's unknown) and 0 are not given; anything else
+    is one error naming the field and its text, never "the header has neither field"."""
+    assert system_from_swf_header({"MaxProcs": "1,024"}, "a.swf").nodes == 1024
+    s = system_from_swf_header({"MaxNodes": "64", "MaxProcs": "64.0", "MaxRuntime": "-1"}, "a.swf")
+    assert (s.nodes, s.cores_per_node, s.default_time_limit) == (64, 1, None)
+    s = system_from_swf_header({"MaxNodes": "0", "MaxProcs": "64"}, "a.swf")
+    assert s.nodes == 64 and "MaxNodes 0" in s.sources[0]["cite"]
+    for bad in ("lots", "3.5", "-4"):
+        with pytest.raises(ConfigError, match=f"a.swf: SWF header field MaxProcs is '{bad}', not a whole number"):
+            system_from_swf_header({"MaxNodes": "64", "MaxProcs": bad}, "a.swf")
+
+
 def test_a_header_whose_procs_are_not_a_multiple_of_its_nodes_gives_processor_slots():
     """OSC's cluster, 32 quad + 25 dual nodes (MaxNodes 57, MaxProcs 178): no one node size holds
     it, so the generic system allocates its 178 processors (not 57 one-processor nodes, a third of

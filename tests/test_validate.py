@@ -587,3 +587,88 @@ def test_the_page_says_no_variant_is_closest_when_they_all_tie():
     tie = _closest_text({"policy": "fcfs", "backfill": "none", "by": "smallest |wait_mean_rel_error|",
                          "tied_with": ["fcfs+easy", "sjf+none"]})
     assert "No variant is closest" in tie and "2 others (fcfs+easy, sjf+none)" in tie
+
+
+def test_a_machine_that_never_queues_ranks_nothing_and_says_so(tmp_path):
+    # jobs of at most 2 of 8 nodes, one every ~6 h, each under an hour: no job ever waits, so every
+    # policy x backfill variant gives the same waits: no ranking, not tau 0 (OSC-Clust's case)
+    log = _log_of(tmp_path, "idle", _jobs(200, max_procs=2, gap=20000), "fcfs", "easy")
+    res = validate(str(log), noise_seeds=0, sensitivity=False, windows=2, rank_window="2d", out=tmp_path / "v")
+    rs = res["ranking_stability"]
+    assert rs["windows"] == 2 and rs["unranked_window_metrics"] == 4
+    assert rs["kendall_tau_min_blind_vs_informed"] is None and rs["top3_same_frac"] is None
+    assert "every variant ties" in rs["skipped"]
+    assert all(m["tau_blind_vs_informed"] is None and not m["ranked"] for w in rs["per_window"]
+               for m in w["metrics"].values())
+    assert any("ranking stability not studied: every variant ties" in w for w in res["warnings"])
+    assert "every variant ties" in (tmp_path / "v" / "validation.html").read_text()
+
+
+def _edit_swf(path, out, edit):
+    """Copy the SWF file ``path`` to ``out`` with ``edit(fields) -> fields`` applied to each job
+    line's 18 fields (strings); returns ``out``."""
+    lines = []
+    for line in path.read_text().splitlines():
+        if line.startswith(";") or not line.strip():
+            lines.append(line)
+        else:
+            lines.append(" ".join(edit(line.split())))
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def test_jobs_the_comparison_cannot_use_are_said_before_the_run_and_counted_on_neither_side(tmp_path):
+    """A twin-made log (zero error) with three kinds of awkward jobs added or changed in the
+    reported window: each is one warning with its count, and the figures of the others stay
+    exact — in particular a job wider than the machine no longer counts in the log's busy nodes."""
+    jobs = _jobs()
+    log = _log_of(tmp_path, "easy", jobs, "fcfs", "easy")
+    last = jobs[-1][1]
+    wide = [f"{9000 + k} {last * 3 // 4 + 3600 * k + 7} 0 1800 16 -1 -1 16 3600 -1 1 1 1 -1 -1 -1 -1 -1" for k in range(6)]
+    widelog = tmp_path / "wide.swf"
+    widelog.write_text(log.read_text() + "\n".join(wide) + "\n")
+    kw = dict(policy="fcfs", backfill="easy", noise_seeds=0, sensitivity=False, windows=0)
+    res = validate(str(widelog), **kw)
+    assert any("6 ask for more than the machine's 8 nodes (up to 16)" in w and "neither side's busy nodes" in w
+               for w in res["warnings"])
+    f = res["modes"]["blind"]
+    assert f["wait_mean_rel_error"] == 0.0 and f["occupancy_rmse_frac"] == 0.0
+    assert f["occupancy_corr_hourly"] == pytest.approx(1.0)
+    # jobs with a run time and no recorded start: the twin runs them, they are not compared
+    nowait = _edit_swf(log, tmp_path / "nowait.swf",
+                       lambda x: x if int(x[0]) % 10 or int(x[1]) < last // 2 else [x[0], x[1], "-1", *x[3:]])
+    res = validate(str(nowait), **kw)
+    r0, r1 = res["windows"]["reported"]
+    k = sum(1 for j, s, _, _ in jobs if j % 10 == 0 and r0 <= s < r1)
+    assert k > 0
+    assert any(w.startswith(f"{k:,} of the reported window's") and "no recorded start" in w for w in res["warnings"])
+    # jobs that ran longer than their requested time: killed early by the twin
+    short = _edit_swf(log, tmp_path / "short.swf",
+                      lambda x: x if int(x[0]) % 7 else [*x[:8], str(max(1, int(x[3]) // 4)), *x[9:]])
+    res = validate(str(short), **kw)
+    assert res["calibration"]["kill_grace_s"] > 0
+    assert any("ran longer than the limit the twin gives them" in w and "--no-kill" in w for w in res["warnings"])
+    assert not any("ran longer than the limit" in w for w in validate(str(short), kill=False, **kw)["warnings"])
+    assert not any("ran longer than the limit" in w or "no recorded start" in w or "ask for" in w
+                   for w in validate(str(log), **kw)["warnings"])
+
+
+def test_a_fitting_window_without_recorded_starts_is_said(tmp_path):
+    jobs = _jobs()
+    log = _log_of(tmp_path, "easy", jobs, "fcfs", "easy")
+    half = jobs[-1][1] // 2
+    blank = _edit_swf(log, tmp_path / "blank.swf", lambda x: x if int(x[1]) >= half else [x[0], x[1], "-1", *x[3:]])
+    res = validate(str(blank), calibrate=f"0:{half}", report_window=f"{half}:{jobs[-1][1] + 1}", noise_seeds=0,
+                   sensitivity=False, windows=0)
+    assert any(w.startswith("no job submitted in the fitting window") for w in res["warnings"])
+
+
+def test_the_held_definition_says_what_it_compares(tmp_path):
+    """A log without time limits compares nodes alone: the page and validation.json say so."""
+    log = _log_of(tmp_path, "easy", _jobs(), "fcfs", "easy")
+    nolim = _edit_swf(log, tmp_path / "nolim.swf", lambda x: [*x[:8], "-1", *x[9:]])
+    res = validate(str(nolim), noise_seeds=0, sensitivity=False, windows=0, out=tmp_path / "v")
+    assert "nodes alone" in res["log_holds"]["overtaken_by"]
+    assert "nodes alone are compared" in (tmp_path / "v" / "validation.html").read_text()
+    assert validate(str(log), noise_seeds=0, sensitivity=False, windows=0)["log_holds"]["overtaken_by"] == \
+        "at least its nodes and its time limit"

@@ -75,11 +75,12 @@ def test_render_puts_the_holds_diagnostic_in_the_per_trace_table_not_among_the_m
     # not-held jobs with the holds given: job 12 waited 100 s in the log and 0 s in the twin
     cells = [c.strip() for c in out["rank_row"].strip(" |").split("|")]
     assert cells[-2] == "-100 % / -100 %"
-    assert cells[-1] == "0"  # ids 1..12 without gaps: nothing removed by a cleaning
+    assert cells[-1] == "not a cleaned log"  # no cleaning note in the header: nothing to place
 
 
 def test_removed_cell_reads_the_archive_cleaning_of_validation_json():
     assert va._removed(None) == "–"
-    assert va._removed({"removed_in_window": None}) == "–"
-    assert va._removed({"removed_in_window": 0, "removed_share_in_window": 0.0}) == "0"
-    assert va._removed({"removed_in_window": 44615, "removed_share_in_window": 0.7181}) == "44,615 (72%)"
+    assert va._removed({"cleaned": True, "removed_in_window": None}) == "–"
+    assert va._removed({"cleaned": False, "removed_in_window": None}) == "not a cleaned log"
+    assert va._removed({"cleaned": True, "removed_in_window": 0, "removed_share_in_window": 0.0}) == "0"
+    assert va._removed({"cleaned": True, "removed_in_window": 44615, "removed_share_in_window": 0.7181}) == "44,615 (72%)"

@@ -256,6 +256,11 @@ def load_workload(path: str | os.PathLike, format: str | None = None, lenient: b
     wl = loader.load(trace, lenient)
     wl.jobs = coerce_jobs_frame(wl.jobs) if _needs_coerce(wl.jobs) else wl.jobs
     wl = mark_running_at_dump(wl)
+    if wl.skipped_lines and not len(wl.jobs):  # lenient skipped every job line: the format, not a few lines, is wrong
+        n, why = wl.skipped_lines[0]
+        raise TraceFormatError(str(resolved), n, f"every one of the {len(wl.skipped_lines):,} job line(s) is malformed "
+                               f"under format {wl.format or getattr(loader, 'name', '?')!r}, so lenient skipped them "
+                               f"all (this one: {why}): is it the right --format?")
     if wl.skipped_lines:  # lenient: the skipped lines are said, never dropped silently
         first = "; ".join(f"line {n}: {why}" for n, why in wl.skipped_lines[:3])
         more = f"; and {len(wl.skipped_lines) - 3:,} more" if len(wl.skipped_lines) > 3 else ""
