@@ -37,7 +37,7 @@ from .perturb import perturb
 from .power import account_power, build_timeline, idle_node_power_w, job_node_power_w
 from .scheduler import validate_scheduler
 from .stats import compute_stats
-from .system import System, named_system, resolve_system, system_from_swf_header
+from .system import System, header_mismatch, named_system, resolve_system, system_from_swf_header
 from .tracespan import trace_span
 from .workload import Workload
 
@@ -296,6 +296,9 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
                           cooling=cooling_pieces if config.cooling else None)
     stats.update(span.stats(res.t_start, t1))
     warnings = list(workload.warnings)
+    if config.system is None and not system.generic and (
+            mismatch := header_mismatch(system, workload.header, workload.procs_unit, workload.source)):
+        warnings.append(mismatch)
     warnings += span.window_warnings(res.t_start, t1, Path(workload.source).name)
     ignored = [k for k in ("honor_eligible", "queue_cancelled") if replay and config.option_dict.get(k)]
     if ignored:

@@ -384,6 +384,54 @@ GENERIC_POWER = PowerModel(
 )
 
 
+def header_int(header: dict, key: str, source: str = "") -> int | None:
+    """An SWF header's whole-number field ``key`` (``MaxNodes``, ``MaxProcs``, ``MaxRuntime``): its
+    first word, thousands separators allowed (``1,024``) and ``64.0`` read as 64; None when absent
+    or -1 (SWF's "unknown"). Raises ConfigError naming ``source`` and the field for any other text."""
+    v = header.get(key)
+    if v is None or not str(v).strip():
+        return None
+    word = str(v).split()[0].replace(",", "").replace("_", "")  # "1,024" as written by people
+    try:
+        x = float(word)
+    except ValueError:
+        x = float("nan")
+    if x == -1:  # SWF's "unknown"
+        return None
+    if not (x == x and x >= 0 and x == int(x)):
+        raise ConfigError(f"{source or 'trace'}: SWF header field {key} is {str(v).strip()!r}, not a whole number >= 0; "
+                          "correct the header or pass --system NAME (see `twinsweep systems`)")
+    return int(x)
+
+
+#: How far (relative) a trace header's machine size may be from the system its file name chose
+#: before :func:`header_mismatch` warns. Every shipped trace is within 1 % (Theta's job sets: header
+#: 4,360 nodes, system 4,392, system file says why).
+HEADER_SIZE_TOLERANCE = 0.10
+
+
+def header_mismatch(system: System, header: dict, procs_unit: str = "cores", source: str = "") -> str | None:
+    """A warning when the system chosen for a trace by its *file name* (:func:`system_for_trace`)
+    is not the machine its SWF header describes: the header's ``MaxProcs`` (else ``MaxNodes``)
+    more than :data:`HEADER_SIZE_TOLERANCE` away from the system's processors (nodes × cores per
+    node; nodes when the trace counts nodes). None when they agree or the header gives no size (a
+    header number that does not parse is no evidence here). A copy of another log saved under a
+    catalogued name would otherwise run on the wrong machine, and with its site rules."""
+    try:
+        procs, nodes = header_int(header, "MaxProcs"), header_int(header, "MaxNodes")
+    except ConfigError:
+        return None
+    size, what = (procs, "MaxProcs") if procs and procs_unit == "cores" else (nodes or procs, "MaxNodes" if nodes else "MaxProcs")
+    if not size:
+        return None
+    have = system.nodes if procs_unit != "cores" else system.nodes * system.cores_per_node
+    if abs(size - have) <= HEADER_SIZE_TOLERANCE * have:
+        return None
+    return (f"{Path(source).name or 'the trace'}: its header says {what} {size:,}, but the system its file name chose, "
+            f"{system.name}, has {have:,} {'nodes' if procs_unit != 'cores' else 'processors'}: is the file the log its "
+            "name says? (--system picks the machine)")
+
+
 def system_from_swf_header(header: dict, source: str = "", procs_unit: str = "cores") -> System:
     """A generic system from SWF header fields ``MaxNodes`` / ``MaxProcs`` / ``MaxRuntime``.
 
@@ -400,20 +448,7 @@ def system_from_swf_header(header: dict, source: str = "", procs_unit: str = "co
     """
 
     def num(key):
-        v = header.get(key)
-        if v is None or not str(v).strip():
-            return None
-        word = str(v).split()[0].replace(",", "").replace("_", "")  # "1,024" as written by people
-        try:
-            x = float(word)
-        except ValueError:
-            x = float("nan")
-        if x == -1:  # SWF's "unknown"
-            return None
-        if not (x == x and x >= 0 and x == int(x)):
-            raise ConfigError(f"{source or 'trace'}: SWF header field {key} is {str(v).strip()!r}, not a whole number >= 0; "
-                              "correct the header or pass --system NAME (see `twinsweep systems`)")
-        return int(x)
+        return header_int(header, key, source)
 
     max_nodes, max_procs = num("MaxNodes"), num("MaxProcs")
     nodes = max_nodes or max_procs

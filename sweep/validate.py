@@ -64,6 +64,7 @@ from twinsweep.core.fidelity import FIGURE_LABELS, FIGURES, SPLIT_FIGURES, compa
 from twinsweep.core.options import parse_options
 from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json
 from twinsweep.core.scheduler import validate_scheduler
+from twinsweep.core.system import header_mismatch
 from twinsweep.core.workload import Workload
 
 #: validation.json layout version.
@@ -587,6 +588,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         workload = class_workload(workload, site["class_field"])
         base_cfg = dataclasses.replace(base_cfg, policy=policy, backfill=backfill,
                                        options=tuple(sorted(site["options"].items())))
+    dropped = (not site and site_table.get("options")
+               and (base_cfg.policy == site_table.get("policy") or base_cfg.backfill == site_table.get("backfill")))
     policy, backfill = base_cfg.policy, base_cfg.backfill
     period = parse_human_duration(restart, "--restart") if restart is not None else None
     if period is not None and period <= 0:
@@ -611,6 +614,14 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         raise ConfigError(f"validate: the reported window [{t0}, {t1}) s {window_text((t0, t1))} holds no submission of the "
                           f"trace (submits span [{span0}, {span1}) s, {window_text((span0, span1))} from the trace epoch)")
     warns: list[str] = []  # validation.json "warnings", after the trace's own
+    if dropped:  # the site's plug-in named on the command line runs with its defaults, not the site's options
+        warns.append(f"--policy / --backfill replace the site's scheduler ({site_table['policy']} + "
+                     f"{site_table['backfill']} with {', '.join(f'{k}={v}' for k, v in sorted(site_table['options'].items()))}) "
+                     f"and run {policy} + {backfill} without options: give neither to run the site's scheduler "
+                     "as its system file declares it")
+    if system is None and not sysobj.generic and (
+            mismatch := header_mismatch(sysobj, workload.header, workload.procs_unit, workload.source)):
+        warns.append(mismatch)  # chosen by the file name, with its site's rules: say when the header disagrees
     if t0 < span0 or t1 > span1:
         # hours outside the data are empty in both schedules: they would only inflate the agreement
         # of the busy-node series (and restart periods there have nothing to restart from)

@@ -10,7 +10,8 @@ import pytest
 from conftest import data_path, load_cached
 from twinsweep.core.data import data_dir
 from twinsweep.core.errors import ConfigError, UnknownNameError
-from twinsweep.core.system import SYSTEMS_DIR, list_systems, load_system, system_for_trace, system_from_swf_header
+from twinsweep.core.system import (SYSTEMS_DIR, header_mismatch, list_systems, load_system, system_for_trace,
+                                   system_from_swf_header)
 
 TOMLS = sorted(SYSTEMS_DIR.glob("*.toml"))
 
@@ -178,3 +179,38 @@ def test_a_header_whose_procs_are_not_a_multiple_of_its_nodes_gives_processor_sl
     assert "8 nodes of 4 processors" in s.sources[0]["cite"]
     s = system_from_swf_header({"MaxNodes": 128, "MaxProcs": 64})  # an odd header: the machine is not shrunk
     assert (s.nodes, s.cores_per_node) == (128, 1) and "below MaxNodes" in s.sources[0]["cite"]
+
+
+def test_a_header_that_disagrees_with_the_system_its_file_name_chose_is_said(tmp_path):
+    """Every catalogued trace's header agrees with its named system (within 10 %); a 64-processor
+    log saved as KTH's file name is said, by run and by validate, before its figures are read."""
+    import gzip
+
+    from twinsweep.core.loaders._swfcore import parse_swf_header
+
+    checked = 0
+    for s in list_systems():
+        for name in s.traces:
+            for folder in (data_dir(), SYSTEMS_DIR.parent / "bundled"):
+                hits = list(folder.glob(f"*/{name}")) if folder.is_dir() else []
+                for path in hits:
+                    opener = gzip.open if path.suffix == ".gz" else open
+                    with opener(path, "rt", errors="replace") as fh:
+                        head = [line for _, line in zip(range(400), fh) if line.startswith(";")]
+                    assert header_mismatch(s, parse_swf_header(head), "cores", str(path)) is None, path
+                    checked += 1
+    assert checked >= 2  # at least the bundled quickstart traces
+    kth = load_system("kth-sp2")
+    msg = header_mismatch(kth, {"MaxNodes": "64", "MaxProcs": "64"}, "cores", "x/KTH-SP2-1996-2.1-cln.swf")
+    assert "header says MaxProcs 64" in msg and "kth-sp2, has 100 processors" in msg
+    assert header_mismatch(kth, {"MaxProcs": "105"}) is None and header_mismatch(kth, {}) is None
+
+    from twin_helpers import write_swf_rows
+    from twinsweep.core import RunConfig, simulate
+
+    log = write_swf_rows(tmp_path / "KTH-SP2-1996-2.1-cln.swf", [(i + 1, 600 * i, 0, 300, 2) for i in range(20)],
+                         max_nodes=64)
+    res = simulate(RunConfig(data=str(log), policy="fcfs", backfill="easy"))
+    assert any("header says MaxProcs 64" in w for w in res.warnings)
+    res = simulate(RunConfig(data=str(log), system="kth-sp2", policy="fcfs", backfill="easy"))
+    assert not any("header says" in w for w in res.warnings)  # chosen by the user: no remark

@@ -533,6 +533,10 @@ def test_site_clock_rules_on_a_trace_without_an_absolute_start_are_said(tmp_path
     res = validate(str(log), system="kth-sp2", noise_seeds=0, sensitivity=False, windows=0)
     assert res["policy"] == "fcfs" and res["backfill"] == "windows"
     assert any("no absolute start time" in w for w in res["warnings"])
+    # naming the site's backfill on the command line runs it without the site's options: said
+    res = validate(str(log), system="kth-sp2", backfill="windows", noise_seeds=0, sensitivity=False, windows=0)
+    assert any(w.startswith("--policy / --backfill replace the site's scheduler (fcfs + windows with ")
+               and "give neither" in w for w in res["warnings"])
 
 
 def test_a_recorded_schedule_busier_than_the_machine_is_said(tmp_path):
@@ -672,3 +676,15 @@ def test_the_held_definition_says_what_it_compares(tmp_path):
     assert "nodes alone are compared" in (tmp_path / "v" / "validation.html").read_text()
     assert validate(str(log), noise_seeds=0, sensitivity=False, windows=0)["log_holds"]["overtaken_by"] == \
         "at least its nodes and its time limit"
+
+
+def test_a_log_saved_under_a_catalogued_name_is_told_its_header_disagrees(tmp_path):
+    """An 8-processor log saved as KTH's file gets KTH's system and site rules by its name; the
+    warning says the header describes another machine."""
+    jobs = _jobs()
+    log = _log_of(tmp_path, "easy", jobs, "fcfs", "easy")
+    named = tmp_path / "KTH-SP2-1996-2.1-cln.swf"
+    named.write_text(log.read_text())
+    res = validate(str(named), noise_seeds=0, sensitivity=False, windows=0)
+    assert res["system"]["name"] == "kth-sp2"
+    assert any("header says MaxProcs 8" in w and "kth-sp2, has 100 processors" in w for w in res["warnings"])
