@@ -593,6 +593,24 @@ def test_the_page_says_no_variant_is_closest_when_they_all_tie():
     assert "No variant is closest" in tie and "2 others (fcfs+easy, sjf+none)" in tie
 
 
+def test_the_closest_row_is_the_lowest_mean_rank_over_four_figures():
+    """By hand: A has the smallest mean wait error but the worst p95, bsld and correlation
+    (ranks 1, 3, 3, 3: mean 2.5); B ranks 2, 1, 1, 1 (1.25); C 3, 2, 2, 2 (2.25). B is closest."""
+    from twinsweep.sweep.validate import closest_row
+
+    def row(name, mean, p95, bsld, corr):
+        return {"policy": name, "backfill": "easy", "wait_mean_rel_error": mean, "wait_p95_rel_error": p95,
+                "bsld_mean_rel_error": bsld, "occupancy_corr_hourly": corr}
+
+    table = [row("A", -0.10, 0.9, 7.9, 0.2), row("B", 0.15, -0.05, 0.1, 0.9), row("C", -0.3, 0.2, -0.5, 0.5)]
+    best = closest_row(table)
+    assert (best["policy"], best["mean_rank"], best["of_rows"], best["tied_with"]) == ("B", 1.25, 3, [])
+    # identical figures tie; a missing correlation ranks last
+    same = [row("X", 0.1, 0.1, 0.1, None), row("Y", 0.1, 0.1, 0.1, None)]
+    assert closest_row(same)["tied_with"] == ["Y+easy"]
+    assert closest_row([{"policy": "Z", "backfill": "none", "wait_mean_rel_error": None}]) is None
+
+
 def test_a_machine_that_never_queues_ranks_nothing_and_says_so(tmp_path):
     # jobs of at most 2 of 8 nodes, one every ~6 h, each under an hour: no job ever waits, so every
     # policy x backfill variant gives the same waits: no ranking, not tau 0 (OSC-Clust's case)
@@ -688,3 +706,31 @@ def test_a_log_saved_under_a_catalogued_name_is_told_its_header_disagrees(tmp_pa
     res = validate(str(named), noise_seeds=0, sensitivity=False, windows=0)
     assert res["system"]["name"] == "kth-sp2"
     assert any("header says MaxProcs 8" in w and "kth-sp2, has 100 processors" in w for w in res["warnings"])
+
+
+def test_a_twin_made_slurm_sacct_log_validates_to_zero_error(tmp_path):
+    """The same sanity check on a Slurm accounting dump (`sacct -P`: Submit, Start, End, Timelimit
+    in whole minutes, NNodes) with a system file instead of an SWF header: the loader's path into
+    validate loses nothing (zero error in every mode)."""
+    jobs = [(j, s, r - r % 30 + 30, p) for j, s, r, p in _jobs(300)]  # limits 2 x run: whole minutes
+    draft = write_swf_rows(tmp_path / "draft.swf", [(j, s, 0, r, p) for j, s, r, p in jobs], max_nodes=NODES)
+    res = simulate(RunConfig(data=str(draft), policy="fcfs", backfill="easy")).jobs.sort_values("trace_index")
+    epoch = pd.Timestamp("2024-01-01T00:00:00")
+
+    def ts(s):
+        return (epoch + pd.Timedelta(seconds=int(s))).strftime("%Y-%m-%dT%H:%M:%S")
+
+    rows = ["JobID|JobIDRaw|User|Account|Partition|Submit|Eligible|Start|End|ElapsedRaw|Timelimit|NNodes|NCPUS|State"]
+    for (j, s, r, p), row in zip(jobs, res.itertuples()):
+        st, en = int(row.start_time), int(row.end_time)
+        rows.append(f"{j}|{j}|u{j % 5}|a{j % 3}|batch|{ts(s)}|{ts(s)}|{ts(st)}|{ts(en)}|{en - st}|"
+                    f"{2 * r // 60}|{p}|{p}|COMPLETED")
+    log = tmp_path / "sacct.txt"
+    log.write_text("\n".join(rows) + "\n")
+    sysfile = tmp_path / "sys8.toml"
+    sysfile.write_text(f'[system]\nname = "sys8"\nnodes = {NODES}\n')
+    v = validate(str(log), system=str(sysfile), restart="1d", noise_seeds=0, sensitivity=False, windows=0)
+    for mode in ("blind", "informed", "restart"):
+        f = v["modes"][mode]
+        assert f["jobs_compared"] > 100 and f["wait_mean_ref_s"] > 600
+        assert f["wait_mean_rel_error"] == 0.0 and f["start_error_mae_s"] == 0.0
