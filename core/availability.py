@@ -286,10 +286,10 @@ def layered_calendar(edges: np.ndarray, down: np.ndarray, nodes: int) -> tuple[t
     "returned" at an inner block edge: the engine's schedulers count on a held node at its
     period's end (EASY's shadow time), so a run cut into back-to-back blocks would promise nodes
     back every block (issue 15 audit: +19 % -> -36 % on KTH informed from the cut alone). Counts
-    are clipped to ``[0, nodes - 1]``. Returns periods ``(start, end, nodes_down)`` sorted by
+    are clipped to ``[0, nodes]`` (``nodes``: a full outage). Returns periods ``(start, end, nodes_down)`` sorted by
     (start, end); their sum at any time equals the step function (clipped). Raises ValueError
     when ``len(edges) != len(down) + 1``."""
-    down = np.clip(np.asarray(down, dtype=np.int64), 0, max(0, nodes - 1))
+    down = np.clip(np.asarray(down, dtype=np.int64), 0, max(0, nodes))
     edges = np.asarray(edges, dtype=np.int64)
     if len(edges) != len(down) + 1:
         raise ValueError(f"layered_calendar: {len(edges)} edges for {len(down)} blocks (need blocks + 1)")
@@ -382,11 +382,17 @@ def telemetry_calendar(counts: tuple, nodes: int, t0: int, t1: int, share: float
                        block_s: int = BLOCK_S, grid_s: int = QUEUE_GRID_S) -> tuple[tuple[int, int, int], ...]:
     """The informed calendar of ``[t0, t1)`` from telemetry only (``counts``: :func:`telemetry_counts`):
     in each block of ``block_s`` that is pressured (:func:`pressure`), ``round(share × idle)``
-    nodes down (``idle``: :func:`idle_nodes`; ``share``: :func:`fit_idle_share`), 0 elsewhere and
-    0 in a block where nothing ran (telemetry cannot tell down from idle then); stacked into
-    contiguous periods (:func:`layered_calendar`). Raises ValueError on an empty window or a
-    share outside [0, 1]."""
-    return _calendar(*_telemetry_down(counts, nodes, t0, t1, share, block_s, grid_s), nodes)
+    nodes down (``idle``: :func:`idle_nodes`; ``share``: :func:`fit_idle_share`), 0 elsewhere; all
+    ``nodes`` in a pressured block in which the machine ran nothing at all (a full outage, which
+    the busy and queued counts together show: jobs waited through most of the block and none
+    ran). Stacked into contiguous periods (:func:`layered_calendar`). Until 2026-12-07 such a
+    block counted no node down ("telemetry cannot tell down from idle"), and a maintenance window
+    of the whole machine went unseen. A finer rule — every stretch of 5 min or more with jobs
+    waiting on an empty machine taken as an outage — was probed and not kept: on the PWA logs
+    those stretches are mostly queues of held jobs (SDSC-Paragon informed +43 % -> +102 %, KTH
+    -2 % -> +14 %). The calendar of :func:`telemetry_machine` without node slots above ``nodes``.
+    Raises ValueError on an empty window or a share outside [0, 1]."""
+    return telemetry_machine(counts, nodes, t0, t1, share, block_s, grid_s, quantile=np.inf).calendar
 
 
 def _telemetry_down(counts: tuple, nodes: int, t0: int, t1: int, share: float, block_s: int,
@@ -400,6 +406,8 @@ def _telemetry_down(counts: tuple, nodes: int, t0: int, t1: int, share: float, b
     edges = np.append(np.arange(t0, t1, block_s, dtype=np.int64), np.int64(t1))
     idle = idle_nodes(tb, busy, nodes, edges)
     down = np.where(pressure(tq, queued, edges, grid_s), np.floor(share * idle + 0.5), 0).astype(np.int64)
+    # the queue stood on a machine that ran nothing the whole block: it (or its scheduler) was out
+    down = np.where(pressure(tq, queued, edges, grid_s) & (idle >= nodes), nodes, down)
     return edges, down
 
 
@@ -435,15 +443,15 @@ def telemetry_machine(counts: tuple, nodes: int, t0: int, t1: int, share: float,
     ``counts`` should count only jobs that fit ``nodes`` (a wider job, which the twin rejects,
     would size the machine: :func:`telemetry_counts` of such a schedule). The twin's pool is the
     largest block's capacity; a block is weighed by its own length (a last block shorter than
-    ``block_s`` is more sensitive to a short peak). Returns an :class:`InformedMachine`, whose
-    calendar is :func:`telemetry_calendar`'s own when no block exceeds ``nodes``. Raises
-    ValueError as :func:`telemetry_calendar`."""
+    ``block_s`` is more sensitive to a short peak). ``quantile`` ``inf``: no slots above ``nodes``.
+    Returns an :class:`InformedMachine`, whose calendar is :func:`telemetry_calendar`'s own when
+    no block exceeds ``nodes``. Raises ValueError as :func:`telemetry_calendar`."""
     q = TIME_SHARED_QUANTILE if quantile is None else quantile
     edges, down = _telemetry_down(counts, nodes, t0, t1, share, block_s, grid_s)
-    down = np.where(down >= nodes, 0, down)  # nothing ran: no telemetry tells down from idle (_calendar)
     tb, busy = counts[0], counts[1]
-    top = np.array([np.ceil(step_quantile(tb, busy, int(a), int(b), q)) for a, b in zip(edges[:-1], edges[1:])],
-                   dtype=np.int64)
+    top = (np.zeros(len(down), dtype=np.int64) if not np.isfinite(q) else
+           np.array([np.ceil(step_quantile(tb, busy, int(a), int(b), q)) for a, b in zip(edges[:-1], edges[1:])],
+                    dtype=np.int64))
     cap = np.where(top > nodes, top, nodes - down)
     slots = int(max(nodes, cap.max(initial=nodes)))
     dur = np.diff(edges).astype(np.float64)

@@ -258,7 +258,7 @@ def availability_periods(v, nodes: int, where: str) -> tuple[tuple[int, int, int
     """The node availability calendar from TOML: a list of tables ``{start, end, nodes_down}``
     (``[[system.availability]]``; times in s from the trace epoch or durations such as ``"30d"``;
     ``[start, end)``), sorted by start. Raises ConfigError naming the entry when a key is missing
-    or unknown, ``end <= start``, or ``nodes_down`` is not in ``1..nodes - 1``."""
+    or unknown, ``end <= start``, or ``nodes_down`` is not in ``1..nodes`` (``nodes``: a full outage)."""
     if not isinstance(v, (list, tuple)):
         raise ConfigError(f"{where}: availability must be a list of {{start, end, nodes_down}} tables")
     out = []
@@ -270,8 +270,9 @@ def availability_periods(v, nodes: int, where: str) -> tuple[tuple[int, int, int
             raise ConfigError(f"{w}: expected a table with exactly start, end, nodes_down; got {x!r}")
         a, b = parse_human_duration(x["start"], f"{w}.start"), parse_human_duration(x["end"], f"{w}.end")
         k = x["nodes_down"]
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < nodes:
-            raise ConfigError(f"{w}: nodes_down must be an integer in 1..{nodes - 1}, got {k!r}")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= nodes:
+            raise ConfigError(f"{w}: nodes_down must be an integer in 1..{nodes} (all of them: a full outage, "
+                              f"e.g. maintenance), got {k!r}")
         if b <= a:
             raise ConfigError(f"{w}: end ({b}) must be after start ({a})")
         out.append((int(a), int(b), int(k)))

@@ -61,7 +61,8 @@ def test_system_file_calendar_is_checked():
     assert System(name="x", title="x", nodes=10).checksum == system_from_dict(
         {"system": {"name": "x", "title": "x", "nodes": 10}}).checksum
     for bad, msg in (({"start": 5, "end": 5, "nodes_down": 1}, "after start"),
-                     ({"start": 0, "end": 5, "nodes_down": 10}, r"1\.\.9"),
+                     ({"start": 0, "end": 5, "nodes_down": 11}, r"1\.\.10 \(all of them: a full outage"),
+                     ({"start": 0, "end": 5, "nodes_down": 0}, r"1\.\.10"),
                      ({"start": 0, "end": 5}, "exactly start, end, nodes_down")):
         with pytest.raises(ConfigError, match=msg):
             system_from_dict({"system": {"name": "x", "nodes": 10, "availability": [bad]}}, "x.toml")
@@ -195,7 +196,7 @@ def test_calendar_is_stacked_contiguous_periods():
     assert av.layered_calendar(e, np.array([0, 1, 0, 1]), 100) == ((10, 20, 1), (30, 40, 1))
     assert av.layered_calendar(e, np.array([2, 1, 3, 0]), 100) == ((0, 10, 1), (0, 30, 1), (20, 30, 2))
     assert av.layered_calendar(e, np.array([0, 0, 0, 0]), 100) == ()
-    assert av.layered_calendar(e, np.array([9, 12, 9, 0]), 10) == ((0, 30, 9),)  # clipped to nodes - 1
+    assert av.layered_calendar(e, np.array([9, 12, 9, 0]), 10) == ((0, 30, 9), (10, 20, 1))  # clipped to nodes
     rng = np.random.default_rng(3)
     for _ in range(50):
         d = rng.integers(0, 6, 12)
