@@ -411,13 +411,15 @@ def header_int(header: dict, key: str, source: str = "") -> int | None:
 HEADER_SIZE_TOLERANCE = 0.10
 
 
-def header_mismatch(system: System, header: dict, procs_unit: str = "cores", source: str = "") -> str | None:
+def header_mismatch(system: System, header: dict, procs_unit: str = "cores", source: str = "",
+                    chosen_by: str = "its file name") -> str | None:
     """A warning when the system chosen for a trace by its *file name* (:func:`system_for_trace`)
     is not the machine its SWF header describes: the header's ``MaxProcs`` (else ``MaxNodes``)
     more than :data:`HEADER_SIZE_TOLERANCE` away from the system's processors (nodes × cores per
     node; nodes when the trace counts nodes). None when they agree or the header gives no size (a
     header number that does not parse is no evidence here). A copy of another log saved under a
-    catalogued name would otherwise run on the wrong machine, and with its site rules."""
+    catalogued name would otherwise run on the wrong machine, and with its site rules.
+    ``chosen_by`` names how the system was chosen, for the text (``"--system"`` when given)."""
     try:
         procs, nodes = header_int(header, "MaxProcs"), header_int(header, "MaxNodes")
     except ConfigError:
@@ -428,9 +430,13 @@ def header_mismatch(system: System, header: dict, procs_unit: str = "cores", sou
     have = system.nodes if procs_unit != "cores" else system.nodes * system.cores_per_node
     if abs(size - have) <= HEADER_SIZE_TOLERANCE * have:
         return None
-    return (f"{Path(source).name or 'the trace'}: its header says {what} {size:,}, but the system its file name chose, "
-            f"{system.name}, has {have:,} {'nodes' if procs_unit != 'cores' else 'processors'}: is the file the log its "
-            "name says? (--system picks the machine)")
+    unit = "nodes" if procs_unit != "cores" else "processors"
+    if chosen_by == "its file name":
+        return (f"{Path(source).name or 'the trace'}: its header says {what} {size:,}, but the system its file name "
+                f"chose, {system.name}, has {have:,} {unit}: is the file the log its name says? (--system picks the "
+                "machine)")
+    return (f"{Path(source).name or 'the trace'}: its header says {what} {size:,}, but the system chosen by "
+            f"{chosen_by}, {system.name}, has {have:,} {unit}: the figures are of that machine, not the log's")
 
 
 def system_from_swf_header(header: dict, source: str = "", procs_unit: str = "cores") -> System:

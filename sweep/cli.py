@@ -421,25 +421,27 @@ def _cmd_data_list(args) -> int:
             return 2
         d = match[0]
         t = Table(title=f"files of {d.name} (`twinsweep data fetch NAME` takes each file name, with or without its .swf.gz)")
-        for col in ("file", "size", "verified by", "on this machine"):
+        for col in ("file", "size", "a download is checked against", "on this machine"):
             t.add_column(col)
-        here, shipped = present(d)
+        here, wrong, shipped = present(d)
         for f in d.files:
             how = "sha256 + size" if f.sha256 else ("md5 + size" if f.md5 else
                                                    ("the Zenodo record's md5" if d.md5_from else "nothing (warned)"))
-            where = ", ".join(w for w, ok in (("data folder", f.name in here), ("package", f.name in shipped)) if ok)
+            where = ", ".join(w for w, ok in (("data folder", f.name in here),
+                                              ("data folder, but not its size: fetch it again", f.name in wrong),
+                                              ("package", f.name in shipped)) if ok)
             t.add_row(f.name, "—" if f.size is None else f"{f.size:,} B", how, where or "—")
         if d.manual:
             console.print(f"{d.name}: {d.manual}")
         console.print(t)
         return 0
     t = Table(title="datasets `twinsweep data fetch NAME` knows (`twinsweep data list NAME`: its files)")
-    for col in ("name", "title", "files", "in the data folder", "verified", "loader", "system", "licence"):
-        t.add_column(col)
+    for col in ("name", "title", "files", "in the data folder", "downloads checked by", "loader", "system", "licence"):
+        t.add_column(col, no_wrap=col in ("name", "in the data folder"))
     for d in datasets:
-        here, shipped = present(d)
+        here, wrong, shipped = present(d)
         have = (f"{len(here)}" if d.manual else f"{len(here)} of {len(d.files)}") + (
-            f" (+{len(shipped)} in the package)" if shipped else "")
+            f", {len(wrong)} of another size" if wrong else "") + (f" (+{len(shipped)} in the package)" if shipped else "")
         t.add_row(d.name, d.title, "manual" if d.manual else str(len(d.files)), have, d.verification, d.loader,
                   d.system or "by trace", d.licence)
     console.print(t)
@@ -592,7 +594,7 @@ def _cmd_validate(args) -> int:
     w = res["windows"]
     print(f"twin against the log's recorded schedule, {res['policy']} + {res['backfill']}, jobs submitted in the "
           f"reported window {window_text(w['reported'])} (fitting window {window_text(w['fitting'])}; from the trace "
-          f"epoch); errors are (twin - log) / log"
+          f"epoch{', ' + w['epoch_utc'] if w.get('epoch_utc') else ''}); errors are (twin - log) / log"
           + (f"; the log's mean wait {ref / 3600:.2f} h" if ref is not None else ""))
     for mode, fig in res["modes"].items():
         def pct(k):
@@ -604,7 +606,7 @@ def _cmd_validate(args) -> int:
               f"starts within 1 h of the log's {'n/a' if within is None else f'{within * 100:.0f} %'}  "
               f"hourly busy-node correlation {'n/a' if corr is None else f'{corr:.2f}'}")
     if res.get("queue_cancelled"):
-        print(f"jobs cancelled while queued, kept queued until their cancel time (--queue-cancelled): "
+        print(f"jobs cancelled while queued, kept queued until their cancel time (--queue-cancelled; whole trace): "
               f"{res.get('queue_cancelled_jobs', 0):,}")
     split = next(iter(res["modes"].values()), {}).get("wait_by_log_hold") or {}
     held = split.get(HELD)

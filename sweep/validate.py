@@ -65,6 +65,7 @@ from twinsweep.core.options import parse_options
 from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json
 from twinsweep.core.scheduler import validate_scheduler
 from twinsweep.core.system import header_mismatch
+from twinsweep.core.tracespan import utc_text
 from twinsweep.core.workload import Workload
 
 #: validation.json layout version.
@@ -108,15 +109,19 @@ def log_hold_groups(reference: pd.DataFrame) -> pd.Series:
 
 def holds_workload(workload: Workload, reference: pd.DataFrame, groups: pd.Series) -> Workload:
     """``workload`` with an ``eligible_time`` column: the recorded start of each job the log held
-    (``groups`` == :data:`HELD`, :func:`log_hold_groups`), missing for every other job — the
-    log's holds as if the log had recorded when each held job became eligible (Slurm's
-    ``Eligible``; the hold ended at or before the start). Reads ``reference`` (the recorded
-    schedule) for those jobs' starts; used by the diagnostic ``holds`` mode only."""
+    (``groups`` == :data:`HELD`, :func:`log_hold_groups`) — the log's holds as if the log had
+    recorded when each held job became eligible (Slurm's ``Eligible``; the hold ended at or
+    before the start) — and for every other job the log's own eligible time when it records one
+    (a Slurm dump's ``Eligible``), else missing; a held job keeps the later of the two. Reads
+    ``reference`` (the recorded schedule) for the held jobs' starts; used by the diagnostic
+    ``holds`` mode only. (Until 2026-12-07 a log's own ``Eligible`` was overwritten for every job.)"""
     jobs = workload.jobs.copy()
     held = groups.reindex(jobs["trace_index"].to_numpy()).to_numpy() == HELD
     start = reference.set_index("trace_index")["start_time"].astype("Int64")
     rec = start.reindex(jobs["trace_index"].to_numpy()).to_numpy(dtype="float64", na_value=np.nan)
-    elig = np.where(held, rec, np.nan)
+    own = (jobs["eligible_time"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
+           if "eligible_time" in jobs.columns else np.full(len(jobs), np.nan))
+    elig = np.where(held, np.fmax(rec, own), own)
     jobs["eligible_time"] = pd.array(np.where(np.isnan(elig), None, elig), dtype="Int64")
     return dataclasses.replace(workload, jobs=jobs)
 
@@ -242,7 +247,7 @@ def _input_warnings(workload: Workload, reference: pd.DataFrame, limits: np.ndar
     ran = (reference["start_time"].astype("Int64").notna() & reference["end_time"].astype("Int64").notna()).to_numpy()
     if k := int((reported & has_run & ~rec).sum()):
         out.append(f"{k:,} of the reported window's {n_rep:,} jobs have a run time but no recorded start (SWF field 3 "
-                   "is -1): the twin runs them, but they are not compared, and the log's busy nodes (compared hour by "
+                   "is -1; Slurm: Start Unknown): the twin runs them, but they are not compared, and the log's busy nodes (compared hour by "
                    "hour, and read by informed mode as telemetry) lack them")
     size = reference["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
     none, wide = reported & ran & ~(size > 0), reported & ran & (size > nodes)
@@ -657,9 +662,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                      f"{site_table['backfill']} with {', '.join(f'{k}={v}' for k, v in sorted(site_table['options'].items()))}) "
                      f"and run {policy} + {backfill} without options: give neither to run the site's scheduler "
                      "as its system file declares it")
-    if system is None and not sysobj.generic and (
-            mismatch := header_mismatch(sysobj, workload.header, workload.procs_unit, workload.source)):
-        warns.append(mismatch)  # chosen by the file name, with its site's rules: say when the header disagrees
+    if not sysobj.generic and (mismatch := header_mismatch(sysobj, workload.header, workload.procs_unit, workload.source,
+                                                           "its file name" if system is None else "--system")):
+        warns.append(mismatch)  # the machine the figures are of is not the header's: say so
     if t0 < span0 or t1 > span1:
         # hours outside the data are empty in both schedules: they would only inflate the agreement
         # of the busy-node series (and restart periods there have nothing to restart from)
@@ -681,6 +686,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         raise ConfigError(f"--restart: a period of {period} s cuts the reported window ({t1 - t0} s) into "
                           f"{-(-(t1 - t0) // period):,} periods, more than {MAX_RESTART_PERIODS:,} (each is a run); "
                           "give a longer period")
+    if period is not None and period >= t1 - t0:
+        warns.append(f"--restart: the period ({period:,} s) covers the whole reported window ({t1 - t0:,} s): restart "
+                     "mode re-seeds the twin once, at the window's start, and is informed mode from the log's state there")
     # windows too small to mean much are allowed (a quick look), and said so
     warns += [f"the {what} window {window_text(w)} holds only {k} submission(s) (fewer than {MIN_WINDOW_JOBS}): its "
              f"{use} rest on too few jobs to mean much"
@@ -730,11 +738,22 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         warns.append(cleaning_warning(cleaning))
     if no_limit := int((~(limits > 0) & reported).sum()):
         warns.append(f"{no_limit:,} of the reported window's {int(reported.sum()):,} jobs have "
-                     "no requested time (SWF field 9 is -1): the twin gives them "
+                     "no requested time (SWF field 9 is -1; Slurm: Timelimit UNLIMITED or none): the twin gives them "
                      + (f"the system's default limit ({sysobj.default_time_limit:,} s)" if sysobj.default_time_limit
                         else "their own run time as the limit (perfect estimates: backfilling is then optimistic)"))
     warns += _input_warnings(workload, reference, limits, reported, fit, nominal, sysobj.default_time_limit,
                              grace if kill else None)
+    # a log that records when each job became eligible (Slurm's Eligible): said, and read only when asked
+    honor = bool(base_cfg.option_dict.get("honor_eligible", sysobj.honor_eligible))
+    later = np.zeros(len(submit), dtype=bool)
+    if "eligible_time" in workload.jobs.columns:
+        later = workload.jobs["eligible_time"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan) > submit
+    n_later = int(later.sum())
+    if (k := int((later & reported).sum())) and not honor:
+        warns.append(f"{k:,} of the reported window's {int(reported.sum()):,} jobs became eligible after their submit in "
+                     "the log (its eligible time: a begin time, a hold, a dependency): the twin queues them from their "
+                     "submit; honor_eligible = true in the system file makes it queue them from then (a recorded field "
+                     "that may carry the schedule: a dependency's eligibility is another job's end)")
     # the requested limits (a user's request, not recorded state) let the estimator tell a job
     # held for a reason of its own from one waiting for nodes (core.availability.held_from)
     reference_est = reference.assign(time_limit=limits)
@@ -859,7 +878,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     n_cancel = int(blind_wl.jobs["recorded_end_time"].notna().sum()) if sysobj.queue_cancelled else 0
     twin_fields = _TWIN_FIELDS_BLIND + ([f"the cancel time of the {n_cancel:,} jobs cancelled while queued (submit + "
                                          "the recorded wait of a job that never ran: its user's action, not a start)"]
-                                        if sysobj.queue_cancelled else [])
+                                        if sysobj.queue_cancelled else []) + (
+        [f"eligible_time (the log's own, e.g. Slurm's Eligible: {n_later:,} jobs became eligible after their submit; "
+         "honor_eligible is on)"] if honor and n_later else [])
     result = {
         "schema_version": SCHEMA_VERSION,
         "trace": Path(workload.source).name,
@@ -878,7 +899,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         "site": ({"from": f"{Path(sysobj.path).name} [site]", "class_field": site["class_field"],
                   "source": site["source"]} if site else
                  {"from": "given" if policy_given else "default (no [site] table)"}),
-        "windows": {"trace_submit_span": [span0, span1], "fitting": list(fit), "reported": [t0, t1]},
+        "windows": {"trace_submit_span": [span0, span1], "fitting": list(fit), "reported": [t0, t1],
+                    "epoch_unix": int(workload.epoch),
+                    "epoch_utc": utc_text(workload.epoch, 0) if workload.epoch else None},
         "warnings": list(workload.warnings) + warns,
         "archive_cleaning": {**cleaning, "note": CLEANING_NOTE},
         "calibration": {
@@ -897,6 +920,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                               "nodes never busy in it are down; the share is the fitting window's queue-evidence "
                               "nodes down over its idle nodes, in the same kind of blocks (1 without evidence)"),
             "informed_periods": informed.down_periods,
+            "informed_calendar": [list(x) for x in informed_cal],
+            "informed_calendar_note": ("the informed machine's availability periods [start, end, nodes_down] (s from "
+                                       "the trace epoch, on the twin's node slots)"),
             "informed_down_node_frac": informed.down_frac,
             "informed_slots": informed.slots,
             "informed_added_node_time_ratio": informed.added_ratio,
@@ -918,7 +944,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                           "calibration": "as blind"}} if holds else {}),
             **({"restart": {"twin_input": twin_fields + ["recorded_start_time and run_time of the jobs "
                                                                "running or queued at each restart point",
-                                                               "node_ids (placement of those running)"]}}
+                                                               *(["node_ids (placement of those running)"]
+                                                                 if "node_ids" in workload.jobs.columns
+                                                                 and workload.jobs["node_ids"].notna().any() else [])]}}
                if period is not None else {}),
         },
         "modes": modes,
@@ -1084,8 +1112,13 @@ def validation_html(result: dict) -> str:
         if nf:
             # jobs_compared of a noise floor is a mean over seeds: shown as a whole number of jobs
             nfv = {k: (round(v) if k == "jobs_compared" and v is not None else v) for k, v in nf.items()}
-            rows.append(f"<tr class='nf'><td>{e(m)} noise floor ({nf['seeds']} seed{'' if nf['seeds'] == 1 else 's'}, σ={nf['runtime_sigma']})</td>"
-                        + "".join(f"<td>{e(_fmt(k, nfv.get(k), unit=False))}</td>" for k in _SHOWN) + "</tr>")
+            rows.append(f"<tr class='nf'><td title='the twin against itself with run times perturbed by "
+                        f"{nf['runtime_sigma']:.0%} log-normal noise: the mean over the seeds, then the worst seed'>"
+                        f"{e(m)} noise floor ({nf['seeds']} seed{'' if nf['seeds'] == 1 else 's'}, σ={nf['runtime_sigma']}): "
+                        "mean; worst</td>"
+                        + "".join(f"<td>{e(_fmt(k, nfv.get(k), unit=False))}"
+                                  + (f"; {e(_fmt(k, nfv.get(k + '_worst'), unit=False))}" if k + "_worst" in nfv else "")
+                                  + "</td>" for k in _SHOWN) + "</tr>")
     modes_desc = "".join(f"<li><b>{e(m)}</b>: {e(fig.get('description', ''))}</li>" for m, fig in result["modes"].items())
     cal = result.get("calibration") or {}
     consts = [("kill grace", f"{cal['kill_grace_s']:,} s ({cal.get('kill_grace_note', '')})" if "kill_grace_s" in cal else None),
@@ -1122,7 +1155,7 @@ def validation_html(result: dict) -> str:
         basis = (result.get("log_holds") or {}).get("overtaken_by")
         split = (f"<h2>Where the wait error lives: jobs the log held, and the others</h2><p>{e(LOG_HOLD_NOTE)}</p>"
                  + (f"<p>In this log a job counts as overtaken by a later job asking for {e(basis)}.</p>" if basis else "")
-                 + f"<table><tr><th>mode: jobs</th>{shead}</tr>{srows}</table>")
+                 + f"<table><tr><th>mode: group</th>{shead}</tr>{srows}</table>")
     excl = "".join(f"<li><b>{e(m)}</b>: " + ", ".join(f"{e(r)}: {n:,}" for r, n in fig.get("exclusions", {}).items())
                    + "</li>" for m, fig in result["modes"].items())
     sens = ""
@@ -1147,9 +1180,11 @@ def validation_html(result: dict) -> str:
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;
 padding:3px 6px;text-align:right}}tr.nf{{color:#777}}tr.site{{background:#eef}}</style></head><body>
 <h1>How close is the twin to the recorded schedule? {e(result['trace'])}</h1>
-<p>System {e(result['system']['name'])} ({result['system']['nodes']:,} nodes{_slots(result['system'])}{'; ' + e(result['system']['derived']) if result['system'].get('derived') else ''}); site policy {e(result['policy'])} +
-{e(result['backfill'])}; reported window {window_text(w['reported'])}, fitting window {window_text(w['fitting'])} (from the trace epoch).
-Relative errors are (twin − log) / log.</p>
+<p>System {e(result['system']['name'])} ({result['system']['nodes']:,} nodes{_slots(result['system'])}{'; ' + e(result['system']['derived']) if result['system'].get('derived') else ''}); scheduler {e(result['policy'])} +
+{e(result['backfill'])}{'' if (result.get('site') or {}).get('from', '').endswith('[site]') else ' (' + e((result.get('site') or {}).get('from', '')) + ')'}; reported window {window_text(w['reported'])}, fitting window {window_text(w['fitting'])} (from the trace epoch{', ' + e(w['epoch_utc']) if w.get('epoch_utc') else ''}).
+Relative errors are (twin − log) / log. The grey noise-floor rows compare the twin with itself under
+1 % run-time noise (the mean over the seeds, then the worst seed): a difference from the log below
+them means nothing.</p>
 <table><tr><th>mode</th>{head}</tr>{''.join(rows)}</table>
 <h2>Modes</h2><ul>{modes_desc}</ul><h2>Fitted constants (on the fitting window)</h2><ul>{consts_html}</ul>{split}
 <h2>Jobs left out</h2><ul>{excl}</ul>{cleaned}{sens}{warn}

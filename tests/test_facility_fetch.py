@@ -290,12 +290,15 @@ def test_data_list_says_which_files_are_on_this_machine(tmp_path, monkeypatch, c
     (tmp_path / pwa.folder).mkdir()
     (tmp_path / pwa.folder / pwa.files[0].name).write_bytes(b"x")
     monkeypatch.setenv("TWINSWEEP_DATA", str(tmp_path))
-    assert F.present(pwa) == ([pwa.files[0].name], shipped)
+    assert F.present(pwa) == ([], [pwa.files[0].name], shipped)  # 1 byte: not the catalogue's size
+    (tmp_path / pwa.folder / pwa.files[1].name).write_bytes(b"x" * pwa.files[1].size)
+    assert F.present(pwa) == ([pwa.files[1].name], [pwa.files[0].name], shipped)
     assert main(["data", "list"]) == 0
     out = capsys.readouterr().out
-    assert f"1 of {len(pwa.files)} (+{len(shipped)} in the package)" in out and str(tmp_path) in out
+    assert f"1 of {len(pwa.files)}, 1 of another size (+{len(shipped)} in the package)" in out and str(tmp_path) in out
     assert main(["data", "list", "pwa-swf"]) == 0
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if pwa.files[0].name in line)
-    assert "data folder" in row
+    assert "not its size: fetch it again" in row
+    assert "data folder" in next(line for line in out.splitlines() if pwa.files[1].name in line)
     assert "package" in next(line for line in out.splitlines() if shipped[0] in line)

@@ -299,6 +299,10 @@ def test_downtime_is_found_and_closes_the_gap(tmp_path):
     blind, informed = v["modes"]["blind"], v["modes"]["informed"]
     assert abs(blind["wait_mean_rel_error"]) > 0.15
     assert abs(informed["wait_mean_rel_error"]) < abs(blind["wait_mean_rel_error"]) / 2
+    # validation.json carries the informed machine's calendar itself, inside the true downtime's blocks
+    assert v["calibration"]["informed_calendar"] and all(
+        truth[0][0] - av.BLOCK_S <= a < b <= truth[0][1] + av.BLOCK_S and 0 < k <= NODES
+        for a, b, k in v["calibration"]["informed_calendar"])
     known = validate(str(log), system=str(sysfile), noise_seeds=0, sensitivity=False, windows=0)
     assert known["calibration"]["calendar_source"] == "system file"
     assert known["calibration"]["informed_slots_note"].startswith("not inferred")
@@ -711,6 +715,13 @@ def test_jobs_the_comparison_cannot_use_are_said_before_the_run_and_counted_on_n
                    for w in validate(str(log), **kw)["warnings"])
 
 
+def test_a_restart_period_longer_than_the_reported_window_is_said(tmp_path):
+    log = _log_of(tmp_path, "easy", _jobs(), "fcfs", "easy")
+    res = validate(str(log), restart="30d", noise_seeds=0, sensitivity=False, windows=0)
+    assert any(w.startswith("--restart: the period (2,592,000 s) covers the whole reported window") for w in res["warnings"])
+    assert res["modes"]["restart"]["wait_mean_rel_error"] == 0.0
+
+
 def test_a_fitting_window_without_recorded_starts_is_said(tmp_path):
     jobs = _jobs()
     log = _log_of(tmp_path, "easy", jobs, "fcfs", "easy")
@@ -770,3 +781,67 @@ def test_a_twin_made_slurm_sacct_log_validates_to_zero_error(tmp_path):
         f = v["modes"][mode]
         assert f["jobs_compared"] > 100 and f["wait_mean_ref_s"] > 600
         assert f["wait_mean_rel_error"] == 0.0 and f["start_error_mae_s"] == 0.0
+
+
+def _sacct_log(tmp_path, jobs, eligible, system):
+    """A Slurm accounting dump of the schedule the twin makes of ``jobs`` on ``system`` (a TOML
+    path), each job's ``Eligible`` its submit + ``eligible[j]`` s (0: at submit); time limits
+    2 x run time in whole minutes."""
+    epoch = pd.Timestamp("2024-01-01T00:00:00")
+
+    def ts(s):
+        return (epoch + pd.Timedelta(seconds=int(s))).strftime("%Y-%m-%dT%H:%M:%S")
+
+    head = "JobID|JobIDRaw|User|Account|Partition|Submit|Eligible|Start|End|ElapsedRaw|Timelimit|NNodes|NCPUS|State"
+    # the log's own schedule: the twin honouring the eligible times (written into a first dump)
+    def dump(starts_ends):
+        rows = [head]
+        for (j, s, r, p), se in zip(jobs, starts_ends):
+            st, en = se
+            rows.append(f"{j}|{j}|u{j % 5}|a{j % 3}|batch|{ts(s)}|{ts(s + eligible.get(j, 0))}|{ts(st)}|{ts(en)}|"
+                        f"{en - st}|{2 * r // 60}|{p}|{p}|COMPLETED")
+        return "\n".join(rows) + "\n"
+    first = tmp_path / "sacct-draft.txt"
+    first.write_text(dump([(s, s + r) for _, s, r, _ in jobs]))  # any schedule: only the requests are read
+    res = simulate(RunConfig(data=str(first), system=str(system), policy="fcfs", backfill="easy",
+                             options=(("honor_eligible", True),))).jobs.sort_values("trace_index")
+    log = tmp_path / "sacct-eligible.txt"
+    s0 = min(s for _, s, _, _ in jobs)  # a dump's epoch is its first submit: the run's times are from it
+    log.write_text(dump([(int(a) + s0, int(b) + s0) for a, b in zip(res["start_time"], res["end_time"])]))
+    return log
+
+
+def test_a_slurm_logs_eligible_times_are_said_read_on_request_and_kept_by_holds_mode(tmp_path):
+    """A twin-made Slurm dump whose every 5th job became eligible an hour after its submit (a
+    --begin time): validate says so and queues them from submit (an error); with honor_eligible
+    in the system file the twin reads them (fields_read says so) and the error is 0; the
+    diagnostic holds mode keeps the log's own eligible times (it overwrote them before)."""
+    jobs = [(j, s, r - r % 30 + 30, p) for j, s, r, p in _jobs(300)]
+    eligible = {j: 3600 for j, *_ in jobs if j % 5 == 0}
+    plain = tmp_path / "sys8.toml"
+    plain.write_text(f'[system]\nname = "sys8"\nnodes = {NODES}\n')
+    honor = tmp_path / "sys8e.toml"
+    honor.write_text(f'[system]\nname = "sys8e"\nnodes = {NODES}\nhonor_eligible = true\n')
+    log = _sacct_log(tmp_path, jobs, eligible, honor)
+    kw = dict(noise_seeds=0, sensitivity=False, windows=0)
+    v = validate(str(log), system=str(plain), **kw)
+    assert any("became eligible after their submit" in w and "honor_eligible" in w for w in v["warnings"])
+    assert v["modes"]["blind"]["wait_mean_rel_error"] != 0.0
+    first = pd.Timestamp("2024-01-01T00:00:00") + pd.Timedelta(seconds=min(s for _, s, _, _ in jobs))
+    assert v["windows"]["epoch_utc"] == first.strftime("%Y-%m-%d %H:%M:%S UTC")  # a dump's epoch: its first submit
+    h = validate(str(log), system=str(honor), holds=True, **kw)
+    assert not any("became eligible" in w for w in h["warnings"])
+    assert any(f.startswith("eligible_time (the log's own") for f in h["fields_read"]["blind"]["twin_input"])
+    for mode in ("blind", "informed"):
+        assert h["modes"][mode]["wait_mean_rel_error"] == 0.0, mode
+    # holds mode: the jobs the log shows held enter at their recorded start, the others at their own
+    # eligible time (it read -13 % when every job's eligible time was overwritten)
+    assert abs(h["modes"]["holds"]["wait_mean_rel_error"]) < 0.05
+    from twinsweep.sweep.validate import HELD, holds_workload
+
+    wl = load_workload(log, format="sacct")
+    ref = recorded_schedule(wl.jobs)
+    groups = pd.Series([HELD] + [None] * (len(ref) - 1), index=ref["trace_index"].to_numpy())
+    out = holds_workload(wl, ref, groups).jobs["eligible_time"].astype("float64").to_numpy()
+    own = wl.jobs["eligible_time"].astype("float64").to_numpy()
+    assert out[0] == max(own[0], float(ref["start_time"].iloc[0])) and (out[1:] == own[1:]).all()
