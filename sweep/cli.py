@@ -445,7 +445,9 @@ def _cmd_data_list(args) -> int:
         t.add_row(d.name, d.title, "manual" if d.manual else str(len(d.files)), have, d.verification, d.loader,
                   d.system or "by trace", d.licence)
     console.print(t)
-    console.print(f"data folder: {data_dir()} (${DATA_ENV} sets it)")
+    folder = data_dir()
+    console.print(f"data folder: {folder} (${DATA_ENV} sets it)"
+                  + ("" if folder.is_dir() else "; it does not exist yet: `twinsweep data fetch NAME` creates it"))
     return 0
 
 
@@ -604,7 +606,9 @@ def _cmd_validate(args) -> int:
         print(f"{mode:8s} jobs {fig['jobs_compared']:>7,}  mean wait {pct('wait_mean_rel_error')}  "
               f"p95 wait {pct('wait_p95_rel_error')}  "
               f"starts within 1 h of the log's {'n/a' if within is None else f'{within * 100:.0f} %'}  "
-              f"hourly busy-node correlation {'n/a' if corr is None else f'{corr:.2f}'}")
+              f"hourly busy-node correlation {'n/a' if corr is None else f'{corr:.2f}'}"
+              + (f"  (noise floor of the mean wait ±{abs(nf) * 100:.1f} %: a smaller error means nothing)"
+                 if (nf := (fig.get("noise_floor") or {}).get("wait_mean_rel_error_worst")) is not None else ""))
     if res.get("queue_cancelled"):
         print(f"jobs cancelled while queued, kept queued until their cancel time (--queue-cancelled; whole trace): "
               f"{res.get('queue_cancelled_jobs', 0):,}")
@@ -624,7 +628,8 @@ def _cmd_validate(args) -> int:
         n = rs["windows"]
         print(f"rankings over the {n} busiest week{'s' if n != 1 else ''}: Kendall tau blind vs informed >= "
               f"{num(rs['kendall_tau_min_blind_vs_informed'], '.2f')}, seeds >= "
-              f"{num(rs['kendall_tau_min_seeds'], '.2f')}, top-3 the same in {num(rs['top3_same_frac'], '.0%')}"
+              f"{num(rs['kendall_tau_min_seeds'], '.2f')}, top-3 the same in {num(rs['top3_same_frac'], '.0%')} "
+              "of week x metric pairs"
               + (f" ({k} week x metric pair(s) left out: every variant ties there)"
                  if (k := rs.get("unranked_window_metrics")) else ""))
     elif rs is not None:

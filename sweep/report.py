@@ -861,7 +861,13 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
                               rep.get("baseline"), n_boot, boot_seed)
     later = [(PARETO_ID, "trade-offs"), (STABILITY_ID, "ranking stability")] + \
         ([(FIDELITY_ID, "fidelity to the recorded schedule")] if reference else [])
-    section_verdict(pg, verdict, _verdict_notes(runs, plan_n, failed, incomplete, include_incomplete), later, reference)
+    notes = _verdict_notes(runs, plan_n, failed, incomplete, include_incomplete)
+    power = [_metric(m).label for m in verdict.directions if _metric(m).power]
+    if power and _is_assumed(runs["power_label"]):
+        notes.append(f"{', '.join(power).capitalize()}: figures of assumed power models (see "
+                     "<a href=\"#power-models\">power models</a>); the verdict's differences in "
+                     f"{'it' if len(power) == 1 else 'them'} are those of the assumed models, not of a measured machine.")
+    section_verdict(pg, verdict, notes, later, reference)
     section_pareto(pg, ranked, ranked_variants, study, verdict.directions, pg.styles, _is_assumed(runs["power_label"]),
                    past_end=past_end_blocks(ranked))
     section_stability(pg, ranked, ranked_variants, verdict, twin_errors)

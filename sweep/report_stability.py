@@ -122,7 +122,9 @@ def _windows(pg, ws: pd.DataFrame, directions: dict[str, str]) -> None:
     def top(k: int, n: int) -> str:
         if k >= n:
             return "the whole ranking"
-        return "place 1 only" if k <= 1 else f"places 1–{k}"
+        if k <= 0:
+            return "none: the leader loses some seed"
+        return "place 1 only" if k == 1 else f"places 1–{k}"
 
     shown = pd.DataFrame({
         "dataset": ws["dataset"], "window": ws["window"],

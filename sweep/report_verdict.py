@@ -151,8 +151,11 @@ def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str
             sure = (f"P(best) {format_number(100 * o.p_best, 2)} % over {s.blocks:,} blocks{past_s}, "
                     f"{html.escape(_sure(o, s.blocks))}")
         items.append(f"<li>{what}: run <b class=\"best\">{html.escape(o.best)}</b> — {sure}{vs}.</li>")
+    left = [metric(m).label for m in v.directions if m not in v.tradeoff]
+    left_text = (f"; not weighed: {', '.join(left)} (ranked below, but [report] tradeoff leaves "
+                 f"{'it' if len(left) == 1 else 'them'} out)" if left else "")
     pg.raw(f"<p>Recommended for the study's stated trade-off ({html.escape(_tradeoff_text(v))} of the rank "
-           f"weights):</p><ul class=\"verdict\">{''.join(items)}</ul>")
+           f"weights{html.escape(left_text)}):</p><ul class=\"verdict\">{''.join(items)}</ul>")
     alike = alike_note(v)
     if alike:
         notes.append(alike)

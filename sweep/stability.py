@@ -27,8 +27,9 @@ A **conclusion** of the verdict, "best is ahead of X on objective o" for X = the
 the baseline, is tested over every block of its scope (every window and seed of a dataset, or of
 every dataset): it **survives** run-time uncertainty when no block reverses it (``b_better == 0``)
 and some block shows it (``a_better > 0``); otherwise it flips in ``b_better`` of the ``n`` blocks.
-Within one (dataset, window), the **stable top** of an objective is the largest k such that no pair
-among the first k variants by mean score (ties: grid order) is reversed in any seed.
+Within one (dataset, window), the **stable top** of an objective is the largest k such that each of
+the first k variants by mean score (ties: grid order) loses to no variant after it in any seed
+(places 1..k are the same in every seed; 0 when the leader loses some seed).
 """
 
 from __future__ import annotations
@@ -118,14 +119,17 @@ def pair_flips(runs: pd.DataFrame, variants: list[str], directions: dict[str, st
 
 
 def _stable_top(c: np.ndarray, order: np.ndarray) -> int:
-    """Largest k such that no pair among the first k of ``order`` is reversed in any block."""
-    k = 1
-    while k < len(order):
-        nxt = order[k]
-        if any(c[nxt, order[i]] > 0 for i in range(k)):
+    """Largest k such that each of the first k of ``order`` is beaten in no block by any variant
+    after it (``c[x, y]``: blocks in which x beats y): places 1..k are the same in every block.
+    0 when the leader itself loses to some variant in some block. (Until 2026-12-07 only pairs
+    *among* the first k counted, so k was at least 1 — "place 1 kept" — even when the leader
+    lost a block to the runner-up.)"""
+    k = 0
+    while k < len(order) - 1:
+        if any(c[order[j], order[k]] > 0 for j in range(k + 1, len(order))):
             break
         k += 1
-    return k
+    return len(order) if k == len(order) - 1 else k
 
 
 def window_stability(runs: pd.DataFrame, variants: list[str], directions: dict[str, str],

@@ -820,7 +820,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     if period is not None:
         t = time.perf_counter()
         rjobs, rbusy = restarted = _restart_jobs(base_cfg, workload, sys_informed, t0, t1, period)
-        mode("restart", rjobs, f"re-seeded from the recorded state every {period} s over the reported window, on the "
+        mode("restart", rjobs, f"re-seeded from the recorded state every {_duration_text(period)} over the reported window, on the "
              "informed machine; each job judged in the run of the period it was submitted in, run on (with the later "
              "submissions) until every job of the period has left the queue; busy nodes over each period from "
              "that period's run", busy=rbusy, period_s=period)
@@ -1006,6 +1006,15 @@ def _slots(system: dict) -> str:
     return f", time-shared: the twin ran on {n:,} node slots fitted on the fitting window" if n else ""
 
 
+def _duration_text(s: int) -> str:
+    """A duration for people: ``7 d (604,800 s)``, ``6 h (21,600 s)``, ``90 s``: the largest of
+    d / h / min that divides it, with the seconds."""
+    for unit, n in (("d", 86400), ("h", 3600), ("min", 60)):
+        if s >= n and s % n == 0:
+            return f"{s // n:,} {unit} ({s:,} s)"
+    return f"{s:,} s"
+
+
 def _share_text(x: float) -> str:
     """A share as a percentage, two significant digits however small (:func:`core.metrics.format_number`:
     0.0075 %, 3.6 %, 100 %)."""
@@ -1114,10 +1123,11 @@ def validation_html(result: dict) -> str:
             nfv = {k: (round(v) if k == "jobs_compared" and v is not None else v) for k, v in nf.items()}
             rows.append(f"<tr class='nf'><td title='the twin against itself with run times perturbed by "
                         f"{nf['runtime_sigma']:.0%} log-normal noise: the mean over the seeds, then the worst seed'>"
-                        f"{e(m)} noise floor ({nf['seeds']} seed{'' if nf['seeds'] == 1 else 's'}, σ={nf['runtime_sigma']}): "
-                        "mean; worst</td>"
+                        f"{e(m)} noise floor ({nf['seeds']} seed{'' if nf['seeds'] == 1 else 's'}, σ={nf['runtime_sigma']})"
+                        f"{': mean; worst' if nf['seeds'] > 1 else ''}</td>"
                         + "".join(f"<td>{e(_fmt(k, nfv.get(k), unit=False))}"
-                                  + (f"; {e(_fmt(k, nfv.get(k + '_worst'), unit=False))}" if k + "_worst" in nfv else "")
+                                  + (f"; {e(_fmt(k, nfv.get(k + '_worst'), unit=False))}"
+                                     if k + "_worst" in nfv and nf["seeds"] > 1 else "")
                                   + "</td>" for k in _SHOWN) + "</tr>")
     modes_desc = "".join(f"<li><b>{e(m)}</b>: {e(fig.get('description', ''))}</li>" for m, fig in result["modes"].items())
     cal = result.get("calibration") or {}
@@ -1167,10 +1177,13 @@ def validation_html(result: dict) -> str:
                 + (_closest_text(best) if (best := result.get("best_matching_policy")) else ""))
     rs = result.get("ranking_stability")
     if rs:
-        sens += (f"<h2>Ranking stability ({rs['windows']} busiest weeks, {len(rs['variants'])} variants)</h2>"
+        nw = rs['windows']
+        sens += (f"<h2>Ranking stability ({nw} busiest week{'' if nw == 1 else 's'}, {len(rs['variants'])} variants)</h2>"
                  f"<p>Kendall τ blind vs informed (min): {e(_fmt('', rs['kendall_tau_min_blind_vs_informed']))}; "
-                 f"informed vs its {rs['seeds']} perturbed seeds (min): {e(_fmt('', rs['kendall_tau_min_seeds']))}; "
-                 f"top-3 set the same: {e(_fmt('_frac', rs['top3_same_frac']))}; winner ahead by more than the "
+                 f"informed vs {rs['seeds']} perturbed seed{'' if rs['seeds'] == 1 else 's'} of the ranking study's own "
+                 f"(not the noise floor's) (min): {e(_fmt('', rs['kendall_tau_min_seeds']))}; "
+                 f"top-3 set the same (share of week × metric pairs): {e(_fmt('_frac', rs['top3_same_frac']))}; "
+                 f"winner ahead by more than the "
                  f"seed spread: {e(_fmt('_frac', rs['top1_gap_exceeds_seed_spread_frac']))}. Values within "
                  f"{rs.get('tie_rel_tol', 0) * 100:g} % of each other tie; window × metric pairs in which every "
                  f"variant ties under both machines (no ranking, left out): {rs.get('unranked_window_metrics', 0)}"

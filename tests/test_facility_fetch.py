@@ -302,3 +302,6 @@ def test_data_list_says_which_files_are_on_this_machine(tmp_path, monkeypatch, c
     assert "not its size: fetch it again" in row
     assert "data folder" in next(line for line in out.splitlines() if pwa.files[1].name in line)
     assert "package" in next(line for line in out.splitlines() if shipped[0] in line)
+    monkeypatch.setenv("TWINSWEEP_DATA", str(tmp_path / "nowhere"))
+    assert main(["data", "list"]) == 0
+    assert "it does not exist yet" in capsys.readouterr().out

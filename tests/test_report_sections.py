@@ -62,8 +62,16 @@ def test_pair_flips_and_window_stability_by_hand():
     ws = window_stability(runs, ["a", "b", "c", "d"], {"wait_mean_s": "min"}, {}, ["wait_mean_s"]).iloc[0]
     # mean ranks: a = d = (4*1.5 + 2.5)/5 = 1.7, b = (4*3 + 1)/5 = 2.6, c = 4: order a, d, b, c
     assert ws["order"] == "a > d > b > c"
-    # pairs reversed in some seed: (a,b) and (d,b); places 1-2 (a, d) never reversed, b reverses them in seed 4
-    assert (ws["pairs"], ws["pairs_flipping"], ws["stable_top"]) == (6, 2, 2)
+    # pairs reversed in some seed: (a,b) and (d,b); b beats the leader a in seed 4, so no place is
+    # the same in every seed: stable top 0
+    assert (ws["pairs"], ws["pairs_flipping"], ws["stable_top"]) == (6, 2, 0)
+    # a leader never beaten (ties are no loss), then d beaten by b in seed 4: place 1 only; c last
+    runs2 = _runs({"a": [0, 0, 0, 0, 1], "d": [1, 1, 1, 1, 3], "b": [2, 2, 2, 2, 2], "c": [9, 9, 9, 9, 9]})
+    ws2 = window_stability(runs2, ["a", "b", "c", "d"], {"wait_mean_s": "min"}, {}, ["wait_mean_s"]).iloc[0]
+    assert ws2["order"] == "a > d > b > c" and ws2["stable_top"] == 1
+    # every order the same in every seed: the whole ranking
+    runs3 = _runs({"a": [1] * 5, "b": [2] * 5, "c": [3] * 5})
+    assert window_stability(runs3, ["a", "b", "c"], {"wait_mean_s": "min"}, {}, ["wait_mean_s"]).iloc[0]["stable_top"] == 3
     assert ws["max_flip_share"] == pytest.approx(0.2)
 
 
