@@ -172,7 +172,7 @@ def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str
                          "against the baseline": _costs(o, s, objectives) if s.baseline else "—"})
     pg.table(pd.DataFrame(rows), cls="t verdict-table")
     energy = metric(ENERGY_PER_WORK)
-    pg.p(f"Baseline: {', '.join(sorted({str(s.baseline) for s in v.scopes}))} ([report] baseline). Energy is "
+    pg.p(f"Baseline: {', '.join(sorted({str(s.baseline) for s in v.scopes}))} (the study's [report] baseline, else fcfs+easy when it is a variant, else the first variant). Energy is "
          f"compared per unit of work: {energy.label} [{energy.display_unit}] = facility energy / node-hours "
          "delivered in the window.")
     pg.p(how_to_read(later), raw=True)
