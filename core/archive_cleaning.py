@@ -88,11 +88,11 @@ def removed_job_gaps(job_id, submit_time) -> RemovedGaps | None:
     val = pd.to_numeric(pd.Series(np.asarray(job_id, dtype=object)).astype(str).str.strip(),
                         errors="coerce").to_numpy(dtype=np.float64)
     ok = np.isfinite(val) & (val >= 0) & (val == np.floor(val))  # whole numbers only
-    num = np.where(ok, val, -1).astype(np.int64)
     if ok.mean() < 0.99 or ok.sum() < 2:
         return None
-    order = np.argsort(num[ok], kind="stable")
-    n, s = num[ok][order], sub[ok][order]
+    num = val[ok].astype(np.int64)
+    order = np.argsort(num, kind="stable")
+    n, s = num[order], sub[ok][order]
     keep = np.r_[True, np.diff(n) > 0]
     n, s = n[keep], s[keep]
     if (np.diff(s) >= 0).mean() < 0.99:

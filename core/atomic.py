@@ -85,6 +85,22 @@ def fsync_path(path: str | os.PathLike) -> None:
         os.close(fd)
 
 
+def foreign_folder(path: str | os.PathLike, marker: str, ours=()) -> str | None:
+    """When the existing folder ``path`` holds entries but no ``marker`` file (an earlier output of
+    the same command, e.g. ``manifest.json``), the entries to name in the refusal: the first five
+    not in ``ours`` (else the first five), ``" ..."`` when more; else None (empty, missing, or
+    holding the marker). ``twinsweep run`` and ``validate`` refuse such an ``--out`` without
+    ``--force``."""
+    path = Path(path)
+    if not path.is_dir():
+        return None
+    entries = sorted(p.name for p in path.iterdir())
+    if not entries or marker in entries:
+        return None
+    others = [e for e in entries if e not in set(ours)]
+    return ", ".join(others[:5] or entries[:5]) + (" ..." if len(others) > 5 else "")
+
+
 def folder_target_problem(path: str | os.PathLike) -> str | None:
     """Why ``path`` cannot be (or become) a folder, or None when it can: ``"is a file, not a
     folder"`` when it is a file, ``"'<parent>' is a file, not a folder"`` when one of its parents

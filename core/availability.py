@@ -319,13 +319,8 @@ def queue_calendar(schedule: pd.DataFrame, nodes: int, t0: int, t1: int,
     """The queue-evidence calendar of ``[t0, t1)`` (:func:`block_down_nodes`) as stacked periods
     (:func:`layered_calendar`). It reads the queue listing (which job waited when), so it is for a
     fitting window, or for inspecting a log; the informed mode uses :func:`telemetry_calendar`."""
-    return _calendar(*block_down_nodes(schedule, nodes, t0, t1, block_s, startable, grid_s, latency_s), nodes)
-
-
-def _calendar(edges: np.ndarray, down: np.ndarray, nodes: int) -> tuple[tuple[int, int, int], ...]:
-    """Blocks' nodes down as stacked periods (:func:`layered_calendar`), none in a block where
-    nothing ran (every node idle: no telemetry can tell down from idle then)."""
-    return layered_calendar(edges, np.where(down >= nodes, 0, down), nodes)
+    edges, down = block_down_nodes(schedule, nodes, t0, t1, block_s, startable, grid_s, latency_s)
+    return layered_calendar(edges, np.where(down >= nodes, 0, down), nodes)  # none where nothing ran
 
 
 def telemetry_counts(schedule: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -392,7 +387,7 @@ def telemetry_calendar(counts: tuple, nodes: int, t0: int, t1: int, share: float
     those stretches are mostly queues of held jobs (SDSC-Paragon informed +43 % -> +102 %, KTH
     -2 % -> +14 %). The calendar of :func:`telemetry_machine` without node slots above ``nodes``.
     Raises ValueError on an empty window or a share outside [0, 1]."""
-    return telemetry_machine(counts, nodes, t0, t1, share, block_s, grid_s, quantile=np.inf).calendar
+    return layered_calendar(*_telemetry_down(counts, nodes, t0, t1, share, block_s, grid_s), nodes)
 
 
 def _telemetry_down(counts: tuple, nodes: int, t0: int, t1: int, share: float, block_s: int,
@@ -405,10 +400,10 @@ def _telemetry_down(counts: tuple, nodes: int, t0: int, t1: int, share: float, b
     tb, busy, tq, queued = counts
     edges = np.append(np.arange(t0, t1, block_s, dtype=np.int64), np.int64(t1))
     idle = idle_nodes(tb, busy, nodes, edges)
-    down = np.where(pressure(tq, queued, edges, grid_s), np.floor(share * idle + 0.5), 0).astype(np.int64)
+    hot = pressure(tq, queued, edges, grid_s)
+    down = np.where(hot, np.floor(share * idle + 0.5), 0).astype(np.int64)
     # the queue stood on a machine that ran nothing the whole block: it (or its scheduler) was out
-    down = np.where(pressure(tq, queued, edges, grid_s) & (idle >= nodes), nodes, down)
-    return edges, down
+    return edges, np.where(hot & (idle >= nodes), nodes, down)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -443,22 +438,22 @@ def telemetry_machine(counts: tuple, nodes: int, t0: int, t1: int, share: float,
     ``counts`` should count only jobs that fit ``nodes`` (a wider job, which the twin rejects,
     would size the machine: :func:`telemetry_counts` of such a schedule). The twin's pool is the
     largest block's capacity; a block is weighed by its own length (a last block shorter than
-    ``block_s`` is more sensitive to a short peak). ``quantile`` ``inf``: no slots above ``nodes``.
+    ``block_s`` is more sensitive to a short peak).
     Returns an :class:`InformedMachine`, whose calendar is :func:`telemetry_calendar`'s own when
     no block exceeds ``nodes``. Raises ValueError as :func:`telemetry_calendar`."""
     q = TIME_SHARED_QUANTILE if quantile is None else quantile
     edges, down = _telemetry_down(counts, nodes, t0, t1, share, block_s, grid_s)
     tb, busy = counts[0], counts[1]
-    top = (np.zeros(len(down), dtype=np.int64) if not np.isfinite(q) else
-           np.array([np.ceil(step_quantile(tb, busy, int(a), int(b), q)) for a, b in zip(edges[:-1], edges[1:])],
-                    dtype=np.int64))
+    top = np.array([np.ceil(step_quantile(tb, busy, int(a), int(b), q)) for a, b in zip(edges[:-1], edges[1:])],
+                   dtype=np.int64)
     cap = np.where(top > nodes, top, nodes - down)
     slots = int(max(nodes, cap.max(initial=nodes)))
     dur = np.diff(edges).astype(np.float64)
     span = float(nodes) * float(t1 - t0)
     below = np.maximum(0, nodes - cap)
-    return InformedMachine(slots=slots, calendar=layered_calendar(edges, slots - cap, slots),
-                           down_periods=len(layered_calendar(edges, below, nodes)),
+    nominal = layered_calendar(edges, below, nodes)  # the calendar itself when no block adds slots
+    return InformedMachine(slots=slots, calendar=nominal if slots == nodes else layered_calendar(edges, slots - cap, slots),
+                           down_periods=len(nominal),
                            down_frac=float(np.sum(below * dur) / span),
                            added_ratio=float(np.sum(np.maximum(0, cap - nodes) * dur) / span))
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["parse_human_duration", "parse_slurm_duration", "SLURM_UNLIMITED", "SLURM_MISSING"]
+__all__ = ["parse_human_duration", "parse_slurm_duration", "duration_text", "is_negative_duration", "SLURM_UNLIMITED", "SLURM_MISSING"]
 
 _HUMAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -35,6 +35,23 @@ SLURM_MISSING = frozenset({"", "unknown", "none", "n/a", "(null)", "invalid"})
 
 _FORMS = "MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS"
 _SECONDS = r"(\d+(?:\.\d+)?)"
+
+
+def duration_text(s: int) -> str:
+    """Whole seconds for people, in the largest unit of :func:`parse_human_duration`'s that divides
+    them, weeks aside: ``3 d``, ``12 h``, ``1 min``, ``90 s`` (``0 s``)."""
+    s = int(s)
+    for unit, n in (("d", 86400), ("h", 3600), ("min", 60)):
+        if s and s % n == 0:
+            return f"{s // n:,} {unit}"
+    return f"{s:,} s"
+
+
+def is_negative_duration(text) -> bool:
+    """Whether ``text`` is a duration in :func:`parse_human_duration`'s spelling with a minus sign
+    (``"-3d"``, ``"-90"``): a length that is wrong by its sign, not by its spelling."""
+    t = str(text).strip()
+    return t.startswith("-") and bool(_HUMAN.match(t[1:]))
 
 
 def parse_human_duration(text: str | int | float | None, what: str = "duration") -> int | None:
@@ -52,7 +69,7 @@ def parse_human_duration(text: str | int | float | None, what: str = "duration")
             raise ConfigError(f"{what}: must be >= 0, got {text}")
         return int(round(text))
     m = _HUMAN.match(str(text))
-    if not m and _HUMAN.match(str(text).strip().removeprefix("-")):  # "-3d": a duration, negative
+    if not m and is_negative_duration(text):
         raise ConfigError(f"{what}: must be >= 0, got {text!r}")
     if not m:
         raise ConfigError(f"{what}: expected seconds or a number with s/m/h/d/w (e.g. 3600, 90m, 6h, 7d), got {text!r}")

@@ -26,7 +26,7 @@ from .kernel import Kernel
 from .outcome import job_outcomes, jobs_table, steps_table
 from .resources import Cluster, NodePool
 from .scheduler import make_scheduler
-from .system import System
+from .system import System, run_setting
 from .workload import RUNNING_WHEN_RECORDED
 
 __all__ = ["Engine", "EngineResult", "select_window", "effective_time_limit"]
@@ -90,14 +90,10 @@ class Engine:
         self.progress = progress
         self.scheduler = scheduler
         if queue_cancelled is None:
-            queue_cancelled = self.options.get("queue_cancelled")
-        if queue_cancelled is None:
-            queue_cancelled = bool(getattr(system, "queue_cancelled", False))
+            queue_cancelled = run_setting("queue_cancelled", self.options, system)
         self.queue_cancelled = bool(queue_cancelled) and not self.replay
         if honor_eligible is None:
-            honor_eligible = self.options.get("honor_eligible")
-        if honor_eligible is None:
-            honor_eligible = bool(getattr(system, "honor_eligible", False))
+            honor_eligible = run_setting("honor_eligible", self.options, system)
         self.honor_eligible = bool(honor_eligible) and not self.replay
 
     def run(self) -> EngineResult:

@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tomllib
 import urllib.error
 import urllib.request
@@ -372,26 +373,29 @@ def _with_record_checksums(ds: RemoteDataset, chosen: list[RemoteFile], timeout:
     return out
 
 
-def present(ds: RemoteDataset) -> tuple[list[str], list[str], list[str]]:
+def present(ds: RemoteDataset, root: Path | None = None) -> tuple[list[str], list[str], list[str]]:
     """Which of ``ds``'s files are on this machine: ``(in_data_dir, wrong_size, bundled)``, the
     names found in ``<data dir>/<folder>`` (:func:`core.data.data_dir`) whose size is the
     catalogue's (or unknown), those found there with another size (a partial or different copy:
     `twinsweep data fetch` replaces it), and those shipped with the package
     (:data:`core.data.BUNDLED_DIR`, the quickstart's traces), in catalogue order. A hash is
     checked by `twinsweep data fetch` only. A manual dataset (no file list) gives the files its
-    folder holds."""
+    folder holds. ``root``: the data folder (default :func:`core.data.data_dir`, resolved here)."""
     from .data import BUNDLED_DIR, data_dir
 
-    here, shipped = data_dir() / ds.folder, BUNDLED_DIR / ds.folder
+    here, shipped = (root or data_dir()) / ds.folder, BUNDLED_DIR / ds.folder
     if ds.manual and not ds.files:
         return (sorted(q.name for q in here.iterdir() if q.is_file() and not q.name.startswith(("PROVENANCE", ".")))
                 if here.is_dir() else []), [], []
     ok, bad = [], []
     for f in ds.files:
-        q = here / f.name
-        if q.is_file():
+        try:
+            st = (here / f.name).stat()
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
             # a file stored gzip-compressed after download has another size than the one served
-            (bad if f.size is not None and not f.gzip and q.stat().st_size != f.size else ok).append(f.name)
+            (bad if f.size is not None and not f.gzip and st.st_size != f.size else ok).append(f.name)
     return ok, bad, [f.name for f in ds.files if (shipped / f.name).is_file()]
 
 

@@ -405,8 +405,9 @@ def _decimals_for(x: float, digits: int) -> int:
     digit is 0.001, not 0.0010; 9.96 with two is 10, not 10.0)."""
     if x == 0 or not math.isfinite(x):
         return 0
-    d = max(0, digits - 1 - math.floor(math.log10(abs(x))))
-    if d > 0 and abs(round(x, d)) >= 10.0 ** (math.floor(math.log10(abs(x))) + 1):
+    e = math.floor(math.log10(abs(x)))
+    d = max(0, digits - 1 - e)
+    if d > 0 and abs(round(x, d)) >= 10.0 ** (e + 1):
         d -= 1
     return d
 

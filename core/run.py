@@ -30,14 +30,14 @@ from twinsweep import __version__
 from .config import RunConfig, run_key
 from .engine import Engine, select_window
 from .accounts import Accounts, account_names, accounts_of_run, load_accounts
-from .atomic import atomic_write, atomic_write_files, bytes_writer
+from .atomic import atomic_write, atomic_write_files, bytes_writer, foreign_folder
 from .availability import over_capacity
 from .errors import ConfigError
 from .perturb import perturb
 from .power import account_power, build_timeline, idle_node_power_w, job_node_power_w
 from .scheduler import validate_scheduler
 from .stats import compute_stats
-from .system import System, header_mismatch, named_system, resolve_system, system_from_swf_header
+from .system import System, header_mismatch, named_system, resolve_system, run_setting, system_from_swf_header
 from .tracespan import trace_span
 from .workload import Workload
 
@@ -225,10 +225,8 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     if system is None:
         system = resolve_system(config.system, workload)
     replay = config.policy == "replay"
-    queue_cancelled = config.option_dict.get("queue_cancelled")
-    if queue_cancelled is None:
-        queue_cancelled = system.queue_cancelled
-    span, frame, t0, t1, npow = _prepared_window(config, workload, system, replay, bool(queue_cancelled))
+    queue_cancelled = run_setting("queue_cancelled", config.option_dict, system)
+    span, frame, t0, t1, npow = _prepared_window(config, workload, system, replay, queue_cancelled)
     if t1 is None:  # an open window lasts at least until its last submission / recorded end
         _check_timeline_size(frame, t0, config.sample_period, workload.source, replay or not config.kill)
     cb = None
@@ -296,7 +294,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
                           cooling=cooling_pieces if config.cooling else None)
     stats.update(span.stats(res.t_start, t1))
     warnings = list(workload.warnings)
-    if config.system is None and not system.generic and (
+    if config.system is None and (
             mismatch := header_mismatch(system, workload.header, workload.procs_unit, workload.source)):
         warnings.append(mismatch)
     warnings += span.window_warnings(res.t_start, t1, Path(workload.source).name)
@@ -582,11 +580,7 @@ def prepare_out_dir(out_dir: str | os.PathLike, force: bool = False) -> tuple[Pa
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: is a file, not a folder; give a folder for the run's outputs")
     if out.is_dir():
-        entries = sorted(p.name for p in out.iterdir())
-        ours = set(RUN_FILES) | set(_RUN_DIR_EXTRA)
-        if entries and "manifest.json" not in entries and not force:
-            others = [e for e in entries if e not in ours]
-            show = ", ".join(others[:5] or entries[:5]) + (" ..." if len(others) > 5 else "")
+        if not force and (show := foreign_folder(out, "manifest.json", set(RUN_FILES) | set(_RUN_DIR_EXTRA))):
             raise ConfigError(f"--out {out}: the folder is not empty and is not a twinsweep run (it holds {show}); "
                               "choose an empty or new folder, or pass --force to write the run's files into it")
         return out, False

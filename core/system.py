@@ -254,6 +254,14 @@ def _node_positions(v, where: str) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
+def run_setting(key: str, options: dict, system) -> bool:
+    """A machine-model switch of a run (``queue_cancelled``, ``honor_eligible``): the run option
+    ``key`` when given (not None), else the system file's (False when the system has none). The
+    one rule the engine, ``simulate`` and ``validate`` read such a switch by."""
+    v = options.get(key)
+    return bool(getattr(system, key, False)) if v is None else bool(v)
+
+
 def availability_periods(v, nodes: int, where: str) -> tuple[tuple[int, int, int], ...]:
     """The node availability calendar from TOML: a list of tables ``{start, end, nodes_down}``
     (``[[system.availability]]``; times in s from the trace epoch or durations such as ``"30d"``;
@@ -385,10 +393,13 @@ GENERIC_POWER = PowerModel(
 )
 
 
-def header_int(header: dict, key: str, source: str = "") -> int | None:
-    """An SWF header's whole-number field ``key`` (``MaxNodes``, ``MaxProcs``, ``MaxRuntime``): its
-    first word, thousands separators allowed (``1,024``) and ``64.0`` read as 64; None when absent
-    or -1 (SWF's "unknown"). Raises ConfigError naming ``source`` and the field for any other text."""
+def header_count(header: dict, key: str, source: str = "") -> int | None:
+    """An SWF header's size field ``key`` (``MaxNodes``, ``MaxProcs``, ``MaxRuntime``): its first
+    word, thousands separators allowed (``1,024``) and ``64.0`` read as 64; None when absent or -1
+    (SWF's "unknown"). Raises ConfigError naming ``source`` and the field for any other text. The
+    strict reader of a machine's size; the loaders' ``core.loaders._swfcore.header_int`` reads a
+    leading integer leniently (``UnixStartTime``), where a size must not be guessed from
+    ``1,024`` as 1."""
     v = header.get(key)
     if v is None or not str(v).strip():
         return None
@@ -420,8 +431,10 @@ def header_mismatch(system: System, header: dict, procs_unit: str = "cores", sou
     header number that does not parse is no evidence here). A copy of another log saved under a
     catalogued name would otherwise run on the wrong machine, and with its site rules.
     ``chosen_by`` names how the system was chosen, for the text (``"--system"`` when given)."""
+    if system.generic:  # built from this very header
+        return None
     try:
-        procs, nodes = header_int(header, "MaxProcs"), header_int(header, "MaxNodes")
+        procs, nodes = header_count(header, "MaxProcs"), header_count(header, "MaxNodes")
     except ConfigError:
         return None
     size, what = (procs, "MaxProcs") if procs and procs_unit == "cores" else (nodes or procs, "MaxNodes" if nodes else "MaxProcs")
@@ -454,10 +467,7 @@ def system_from_swf_header(header: dict, source: str = "", procs_unit: str = "co
     neither field (or only zeros), or when one is not a whole number >= 0.
     """
 
-    def num(key):
-        return header_int(header, key, source)
-
-    max_nodes, max_procs = num("MaxNodes"), num("MaxProcs")
+    max_nodes, max_procs = header_count(header, "MaxNodes", source), header_count(header, "MaxProcs", source)
     nodes = max_nodes or max_procs
     if not nodes:
         raise ConfigError(
@@ -487,7 +497,7 @@ def system_from_swf_header(header: dict, source: str = "", procs_unit: str = "co
     return System(
         name=f"generic:{name}", title=f"Generic system from the header of {Path(source).name or 'trace'}",
         nodes=int(nodes), cores_per_node=cpn, cpus_per_node=1,
-        default_time_limit=num("MaxRuntime"), power=GENERIC_POWER, generic=True,
+        default_time_limit=header_count(header, "MaxRuntime", source), power=GENERIC_POWER, generic=True,
         sources=({"what": "nodes, cores_per_node", "cite": how},
                  {"what": "power", "cite": "generic assumed node power (SPEC power_ssj2008-era 1-socket servers)"}),
     )

@@ -126,7 +126,7 @@ class TraceSpan:
         return (f"{pre}{span} after the trace's last submission at {self.last_submit_s:,} s "
                 f"({self.date(self.last_submit_s)}); {tail}; flagged window_past_last_submit in stats.json")
 
-    def before_first_submit_warning(self, t0: int, t1: int | None, where: str = "") -> str | None:
+    def before_first_submit_warning(self, t0: int, where: str = "") -> str | None:
         """The one-line warning for a window that starts before the trace's first submission
         (an idle lead-in: nothing can run before the first job arrives), else None."""
         if int(t0) >= self.first_submit_s:
@@ -140,7 +140,7 @@ class TraceSpan:
         """The warnings of a window ``[t0, t1)`` (``t1`` None = open): an idle lead-in before the
         first submission (:meth:`before_first_submit_warning`), a tail past the last submission
         (:meth:`past_last_submit_warning`)."""
-        return [w for w in (self.before_first_submit_warning(t0, t1, where), self.past_last_submit_warning(t0, t1, where))
+        return [w for w in (self.before_first_submit_warning(t0, where), self.past_last_submit_warning(t0, t1, where))
                 if w]
 
     def stats(self, t0: int, t1: int | None) -> dict:

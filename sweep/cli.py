@@ -62,13 +62,10 @@ def _duration(text):
 def _positive_duration(text):
     """:func:`_duration` of a length that must be > 0 (a window's duration, a restart period): a
     negative value gets the same message as 0 does."""
-    if str(text).strip().startswith("-"):
-        try:
-            _duration(str(text).strip()[1:])
-        except argparse.ArgumentTypeError:
-            pass
-        else:
-            raise argparse.ArgumentTypeError(f"duration: must be > 0 s, got {text!r}")
+    from twinsweep.core.durations import is_negative_duration
+
+    if is_negative_duration(text):
+        raise argparse.ArgumentTypeError(f"duration: must be > 0 s, got {text!r}")
     return _duration(text)
 
 
@@ -274,11 +271,17 @@ def _simulate_and_write(args, cfg, console, out_dir: Path) -> int:
     return 0
 
 
-def _print_summary(res, out: Path) -> None:
+def _stdout_console():
+    """A rich console on stdout, wide when piped (no 80-column squeeze of the tables)."""
     from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 200)
+
+
+def _print_summary(res, out: Path) -> None:
     from rich.table import Table
 
-    console = Console(width=None if sys.stdout.isatty() else 200)  # piped: no 80-column squeeze
+    console = _stdout_console()
 
     s, c = res.stats["system"], res.stats["counts"]
     label = res.stats.get("power_label", "assumed")
@@ -348,14 +351,11 @@ def _add_systems_parser(sub):
 
 
 def _cmd_systems(args) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from twinsweep.core.system import list_systems
 
-    import sys
-
-    console = Console(width=None if sys.stdout.isatty() else 200)  # piped: no 80-column squeeze
+    console = _stdout_console()
     t = Table(title="twinsweep systems (power marked 'assumed' = parameters of comparable hardware)")
     for col in ("name", "title", "nodes", "cores/node", "power", "traces"):
         # names are copied into --system: never cut; long cells fold onto more lines (no "…")
@@ -405,14 +405,14 @@ def _cmd_data_fetch(args) -> int:
 
 
 def _cmd_data_list(args) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from twinsweep.core.data import DATA_ENV, data_dir
     from twinsweep.core.fetch import list_datasets, present
 
-    console = Console(width=None if sys.stdout.isatty() else 200)  # piped: no 80-column squeeze
+    console = _stdout_console()
     datasets = list_datasets()
+    folder = data_dir()  # resolved once for every dataset
     if args.name is not None:
         match = [d for d in datasets if d.name == args.name]
         if not match:
@@ -423,7 +423,7 @@ def _cmd_data_list(args) -> int:
         t = Table(title=f"files of {d.name} (`twinsweep data fetch NAME` takes each file name, with or without its .swf.gz)")
         for col in ("file", "size", "a download is checked against", "on this machine"):
             t.add_column(col)
-        here, wrong, shipped = present(d)
+        here, wrong, shipped = present(d, folder)
         for f in d.files:
             how = "sha256 + size" if f.sha256 else ("md5 + size" if f.md5 else
                                                    ("the Zenodo record's md5" if d.md5_from else "nothing (warned)"))
@@ -439,13 +439,12 @@ def _cmd_data_list(args) -> int:
     for col in ("name", "title", "files", "in the data folder", "downloads checked by", "loader", "system", "licence"):
         t.add_column(col, no_wrap=col in ("name", "in the data folder"))
     for d in datasets:
-        here, wrong, shipped = present(d)
+        here, wrong, shipped = present(d, folder)
         have = (f"{len(here)}" if d.manual else f"{len(here)} of {len(d.files)}") + (
             f", {len(wrong)} of another size" if wrong else "") + (f" (+{len(shipped)} in the package)" if shipped else "")
         t.add_row(d.name, d.title, "manual" if d.manual else str(len(d.files)), have, d.verification, d.loader,
                   d.system or "by trace", d.licence)
     console.print(t)
-    folder = data_dir()
     console.print(f"data folder: {folder} (${DATA_ENV} sets it)"
                   + ("" if folder.is_dir() else "; it does not exist yet: `twinsweep data fetch NAME` creates it"))
     return 0

@@ -94,14 +94,15 @@ def _ranks(vals: dict[str, float]) -> bool:
     return len(set(vals.values())) > 1
 
 
-def _tau(a: dict, b: dict) -> float | None:
-    """Kendall's τ-b (scipy) of two rankings of the same variants, on their practical tie groups
-    (:func:`tie_groups`). ``None`` when neither ranking orders any two variants (every variant ties
-    under both: nothing to compare); 0.0 when exactly one of them does (one machine model sees a
-    difference the other does not: no association)."""
+def _order(g: dict[str, float]) -> list[tuple[str, float]]:
+    """``(variant, value)`` best first, ties broken by name."""
+    return sorted(g.items(), key=lambda kv: (kv[1], kv[0]))
+
+
+def _tau_grouped(ga: dict, gb: dict) -> float | None:
+    """:func:`_tau` of two rankings already in their tie groups (:func:`tie_groups`)."""
     from scipy.stats import kendalltau
 
-    ga, gb = tie_groups(a), tie_groups(b)
     if not _ranks(ga) and not _ranks(gb):
         return None
     if not _ranks(ga) or not _ranks(gb):
@@ -110,10 +111,17 @@ def _tau(a: dict, b: dict) -> float | None:
     return float(kendalltau([ga[k] for k in keys], [gb[k] for k in keys]).statistic)
 
 
+def _tau(a: dict, b: dict) -> float | None:
+    """Kendall's τ-b (scipy) of two rankings of the same variants, on their practical tie groups
+    (:func:`tie_groups`). ``None`` when neither ranking orders any two variants (every variant ties
+    under both: nothing to compare); 0.0 when exactly one of them does (one machine model sees a
+    difference the other does not: no association)."""
+    return _tau_grouped(tie_groups(a), tie_groups(b))
+
+
 def _top(vals: dict, k: int) -> set:
     """The ``k`` best variants (lowest value), practical ties (:func:`tie_groups`) broken by name."""
-    g = tie_groups(vals)
-    return {name for name, _ in sorted(g.items(), key=lambda kv: (kv[1], kv[0]))[:k]}
+    return {name for name, _ in _order(tie_groups(vals))[:k]}
 
 
 def ranking_stability(config: RunConfig, workload: Workload, sys_blind, sys_informed, policies: list[str],
@@ -151,14 +159,15 @@ def ranking_stability(config: RunConfig, workload: Workload, sys_blind, sys_info
         seeded = [values(sys_informed, s, k) for k in range(1, seeds + 1)]
         row = {"start": s, "end": s + window_s, "metrics": {}}
         for m in RANK_METRICS:
-            tb = _tau(blind[m], inf[m])
-            ts = [_tau(inf[m], sv[m]) for sv in seeded]
-            same3 = _top(blind[m], 3) == _top(inf[m], 3)
-            grouped = tie_groups(inf[m])
-            order = sorted(grouped.items(), key=lambda kv: (kv[1], kv[0]))
-            win = order[0][0]
-            spread = (max(sv[m][win] for sv in seeded + [inf]) - min(sv[m][win] for sv in seeded + [inf]))
-            gap = next((v - order[0][1] for _, v in order if v > order[0][1]), 0.0)
+            gb, gi = tie_groups(blind[m]), tie_groups(inf[m])  # each ranking grouped once
+            ob, oi = _order(gb), _order(gi)
+            tb = _tau_grouped(gb, gi)
+            ts = [_tau_grouped(gi, tie_groups(sv[m])) for sv in seeded]
+            same3 = {n for n, _ in ob[:3]} == {n for n, _ in oi[:3]}
+            win = oi[0][0]
+            at_win = [sv[m][win] for sv in seeded + [inf]]
+            spread = max(at_win) - min(at_win)
+            gap = next((v - oi[0][1] for _, v in oi if v > oi[0][1]), 0.0)
             ranked = tb is not None
             if ranked:
                 taus_bi.append(tb)
@@ -169,8 +178,7 @@ def ranking_stability(config: RunConfig, workload: Workload, sys_blind, sys_info
             taus_seed.extend(t for t in ts if t is not None)
             row["metrics"][m] = {"tau_blind_vs_informed": tb, "tau_seeds": ts, "top3_same": same3,
                                  "ranked": ranked,
-                                 "winner_informed": win, "winner_blind": min(tie_groups(blind[m]).items(),
-                                                                             key=lambda kv: (kv[1], kv[0]))[0],
+                                 "winner_informed": win, "winner_blind": ob[0][0],
                                  "top1_gap": gap, "winner_seed_spread": spread,
                                  "blind": blind[m], "informed": inf[m]}
         per_window.append(row)

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from twinsweep.core.atomic import atomic_write_text
+from twinsweep.core.durations import duration_text
 from twinsweep.core.metrics import column_decimals, format_number, format_spread, metric as _metric, si_power, summary_metrics
 
 from .plotting import axis_range, variant_styles
@@ -263,14 +264,11 @@ def _fname(*parts) -> str:
 
 
 def _fmt_duration(s) -> str:
-    """A duration in s as the largest whole unit: ``3 d``, ``12 h``, ``1 min``, ``90 s``; ``—`` for None."""
+    """A duration in s as the largest whole unit (:func:`core.durations.duration_text`): ``3 d``,
+    ``12 h``, ``1 min``, ``90 s``; ``—`` for None."""
     if s is None or (isinstance(s, float) and np.isnan(s)):
         return "—"
-    s = int(s)
-    for unit, n in (("d", 86400), ("h", 3600), ("min", 60)):
-        if s and s % n == 0:
-            return f"{s // n:,} {unit}"
-    return f"{s:,} s"
+    return duration_text(s)
 
 
 def _axis_text(axis: str, values) -> str:
@@ -759,8 +757,9 @@ def _section_failures(pg: _Page, failed: list[dict]) -> None:
 
 
 def _verdict_notes(runs: pd.DataFrame, plan_n: int, failed: list[dict], incomplete: pd.DataFrame,
-                   included: bool) -> list[str]:
-    """The verdict's caveats (HTML): failed or missing runs and how incomplete blocks were treated."""
+                   included: bool, directions: dict[str, str], assumed: bool) -> list[str]:
+    """The verdict's caveats (HTML): failed or missing runs, how incomplete blocks were treated, and
+    which of the verdict's objectives (``directions``) are figures of assumed power models."""
     notes = []
     missing = plan_n - len(runs)
     if missing > 0 or failed:
@@ -771,6 +770,11 @@ def _verdict_notes(runs: pd.DataFrame, plan_n: int, failed: list[dict], incomple
         notes.append(f"{len(incomplete):,} block(s) with missing runs are " +
                      ("ranked anyway (their missing variants rank last)." if included else
                       "left out of the verdict and the rankings."))
+    power = [_metric(m).label for m in directions if _metric(m).power]
+    if power and assumed:
+        notes.append(f"{', '.join(power).capitalize()}: figures of assumed power models (see "
+                     "<a href=\"#power-models\">power models</a>); the verdict's differences in "
+                     f"{'it' if len(power) == 1 else 'them'} are those of the assumed models, not of a measured machine.")
     return notes
 
 
@@ -862,14 +866,10 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
                               rep.get("baseline"), n_boot, boot_seed)
     later = [(PARETO_ID, "trade-offs"), (STABILITY_ID, "ranking stability")] + \
         ([(FIDELITY_ID, "fidelity to the recorded schedule")] if reference else [])
-    notes = _verdict_notes(runs, plan_n, failed, incomplete, include_incomplete)
-    power = [_metric(m).label for m in verdict.directions if _metric(m).power]
-    if power and _is_assumed(runs["power_label"]):
-        notes.append(f"{', '.join(power).capitalize()}: figures of assumed power models (see "
-                     "<a href=\"#power-models\">power models</a>); the verdict's differences in "
-                     f"{'it' if len(power) == 1 else 'them'} are those of the assumed models, not of a measured machine.")
-    section_verdict(pg, verdict, notes, later, reference)
-    section_pareto(pg, ranked, ranked_variants, study, verdict.directions, pg.styles, _is_assumed(runs["power_label"]),
+    assumed = _is_assumed(runs["power_label"])
+    section_verdict(pg, verdict, _verdict_notes(runs, plan_n, failed, incomplete, include_incomplete,
+                                                verdict.directions, assumed), later, reference)
+    section_pareto(pg, ranked, ranked_variants, study, verdict.directions, pg.styles, assumed,
                    past_end=past_end_blocks(ranked))
     section_stability(pg, ranked, ranked_variants, verdict, twin_errors)
     if reference:
@@ -885,7 +885,7 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
         _section_aggregate(pg, root, runs, variants, metrics)
         from .report_pooled import section_pooled
 
-        section_pooled(pg, root, runs, variants, _is_assumed(runs["power_label"]))
+        section_pooled(pg, root, runs, variants, assumed)
     else:
         for sid, title in (("ranks", "Rank tables"), ("wins", "Win matrices"), ("agreement", "Agreement"),
                            ("timelines", "Timelines"), ("distributions", "Distributions"), ("aggregate", "Aggregate"),

@@ -157,9 +157,7 @@ def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str
     pg.raw(f"<p>Recommended for the study's stated trade-off ({html.escape(_tradeoff_text(v))} of the rank "
            f"weights{html.escape(left_text)}):</p><ul class=\"verdict\">{''.join(items)}</ul>")
     alike = alike_note(v)
-    if alike:
-        notes.append(alike)
-    for n in notes:
+    for n in notes + ([alike] if alike else []):  # the caller's list is left as it was
         pg.p(f"&#9888; {n}", raw=True)
     rows = []
     for s in v.scopes:

@@ -124,12 +124,10 @@ def _stable_top(c: np.ndarray, order: np.ndarray) -> int:
     0 when the leader itself loses to some variant in some block. (Until 2026-12-07 only pairs
     *among* the first k counted, so k was at least 1 — "place 1 kept" — even when the leader
     lost a block to the runner-up.)"""
-    k = 0
-    while k < len(order) - 1:
+    for k in range(len(order)):
         if any(c[order[j], order[k]] > 0 for j in range(k + 1, len(order))):
-            break
-        k += 1
-    return len(order) if k == len(order) - 1 else k
+            return k
+    return len(order)
 
 
 def window_stability(runs: pd.DataFrame, variants: list[str], directions: dict[str, str],

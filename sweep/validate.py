@@ -53,10 +53,11 @@ import pandas as pd
 
 from twinsweep.core import availability as _avail
 from twinsweep.core.archive_cleaning import cleaning_summary
-from twinsweep.core.atomic import atomic_write, folder_target_problem
+from twinsweep.core.atomic import atomic_write, folder_target_problem, foreign_folder
 from twinsweep.core.backfill import BUILTIN_BACKFILLS
 from twinsweep.core.backfill.windows import ClockRules, WindowsOptions
 from twinsweep.core.config import Perturbation, RunConfig, parse_human_duration
+from twinsweep.core.durations import duration_text
 from twinsweep.core.errors import ConfigError
 from twinsweep.core.jobprep import cancel_times
 from twinsweep.core.metrics import format_number
@@ -64,7 +65,7 @@ from twinsweep.core.fidelity import FIGURE_LABELS, FIGURES, SPLIT_FIGURES, compa
 from twinsweep.core.options import parse_options
 from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json
 from twinsweep.core.scheduler import validate_scheduler
-from twinsweep.core.system import header_mismatch
+from twinsweep.core.system import header_mismatch, run_setting
 from twinsweep.core.tracespan import utc_text
 from twinsweep.core.workload import Workload
 
@@ -224,8 +225,9 @@ def cleaning_warning(cleaning: dict) -> str:
             f"waits there are not comparable with the log's (it will wait less){fit_text}")
 
 
-def _input_warnings(workload: Workload, reference: pd.DataFrame, limits: np.ndarray, reported: np.ndarray,
-                    fit: tuple[int, int], nodes: int, default_limit: int | None, grace: int | None) -> list[str]:
+def _input_warnings(workload: Workload, reference: pd.DataFrame, submit: np.ndarray, limits: np.ndarray,
+                    reported: np.ndarray, fit: tuple[int, int], nodes: int, default_limit: int | None,
+                    grace: int | None) -> list[str]:
     """What the log holds that the comparison cannot use as it is, said before any run (each a
     count of the reported window's jobs; nothing is left out silently):
 
@@ -238,13 +240,15 @@ def _input_warnings(workload: Workload, reference: pd.DataFrame, limits: np.ndar
     - a fitting window in which no job has a recorded start: nothing is fitted from the schedule
       there (the kill grace reads run times and limits only).
 
-    Arrays are per row of ``reference`` (the recorded schedule of ``workload.jobs``, same order)."""
+    Arrays (``submit`` in s, ``limits`` requested in s, ``reported`` a mask) are per row of
+    ``reference`` (the recorded schedule of ``workload.jobs``, same order)."""
     out = []
     n_rep = int(reported.sum())
     jobs = workload.jobs
-    has_run = jobs["run_time"].astype("Int64").notna().to_numpy()
+    run = jobs["run_time"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
+    has_run = ~np.isnan(run)
     rec = jobs["recorded_start_time"].astype("Int64").notna().to_numpy()
-    ran = (reference["start_time"].astype("Int64").notna() & reference["end_time"].astype("Int64").notna()).to_numpy()
+    ran = has_run & rec  # the recorded schedule has a start and an end exactly then (recorded_schedule)
     if k := int((reported & has_run & ~rec).sum()):
         out.append(f"{k:,} of the reported window's {n_rep:,} jobs have a run time but no recorded start (SWF field 3 "
                    "is -1; Slurm: Start Unknown): the twin runs them, but they are not compared, and the log's busy nodes (compared hour by "
@@ -260,7 +264,6 @@ def _input_warnings(workload: Workload, reference: pd.DataFrame, limits: np.ndar
                    + (" (check --system if the log's machine was larger)" if wide.any() else ""))
     if grace is not None:
         lim = np.where(limits > 0, limits, np.nan if not default_limit else float(default_limit))
-        run = jobs["run_time"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
         killed = reported & ran & (run > lim + grace)
         if k := int(killed.sum()):
             share = k / max(1, int((reported & ran).sum()))
@@ -268,8 +271,7 @@ def _input_warnings(workload: Workload, reference: pd.DataFrame, limits: np.ndar
                        f"the limit the twin gives them (their requested time, else the system's default) plus the kill "
                        f"grace ({grace:,} s): the twin kills them at that point, shorter than they ran (--no-kill lets "
                        "them run to their recorded length)")
-    sub = reference["submit_time"].to_numpy(dtype="int64")
-    in_fit = (sub >= fit[0]) & (sub < fit[1])
+    in_fit = (submit >= fit[0]) & (submit < fit[1])
     if in_fit.any() and not (in_fit & ran).any():
         out.append(f"no job submitted in the fitting window {window_text(fit)} has a recorded start: nothing is fitted "
                    "from the schedule there (blind mode takes no node out, and informed mode, without evidence, takes "
@@ -438,14 +440,14 @@ CLOSEST_BY = (("wait_mean_rel_error", "abs"), ("wait_p95_rel_error", "abs"), ("b
 
 def closest_row(table: list[dict]) -> dict | None:
     """The policy-sensitivity row closest to the log (``best_matching_policy``): the lowest mean
-    rank (average ranks, a Borda count) over :data:`CLOSEST_BY` — |mean wait error|, |p95 wait
+    rank (average ranks, :func:`sweep.ranking.average_ranks`; a Borda count) over :data:`CLOSEST_BY` — |mean wait error|, |p95 wait
     error|, |mean bounded slowdown error| and the hourly busy-node correlation (higher is closer);
     a missing figure ranks last. Ties go to the smaller |mean wait error|, then the higher
     correlation. ``tied_with`` lists the rows with the very same four figures (on OSC-Clust all
     twelve: none queues a job). None when no row has a mean wait error. Until 2026-12-07 the
     mean wait error alone chose, and a synthetic log's ``ljf + easy`` was "closest" at −10 %
     with a bounded slowdown error of +790 %."""
-    from scipy.stats import rankdata
+    from .ranking import average_ranks
 
     scored = [r for r in table if r.get("wait_mean_rel_error") is not None]
     if not scored:
@@ -455,14 +457,11 @@ def closest_row(table: list[dict]) -> dict | None:
         v = r.get(k)
         return np.inf if v is None else (abs(v) if how == "abs" else -v)
 
-    ranks = np.mean([rankdata([key(r, k, how) for r in scored]) for k, how in CLOSEST_BY], axis=0)
-
-    def figures(r):
-        return tuple(key(r, k, how) for k, how in CLOSEST_BY)
-
-    i = min(range(len(scored)), key=lambda i: (ranks[i], figures(scored[i])[0], figures(scored[i])[3]))
+    figs = np.array([[key(r, k, how) for r in scored] for k, how in CLOSEST_BY])  # figure x row, smaller closer
+    ranks = average_ranks(figs).mean(axis=0)
+    i = min(range(len(scored)), key=lambda j: (ranks[j], figs[0, j], figs[3, j]))
     b = scored[i]
-    tied = [f"{r['policy']}+{r['backfill']}" for r in scored if r is not b and figures(r) == figures(b)]
+    tied = [f"{r['policy']}+{r['backfill']}" for j, r in enumerate(scored) if j != i and (figs[:, j] == figs[:, i]).all()]
     return {"policy": b["policy"], "backfill": b["backfill"],
             "by": "lowest mean rank over |mean wait error|, |p95 wait error|, |bsld error| and hourly correlation",
             "mean_rank": float(ranks[i]), "of_rows": len(scored), "tied_with": tied}
@@ -609,13 +608,10 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     t_wall = time.perf_counter()
     if out is not None and (problem := folder_target_problem(out)):
         raise ConfigError(f"--out {str(out)!r}: {problem}")
-    if out is not None and not force and Path(out).is_dir():
-        entries = sorted(p.name for p in Path(out).iterdir())
-        if entries and "validation.json" not in entries:
-            show = ", ".join(entries[:5]) + (" ..." if len(entries) > 5 else "")
-            raise ConfigError(f"--out {str(out)!r}: the folder is not empty and holds no earlier validation (it holds "
-                              f"{show}); choose an empty or new folder, or pass --force to write validation.json and "
-                              "validation.html into it")
+    if out is not None and not force and (show := foreign_folder(out, "validation.json")):
+        raise ConfigError(f"--out {str(out)!r}: the folder is not empty and holds no earlier validation (it holds "
+                          f"{show}); choose an empty or new folder, or pass --force to write validation.json and "
+                          "validation.html into it")
     policy_given = policy is not None or backfill is not None
     if policy == "replay":
         raise ConfigError("validate: policy 'replay' copies the recorded starts; give the site's policy (e.g. fcfs)")
@@ -662,8 +658,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                      f"{site_table['backfill']} with {', '.join(f'{k}={v}' for k, v in sorted(site_table['options'].items()))}) "
                      f"and run {policy} + {backfill} without options: give neither to run the site's scheduler "
                      "as its system file declares it")
-    if not sysobj.generic and (mismatch := header_mismatch(sysobj, workload.header, workload.procs_unit, workload.source,
-                                                           "its file name" if system is None else "--system")):
+    if mismatch := header_mismatch(sysobj, workload.header, workload.procs_unit, workload.source,
+                                   "its file name" if system is None else "--system"):
         warns.append(mismatch)  # the machine the figures are of is not the header's: say so
     if t0 < span0 or t1 > span1:
         # hours outside the data are empty in both schedules: they would only inflate the agreement
@@ -741,10 +737,10 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                      "no requested time (SWF field 9 is -1; Slurm: Timelimit UNLIMITED or none): the twin gives them "
                      + (f"the system's default limit ({sysobj.default_time_limit:,} s)" if sysobj.default_time_limit
                         else "their own run time as the limit (perfect estimates: backfilling is then optimistic)"))
-    warns += _input_warnings(workload, reference, limits, reported, fit, nominal, sysobj.default_time_limit,
+    warns += _input_warnings(workload, reference, submit, limits, reported, fit, nominal, sysobj.default_time_limit,
                              grace if kill else None)
     # a log that records when each job became eligible (Slurm's Eligible): said, and read only when asked
-    honor = bool(base_cfg.option_dict.get("honor_eligible", sysobj.honor_eligible))
+    honor = run_setting("honor_eligible", base_cfg.option_dict, sysobj)
     later = np.zeros(len(submit), dtype=bool)
     if "eligible_time" in workload.jobs.columns:
         later = workload.jobs["eligible_time"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan) > submit
@@ -820,7 +816,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     if period is not None:
         t = time.perf_counter()
         rjobs, rbusy = restarted = _restart_jobs(base_cfg, workload, sys_informed, t0, t1, period)
-        mode("restart", rjobs, f"re-seeded from the recorded state every {_duration_text(period)} over the reported window, on the "
+        mode("restart", rjobs, f"re-seeded from the recorded state every {duration_text(period)}{'' if period % 60 else f' ({period:,} s)'} over the reported window, on the "
              "informed machine; each job judged in the run of the period it was submitted in, run on (with the later "
              "submissions) until every job of the period has left the queue; busy nodes over each period from "
              "that period's run", busy=rbusy, period_s=period)
@@ -1006,15 +1002,6 @@ def _slots(system: dict) -> str:
     return f", time-shared: the twin ran on {n:,} node slots fitted on the fitting window" if n else ""
 
 
-def _duration_text(s: int) -> str:
-    """A duration for people: ``7 d (604,800 s)``, ``6 h (21,600 s)``, ``90 s``: the largest of
-    d / h / min that divides it, with the seconds."""
-    for unit, n in (("d", 86400), ("h", 3600), ("min", 60)):
-        if s >= n and s % n == 0:
-            return f"{s // n:,} {unit} ({s:,} s)"
-    return f"{s:,} s"
-
-
 def _share_text(x: float) -> str:
     """A share as a percentage, two significant digits however small (:func:`core.metrics.format_number`:
     0.0075 %, 3.6 %, 100 %)."""
@@ -1042,6 +1029,9 @@ LOG_HOLD_NOTE = ("A job is 'held in the log' when a job submitted after it, aski
                  "it models. The split reads the log's queue listing (which job started when) for the reference "
                  "side only; no twin input changes.")
 _HOLD_LABELS = {HELD: "held in the log", NOT_HELD: "not held (waited for nodes)"}
+_SPLIT_LABELS = {"jobs": "jobs", "ref_wait_share": "share of the log's wait [%]", "wait_mean_ref_s": "mean log wait [h]",
+                 "wait_mean_twin_s": "mean twin wait [h]", "wait_mean_rel_error": "mean wait error [%]",
+                 "wait_p95_rel_error": "p95 wait error [%]"}
 
 
 def hold_basis(limits: np.ndarray) -> str:
@@ -1054,9 +1044,6 @@ def hold_basis(limits: np.ndarray) -> str:
     if not known.any():
         return "at least its nodes (the log gives no time limit, so nodes alone are compared)"
     return "at least its nodes and, where the log gives both, its time limit"
-_SPLIT_LABELS = {"jobs": "jobs", "ref_wait_share": "share of the log's wait [%]", "wait_mean_ref_s": "mean log wait [h]",
-                 "wait_mean_twin_s": "mean twin wait [h]", "wait_mean_rel_error": "mean wait error [%]",
-                 "wait_p95_rel_error": "p95 wait error [%]"}
 
 
 def _fmt_split(k: str, v) -> str:
@@ -1087,7 +1074,7 @@ def _closest_text(best: dict) -> str:
 def _cleaning_section(ac: dict) -> str:
     """The page's section on what the archive's cleaning removed (validation.json
     ``archive_cleaning``), by window; empty for a log that is not a cleaned one."""
-    if not (ac.get("cleaned") or ac.get("removed_in_window")):
+    if not ac.get("cleaned"):  # only a cleaned log's missing numbers are placed (cleaning_summary)
         return ""
     e = html.escape
 
@@ -1196,7 +1183,7 @@ padding:3px 6px;text-align:right}}tr.nf{{color:#777}}tr.site{{background:#eef}}<
 <p>System {e(result['system']['name'])} ({result['system']['nodes']:,} nodes{_slots(result['system'])}{'; ' + e(result['system']['derived']) if result['system'].get('derived') else ''}); scheduler {e(result['policy'])} +
 {e(result['backfill'])}{'' if (result.get('site') or {}).get('from', '').endswith('[site]') else ' (' + e((result.get('site') or {}).get('from', '')) + ')'}; reported window {window_text(w['reported'])}, fitting window {window_text(w['fitting'])} (from the trace epoch{', ' + e(w['epoch_utc']) if w.get('epoch_utc') else ''}).
 Relative errors are (twin − log) / log. The grey noise-floor rows compare the twin with itself under
-1 % run-time noise (the mean over the seeds, then the worst seed): a difference from the log below
+{NOISE_SIGMA * 100:g} % run-time noise (the mean over the seeds, then the worst seed): a difference from the log below
 them means nothing.</p>
 <table><tr><th>mode</th>{head}</tr>{''.join(rows)}</table>
 <h2>Modes</h2><ul>{modes_desc}</ul><h2>Fitted constants (on the fitting window)</h2><ul>{consts_html}</ul>{split}

@@ -54,8 +54,8 @@ def parse_swf_header(lines: Iterable[str]) -> dict:
 
     * ``; Key: value`` -> ``header[Key] = value``; values that are plain integers become ``int``
       (``UnixStartTime``, ``MaxNodes``, ``MaxProcs``, ``MaxRuntime``, ``MaxJobs`` …); others stay
-      ``str`` (``MaxNodes: 400 (48 interactive, …)`` stays a str; :func:`core.system.system_from_swf_header`
-      reads its leading number).
+      ``str`` (``MaxNodes: 400 (48 interactive, …)`` stays a str; :func:`core.system.header_count`
+      reads its first word as the machine's size, ``1,024`` included, and refuses other text).
     * A key given several times (``Note``, ``Information`` …) has its values joined with ``"\\n"``;
       indented ``;`` lines without a key continue the previous key's value (the same join).
     * ``Queue`` / ``Partition`` lines become ``{id: name}`` dicts (``; Partition: 2 batch`` ->
