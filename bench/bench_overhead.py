@@ -188,10 +188,13 @@ class _CpuMeter:
 
     def _sample(self, pid: int, proc) -> None:
         c, main = self._read(pid, proc)
-        if c is not None and main is not None and c >= self.last.get(pid, 0.0):
-            self.last[pid], self.main_last[pid] = c, main
-        elif c is not None and pid not in self.last:
-            self.last[pid] = c
+        if c is None or c < self.last.get(pid, 0.0):
+            return
+        self.last[pid] = c  # the latest process figure, with or without a main-thread figure
+        if main is None:  # no /proc (not Linux): no off-main-thread figure for this process
+            self.main_last.pop(pid, None)
+        else:
+            self.main_last[pid] = main
 
     def start(self) -> None:
         self.procs = _descendants()

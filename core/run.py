@@ -110,8 +110,10 @@ def load_run_inputs(config: RunConfig, system: System | None = None) -> tuple[Wo
     ``timezone`` is known when the trace is read (:func:`core.loaders.load_workload`: the zone of
     local times is ``config.tz``, else the file's own, else the system file's, else
     ``$TWINSWEEP_TZ``); only a generic system is built from the loaded trace's header.
-    Relative trace paths resolve against the data directory. Raises as :func:`resolve_system`
-    and :func:`core.loaders.load_workload` do.
+    Relative trace paths resolve against the data directory. A system its file name chose whose
+    size the trace header contradicts is said in the workload's warnings
+    (:func:`core.system.header_mismatch`). Raises as :func:`resolve_system` and
+    :func:`core.loaders.load_workload` do.
     """
     from .data import resolve_data_path
     from .loaders import load_workload
@@ -122,6 +124,9 @@ def load_run_inputs(config: RunConfig, system: System | None = None) -> tuple[Wo
                        system_tz=getattr(named, "timezone", None))
     if named is None:
         named = system_from_swf_header(wl.header, wl.source, wl.procs_unit)
+    elif system is None and config.system is None and (
+            mismatch := header_mismatch(named, wl.header, wl.procs_unit, wl.source)):  # chosen by the file name
+        wl = dataclasses.replace(wl, warnings=[*wl.warnings, mismatch])
     return wl, named
 
 
@@ -294,9 +299,6 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
                           cooling=cooling_pieces if config.cooling else None)
     stats.update(span.stats(res.t_start, t1))
     warnings = list(workload.warnings)
-    if config.system is None and (
-            mismatch := header_mismatch(system, workload.header, workload.procs_unit, workload.source)):
-        warnings.append(mismatch)
     warnings += span.window_warnings(res.t_start, t1, Path(workload.source).name)
     ignored = [k for k in ("honor_eligible", "queue_cancelled") if replay and config.option_dict.get(k)]
     if ignored:

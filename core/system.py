@@ -425,9 +425,9 @@ HEADER_SIZE_TOLERANCE = 0.10
 def header_mismatch(system: System, header: dict, procs_unit: str = "cores", source: str = "",
                     chosen_by: str = "its file name") -> str | None:
     """A warning when the system chosen for a trace by its *file name* (:func:`system_for_trace`)
-    is not the machine its SWF header describes: the header's ``MaxProcs`` (else ``MaxNodes``)
-    more than :data:`HEADER_SIZE_TOLERANCE` away from the system's processors (nodes × cores per
-    node; nodes when the trace counts nodes). None when they agree or the header gives no size (a
+    is not the machine its SWF header describes: the header's ``MaxProcs`` more than
+    :data:`HEADER_SIZE_TOLERANCE` away from the system's processors (nodes × cores per node), or,
+    without ``MaxProcs`` or for a trace that counts nodes, its ``MaxNodes`` from the system's nodes. None when they agree or the header gives no size (a
     header number that does not parse is no evidence here). A copy of another log saved under a
     catalogued name would otherwise run on the wrong machine, and with its site rules.
     ``chosen_by`` names how the system was chosen, for the text (``"--system"`` when given)."""
@@ -437,13 +437,14 @@ def header_mismatch(system: System, header: dict, procs_unit: str = "cores", sou
         procs, nodes = header_count(header, "MaxProcs"), header_count(header, "MaxNodes")
     except ConfigError:
         return None
-    size, what = (procs, "MaxProcs") if procs and procs_unit == "cores" else (nodes or procs, "MaxNodes" if nodes else "MaxProcs")
+    if procs and procs_unit == "cores":  # processors against processors
+        size, what, have, unit = procs, "MaxProcs", system.nodes * system.cores_per_node, "processors"
+    else:  # nodes against nodes (a header without MaxProcs, or a trace that counts nodes)
+        size, what, have, unit = nodes or procs, "MaxNodes" if nodes else "MaxProcs", system.nodes, "nodes"
     if not size:
         return None
-    have = system.nodes if procs_unit != "cores" else system.nodes * system.cores_per_node
     if abs(size - have) <= HEADER_SIZE_TOLERANCE * have:
         return None
-    unit = "nodes" if procs_unit != "cores" else "processors"
     if chosen_by == "its file name":
         return (f"{Path(source).name or 'the trace'}: its header says {what} {size:,}, but the system its file name "
                 f"chose, {system.name}, has {have:,} {unit}: is the file the log its name says? (--system picks the "

@@ -159,7 +159,7 @@ def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
     checked against the trace's span (module docstring). Raises ConfigError (naming the dataset
     and window) / TraceFormatError."""
     from twinsweep.core.loaders import load_workload
-    from twinsweep.core.system import named_system, system_from_swf_header
+    from twinsweep.core.system import header_mismatch, named_system, system_from_swf_header
     from twinsweep.core.tracespan import trace_span
 
     try:
@@ -169,9 +169,11 @@ def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
     system = named_system(ds.system, path, spec_dir)
     workload = load_workload(str(path), format=ds.format, lenient=ds.lenient, tz=ds.tz,
                              system_tz=getattr(system, "timezone", None))
+    warnings = [f"dataset {ds.name}: {w}" for w in workload.warnings]
     if system is None:
         system = system_from_swf_header(workload.header, workload.source, workload.procs_unit)
-    warnings = [f"dataset {ds.name}: {w}" for w in workload.warnings]
+    elif ds.system is None and (m := header_mismatch(system, workload.header, workload.procs_unit, workload.source)):
+        warnings.append(f"dataset {ds.name}: {m}")  # chosen by the file name, and the header disagrees
     span = trace_span(workload)
     for window in ds.windows:
         where = f"dataset {ds.name!r} ({ds.trace}), window {window.name!r}"

@@ -222,7 +222,9 @@ def cleaning_warning(cleaning: dict) -> str:
             f"window, {_share_text(cleaning['removed_share_in_window'])} of the jobs the machine received then (by "
             f"count: their sizes are not in the log; filters: {filters}). The recorded waits and busy nodes of the "
             "window were made with them on the machine; the twin runs without them in every mode, so its absolute "
-            f"waits there are not comparable with the log's (it will wait less){fit_text}")
+            f"waits there are not comparable with the log's (it will wait less){fit_text}"
+            + (f"; up to {cleaning['lenient_skipped_lines']:,} of the missing numbers are the lines --lenient skipped, "
+               "not jobs the archive removed" if cleaning.get("lenient_skipped_lines") else ""))
 
 
 def _input_warnings(workload: Workload, reference: pd.DataFrame, submit: np.ndarray, limits: np.ndarray,
@@ -730,6 +732,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     reported = (submit >= t0) & (submit < t1)
     # jobs the archive's cleaning took out: the recorded schedule ran with them, every mode without
     cleaning = cleaning_summary(workload.header, workload.jobs["job_id"], submit, t0, t1, also={"fitting": fit})
+    if cleaning["cleaned"] and workload.skipped_lines:  # their numbers are missing too: not the archive's
+        cleaning["lenient_skipped_lines"] = len(workload.skipped_lines)
     if (cleaning["removed_share_in_window"] or 0.0) >= CLEANING_WARN_SHARE:
         warns.append(cleaning_warning(cleaning))
     if no_limit := int((~(limits > 0) & reported).sum()):

@@ -111,3 +111,21 @@ def test_the_cleaned_pwa_logs_gaps_match_their_filters(load_cached):
     s = cleaning_summary(wl.header, wl.jobs["job_id"], wl.jobs["submit_time"], 0, 10**12)
     assert s["cleaned"] and s["filters"] == [{"expression": "user=174", "jobs_removed": 44617}]
     assert s["removed_between_kept_jobs"] == 44615 == s["removed_in_window"]
+
+
+def test_lines_lenient_skipped_in_a_cleaned_log_are_said_beside_the_removed_jobs(tmp_path):
+    """A malformed line of a cleaned log, skipped with --lenient, leaves its job number missing
+    too: the warning says how many of the missing numbers may be such lines."""
+    from twin_helpers import write_swf_rows
+    from twinsweep.sweep.validate import validate
+
+    rows = [(1 + 3 * i, 900 * i, 0, 600, 2 + i % 3) for i in range(40)]
+    log = write_swf_rows(tmp_path / "cln.swf", rows, max_nodes=8)
+    lines = log.read_text().splitlines()
+    lines[-5] = "998 1 2"  # a malformed job line
+    log.write_text(_HEADER + "\n".join(lines) + "\n")
+    v = validate(str(log), policy="fcfs", backfill="easy", noise_seeds=0, sensitivity=False, windows=0,
+                 calibrate="0:18000", report_window="18000:36000", lenient=True)
+    assert v["archive_cleaning"]["lenient_skipped_lines"] == 1
+    assert any("the archive's cleaning removed" in w and "up to 1 of the missing numbers are the lines --lenient skipped"
+               in w for w in v["warnings"])

@@ -204,6 +204,11 @@ def test_a_header_that_disagrees_with_the_system_its_file_name_chose_is_said(tmp
     msg = header_mismatch(kth, {"MaxNodes": "64", "MaxProcs": "64"}, "cores", "x/KTH-SP2-1996-2.1-cln.swf")
     assert "header says MaxProcs 64" in msg and "kth-sp2, has 100 processors" in msg
     assert header_mismatch(kth, {"MaxProcs": "105"}) is None and header_mismatch(kth, {}) is None
+    # nodes against nodes when the header has no MaxProcs (CEA-Curie: 5,832 nodes of 16 cores)
+    curie = load_system("cea-curie")
+    assert header_mismatch(curie, {"MaxNodes": str(curie.nodes)}) is None
+    assert "MaxNodes 1,000" in header_mismatch(curie, {"MaxNodes": "1000"}) and f"{curie.nodes:,} nodes" in \
+        header_mismatch(curie, {"MaxNodes": "1000"})
 
     from twin_helpers import write_swf_rows
     from twinsweep.core import RunConfig, simulate
@@ -214,3 +219,18 @@ def test_a_header_that_disagrees_with_the_system_its_file_name_chose_is_said(tmp
     assert any("header says MaxProcs 64" in w for w in res.warnings)
     res = simulate(RunConfig(data=str(log), system="kth-sp2", policy="fcfs", backfill="easy"))
     assert not any("header says" in w for w in res.warnings)  # chosen by the user: no remark
+
+
+def test_a_sweep_dataset_under_a_catalogued_name_is_told_its_header_disagrees(tmp_path):
+    """The sweep's dataset loading says it too, once per dataset (a sweep's runs carry the chosen
+    system's name, so no run could tell it was chosen by the file name)."""
+    from twin_helpers import write_swf_rows
+    from twinsweep.sweep.expand import load_dataset
+    from twinsweep.sweep.spec import Dataset
+
+    log = write_swf_rows(tmp_path / "KTH-SP2-1996-2.1-cln.swf", [(i + 1, 600 * i, 0, 300, 2) for i in range(20)],
+                         max_nodes=64)
+    loaded = load_dataset(Dataset(name="k", trace=str(log)))
+    assert loaded.system.name == "kth-sp2"
+    assert any(w.startswith("dataset k: ") and "header says MaxProcs 64" in w for w in loaded.warnings)
+    assert not any("header says" in w for w in load_dataset(Dataset(name="k", trace=str(log), system="kth-sp2")).warnings)
