@@ -455,10 +455,19 @@ def format_spread(std, decimals: int) -> str:
     return format_number(std, digits=1) if text.lstrip("-").strip("0.,") == "" else text
 
 
-def column_decimals(values, digits: int = 3, max_decimals: int = 6) -> int:
+def column_decimals(values, digits: int = 3, max_decimals: int = 6, distinct: bool = False) -> int:
     """Decimals that show the largest magnitude in ``values`` with ``digits`` significant digits,
-    for formatting a whole column alike (so that round-off such as 7e-05 next to 2.66 reads 0.00)."""
-    finite = [abs(float(v)) for v in values if v is not None and not isinstance(v, bool)
+    for formatting a whole column alike (so that round-off such as 7e-05 next to 2.66 reads 0.00).
+    ``distinct``: more decimals, up to ``digits - 1`` more and ``max_decimals``, while two values
+    that differ would read alike (a ranking's medians 7.94 and 8.22 h beside 137 h: 2 decimals,
+    not 0)."""
+    finite = [float(v) for v in values if v is not None and not isinstance(v, bool)
               and isinstance(v, (int, float)) and math.isfinite(float(v))]
-    big = max(finite, default=0.0)
-    return min(_decimals_for(big, digits), max_decimals) if big else 0
+    big = max((abs(v) for v in finite), default=0.0)
+    d = min(_decimals_for(big, digits), max_decimals) if big else 0
+    if distinct:
+        uniq = sorted(set(finite))
+        limit = min(d + digits - 1, max_decimals)
+        while d < limit and len({round(v, d) for v in uniq}) < len(uniq):
+            d += 1
+    return d

@@ -336,7 +336,7 @@ def _print_summary(res, out: Path) -> None:
            ("tower return temp mean / max",
             f"{fmt(s['tower_return_temp_mean_c'], ' °C')} / {fmt(s['tower_return_temp_max_c'], ' °C')}")]
           if s.get("pue_avg") is not None else []),
-        ("wall time", f"{res.wall_time_s:.2f} s"),
+        ("simulation wall time", f"{res.wall_time_s:.2f} s (the run itself; start-up and writing not included)"),
         ("output", str(out)),
     ]
     for k, v in rows:

@@ -374,9 +374,12 @@ def _section_ranks(pg: _Page, runs: pd.DataFrame, variants: list[str], rank: dic
             head = f"{m.label} ({'min' if direction == 'min' else 'max'}imise)"
             cols[f"{head}: mean rank [95 % CI]"] = [f"{format_number(a, decimals=2)} [{format_number(b, decimals=2)}"
                                                    f"–{format_number(c, decimals=2)}]" for a, b, c in zip(mean, lo, hi)]
-            med = np.nanmedian(values, axis=0) / m.scale if len(values) else np.full(len(vs), np.nan)
-            d = column_decimals(med, max(m.digits, 3))  # 3 significant digits: neighbours in the ranking differ
-            cols[f"{m.header(assumed)}: median"] = [format_number(x, decimals=d) for x in med]
+            raw = np.nanmedian(values, axis=0) if len(values) else np.full(len(vs), np.nan)
+            fin = raw[np.isfinite(raw)]
+            shown = m.scaled_to(np.abs(fin).max() if len(fin) else None)  # power in this table's SI unit
+            med = raw / shown.scale
+            d = column_decimals(med, max(m.digits, 3), distinct=True)  # medians that differ read apart
+            cols[f"{shown.header(assumed)}: median"] = [format_number(x, decimals=d) for x in med]
             cols[f"_{metric}"] = mean
             for v, a, b, c in zip(vs, mean, lo, hi):
                 rows.append({"dataset": ds, "variant": v, "metric": metric, "direction": direction,
@@ -583,7 +586,8 @@ def _section_aggregate(pg: _Page, root: Path, runs: pd.DataFrame, variants: list
          "aggregate.parquet (exact statistics of the aggregation: n, min, mean, median, std, max, q05, q25, q75, "
          "q95 of every metric, also in aggregate.csv; quantiles use the full sorted sample). Each table shows a "
          "metric in one unit (power in the SI unit of its largest value) and its means with one number of "
-         "decimals; a spread too small for those decimals shows one significant digit (± 0.0008), never ± 0.")
+         "decimals; a spread too small for those decimals shows one significant digit (± 0.0008); ± 0 is a "
+         "spread of exactly 0 (the same value in every seed).")
     agg = _aggregate_rows(root, runs, metrics)
     keep = [m for m in metrics if m in set(agg["metric"]) and agg.loc[agg["metric"] == m, "mean"].notna().any()]
     agg = agg[agg["metric"].isin(keep)]

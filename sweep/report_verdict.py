@@ -145,15 +145,15 @@ def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str
             if o.best != s.baseline else " (the baseline)"
         past_s = f" ({html.escape(_past_end(s))})" if s.past_end else ""
         if s.blocks < MIN_BLOCKS:  # a P(best) from so few blocks would read as a certainty it is not
-            sure = (f"ahead over {s.blocks:,} block(s){past_s}, too few to tell it from any other variant "
+            sure = (f"first on average over {s.blocks:,} block(s){past_s}, too few to tell it from any other variant "
                     f"(P(best) and the sign test need ≥ {MIN_BLOCKS}: add seeds or windows)")
         else:
             sure = (f"P(best) {format_number(100 * o.p_best, 2)} % over {s.blocks:,} blocks{past_s}, "
                     f"{html.escape(_sure(o, s.blocks))}")
         items.append(f"<li>{what}: run <b class=\"best\">{html.escape(o.best)}</b> — {sure}{vs}.</li>")
     left = [metric(m).label for m in v.directions if m not in v.tradeoff]
-    left_text = (f"; not weighed: {', '.join(left)} (ranked below, but [report] tradeoff leaves "
-                 f"{'it' if len(left) == 1 else 'them'} out)" if left else "")
+    left_text = (f"; not weighed: {', '.join(left)} (ranked below; the study's trade-off gives "
+                 f"{'it' if len(left) == 1 else 'them'} no weight)" if left else "")
     pg.raw(f"<p>Recommended for the study's stated trade-off ({html.escape(_tradeoff_text(v))} of the rank "
            f"weights{html.escape(left_text)}):</p><ul class=\"verdict\">{''.join(items)}</ul>")
     alike = alike_note(v)

@@ -229,3 +229,13 @@ def test_si_power_reads_in_one_to_a_thousand_of_its_unit():
     assert si_power(-2500) == (-2.5, "kW") and si_power(999.9) == (999.9, "W") and si_power(1000) == (1.0, "kW")
     with pytest.raises(ValueError, match="finite"):
         si_power(float("inf"))
+
+
+def test_column_decimals_keeps_differing_values_apart_when_asked():
+    from twinsweep.core.metrics import column_decimals
+
+    med = [7.94, 7.97, 8.03, 8.22, 137.0]
+    assert column_decimals(med, 3) == 0  # the largest value's 3 digits alone: 8, 8, 8, 8, 137
+    assert column_decimals(med, 3, distinct=True) == 2  # 7.94, 7.97, 8.03, 8.22, 137.00
+    assert column_decimals([1.0, 1.0, 2.0], 3, distinct=True) == 2  # equal values need nothing more
+    assert column_decimals([1000.1, 1000.2], 3, distinct=True) == 1  # at most digits - 1 more than the base 0
