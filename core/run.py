@@ -33,6 +33,7 @@ from .accounts import Accounts, account_names, accounts_of_run, load_accounts
 from .atomic import atomic_write, atomic_write_files, bytes_writer, foreign_folder
 from .availability import over_capacity
 from .errors import ConfigError
+from .partitions import run_partitioned
 from .perturb import perturb
 from .power import account_power, build_timeline, idle_node_power_w, job_node_power_w
 from .scheduler import validate_scheduler
@@ -265,10 +266,23 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
             eng_frame.attrs = frame.attrs
             eng_npow = np.asarray(npow)[keep]
             eng_system = _grown(system, over["replay_recorded_peak_nodes"])
-    eng = Engine(eng_frame, eng_system, config.policy, config.backfill, config.kill, eng_npow,
-                 idle_node_power_w(system), t0, t1, options=options, progress=cb, accounts=accounts,
-                 scheduler=config.scheduler, queue_cancelled=queue_cancelled)
-    res = eng.run()
+    def engine(frame_, system_, npow_) -> Engine:
+        return Engine(frame_, system_, config.policy, config.backfill, config.kill, npow_,
+                      idle_node_power_w(system), t0, t1, options=options, progress=cb, accounts=accounts,
+                      scheduler=config.scheduler, queue_cancelled=queue_cancelled)
+    part_warnings = []
+    if system.partitions and not replay:  # disjoint node pools, each scheduled on its own (core.partitions)
+        if config.policy == "external":
+            raise ConfigError(f"system {system.name!r} is partitioned ({', '.join(p.name for p in system.partitions)}): "
+                              "an external scheduler speaks for one machine; run it on an unpartitioned system file")
+        if float(options.get("w_fairshare", 0) or 0):
+            part_warnings.append(f"system {system.name!r} is partitioned: each partition is scheduled on its own, so "
+                                 "the fair share counts each partition's usage apart (Slurm's is machine-wide)")
+        res, engines = run_partitioned(eng_frame, system, eng_npow, engine, workload.header.get("Partition"))
+        eng = engines[0]
+    else:
+        eng = engine(eng_frame, eng_system, eng_npow)
+        res = eng.run()
     if eng_system is not system:
         res = _nominal_view(res, system, eng_system, too_big)
     if over is not None and over["replay_oversubscribed_periods"]:
@@ -298,7 +312,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     stats = compute_stats(jobs, steps, system, res.t_start, res.t_end, counts,
                           cooling=cooling_pieces if config.cooling else None)
     stats.update(span.stats(res.t_start, t1))
-    warnings = list(workload.warnings)
+    warnings = list(workload.warnings) + part_warnings
     warnings += span.window_warnings(res.t_start, t1, Path(workload.source).name)
     ignored = [k for k in ("honor_eligible", "queue_cancelled") if replay and config.option_dict.get(k)]
     if ignored:

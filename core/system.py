@@ -17,7 +17,9 @@ File layout (units: W, s; every number may carry a source in ``[[sources]]``)::
     #                                 # racks, down nodes): ints or [first, last] ranges; then
     #                                 # installed_nodes - len(unavailable_nodes) must equal nodes
     # timezone = "Europe/Rome"        # IANA zone of the site's local timestamps (loaders)
-    # [[system.partitions]] name = "batch"  nodes = 352   (optional)
+    # [[system.partitions]] name = "fat"  nodes = 720  serves = ["large"]  default = false
+    #                                 # optional: disjoint node pools, each scheduled on its own,
+    #                                 # nodes adding up to [system] nodes (core/partitions.py)
 
     [power]
     status = "assumed"                # "assumed" (comparable hardware) or "published"
@@ -131,8 +133,19 @@ class PowerModel:
 
 @dataclasses.dataclass(frozen=True)
 class Partition:
+    """A disjoint node pool of a partitioned machine (``[[system.partitions]]``; :mod:`core.partitions`).
+
+    ``nodes``: its nodes (the partitions' add up to the system's); ``serves``: the trace's
+    partition values it runs (codes, or the names an SWF header gives them); ``default``: it also
+    runs the jobs no partition serves; ``availability``: its own node availability calendar,
+    ``(start, end, nodes_down)`` periods as :attr:`System.availability`.
+    """
+
     name: str
     nodes: int
+    serves: tuple[str, ...] = ()
+    default: bool = False
+    availability: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,6 +213,39 @@ class System:
                 raise ConfigError(
                     f"system {self.name!r}: installed_nodes ({inst}) - unavailable_nodes ({len(self.unavailable_nodes)}) "
                     f"must equal nodes ({self.nodes})")
+        if self.partitions:
+            self._check_partitions()
+
+    def _check_partitions(self) -> None:
+        """A partitioned machine's pools: they add up to ``nodes``, have distinct names, serve
+        distinct values, at most one is the default, and each calendar fits its pool; the
+        machine-wide calendar is then empty (each pool has its own). Raises ConfigError."""
+        ps, where = self.partitions, f"system {self.name!r}: [[system.partitions]]"
+        if sum(p.nodes for p in ps) != self.nodes:
+            raise ConfigError(f"{where}: the partitions' nodes ({' + '.join(str(p.nodes) for p in ps)} = "
+                              f"{sum(p.nodes for p in ps)}) must add up to the system's nodes ({self.nodes})")
+        names = [p.name for p in ps]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{where}: partition names must be distinct, got {names}")
+        if sum(p.default for p in ps) > 1:
+            raise ConfigError(f"{where}: at most one partition may be default = true, got "
+                              f"{[p.name for p in ps if p.default]}")
+        seen: dict[str, str] = {}
+        for p in ps:
+            if p.nodes < 1:
+                raise ConfigError(f"{where}: partition {p.name!r} needs nodes >= 1, got {p.nodes}")
+            if not p.serves and not p.default:
+                raise ConfigError(f"{where}: partition {p.name!r} serves nothing: give serves = [...] or default = true")
+            for v in p.serves:
+                if v in seen:
+                    raise ConfigError(f"{where}: the value {v!r} is served by both {seen[v]!r} and {p.name!r}")
+                seen[v] = p.name
+            bad = [k for _, _, k in p.availability if not 1 <= k <= p.nodes]
+            if bad:
+                raise ConfigError(f"{where}: partition {p.name!r}: nodes_down must be 1 .. {p.nodes}, got {bad[0]}")
+        if self.availability:
+            raise ConfigError(f"system {self.name!r}: a partitioned machine gives each partition its own calendar "
+                              "(availability = [...] in its [[system.partitions]] table), not [[system.availability]]")
 
     @property
     def power_label(self) -> str:
@@ -287,6 +333,36 @@ def availability_periods(v, nodes: int, where: str) -> tuple[tuple[int, int, int
     return tuple(sorted(out))
 
 
+_PARTITION_KEYS = {"name", "nodes", "serves", "default", "availability"}
+
+
+def _partitions(parts, where: str) -> tuple[Partition, ...]:
+    """``[[system.partitions]]`` tables -> Partitions (checked as a whole by :class:`System`).
+    Raises ConfigError naming the partition and key."""
+    if not isinstance(parts, list) or not all(isinstance(x, dict) for x in parts):
+        raise ConfigError(f"{where}: partitions must be a list of [[system.partitions]] tables")
+    out = []
+    for i, x in enumerate(parts):
+        w = f"{where} [[system.partitions]][{i}]"
+        if unknown := set(x) - _PARTITION_KEYS:
+            raise ConfigError(f"{w}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_PARTITION_KEYS)}")
+        for req in ("name", "nodes"):
+            if req not in x:
+                raise ConfigError(f"{w}: lacks required key {req!r}")
+        nodes = x["nodes"]
+        if isinstance(nodes, bool) or not isinstance(nodes, int):
+            raise ConfigError(f"{w}: nodes must be an integer, got {nodes!r}")
+        serves = x.get("serves", [])
+        if not isinstance(serves, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in serves):
+            raise ConfigError(f"{w}: serves must be a list of partition codes or names, got {serves!r}")
+        default = x.get("default", False)
+        if not isinstance(default, bool):
+            raise ConfigError(f"{w}: default must be true or false, got {default!r}")
+        cal = availability_periods(x["availability"], nodes, w) if "availability" in x else ()
+        out.append(Partition(str(x["name"]), nodes, tuple(str(v) for v in serves), default, cal))
+    return tuple(out)
+
+
 _SYSTEM_KEYS = {f.name for f in dataclasses.fields(System)} - {"power", "sources", "path", "generic", "partitions", "cooling"}
 _POWER_KEYS = {f.name for f in dataclasses.fields(PowerModel)}
 
@@ -330,7 +406,7 @@ def system_from_dict(doc: dict, path: str | None = None) -> System:
         s["availability"] = availability_periods(s["availability"], int(s["nodes"]), f"{where} [system]")
     return System(
         title=s.pop("title", s["name"]),
-        partitions=tuple(Partition(str(x["name"]), int(x["nodes"])) for x in parts),
+        partitions=_partitions(parts, where),
         traces=tuple(s.pop("traces", ())),
         power=power,
         sources=tuple(doc.get("sources", ())),

@@ -63,6 +63,7 @@ from twinsweep.core.jobprep import cancel_times
 from twinsweep.core.metrics import format_number
 from twinsweep.core.fidelity import FIGURE_LABELS, FIGURES, SPLIT_FIGURES, compare, recorded_schedule, twin_schedule
 from twinsweep.core.options import parse_options
+from twinsweep.core.partitions import pool_rows
 from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json
 from twinsweep.core.scheduler import validate_scheduler
 from twinsweep.core.system import header_mismatch, run_setting
@@ -97,14 +98,21 @@ MAX_RESTART_PERIODS = 10_000
 HELD, NOT_HELD = "held", "not_held"
 
 
-def log_hold_groups(reference: pd.DataFrame) -> pd.Series:
+def log_hold_groups(reference: pd.DataFrame, pools: list | None = None) -> pd.Series:
     """:data:`HELD` or :data:`NOT_HELD` per job of the recorded schedule, indexed by
     ``trace_index``: ``held`` when the log shows the job held for a reason of its own
     (:func:`core.availability.held_jobs`: a later job asking for at least its nodes and time
     limit started before it), else ``not_held`` (its wait is consistent with waiting for nodes
     under the site's queue order). ``reference`` needs ``time_limit`` for the comparison of
-    limits (without it, nodes alone are compared)."""
-    held = _avail.held_jobs(reference)
+    limits (without it, nodes alone are compared). ``pools``: on a partitioned machine, the rows
+    of each partition (:func:`core.partitions.pool_rows`): a job is compared with the later jobs
+    of its own partition only (a later job that started on other nodes did not overtake it)."""
+    if pools is None:
+        held = _avail.held_jobs(reference)
+    else:
+        held = np.zeros(len(reference), dtype=bool)
+        for r in pools:
+            held[r] = _avail.held_jobs(reference.iloc[r])
     return pd.Series(np.where(held, HELD, NOT_HELD), index=reference["trace_index"].to_numpy())
 
 
@@ -553,6 +561,77 @@ def _clock_rules(config: RunConfig):
     return rules.allowed if rules.active else None
 
 
+def _machine_estimates(sysobj, pools: list | None, reference: pd.DataFrame, reference_est: pd.DataFrame, nodes: int,
+                       fit: tuple, span0: int, end_all: int, startable) -> dict:
+    """The blind and informed machines (:mod:`core.availability`), estimated per node pool: the
+    machine, or each partition of a partitioned one (:mod:`core.partitions`) from its own jobs and
+    nodes — a partition's busy and queued counts are its own telemetry (Slurm's ``sinfo`` and
+    ``squeue`` per partition), and nodes idle in one pool are no evidence of nodes down in another.
+    ``pools``: each partition's rows (:func:`core.partitions.pool_rows`), None when unpartitioned.
+
+    Returns a dict: ``blind_down`` / ``blind_median`` (nodes, summed over the pools), ``idle_fit``
+    (:func:`core.availability.fit_idle_share`'s dict; partitioned: the pools' sums, ``share`` their
+    ratio), ``informed`` (an :class:`core.availability.InformedMachine` of the whole machine; a
+    partitioned one's calendar periods carry the partition's name as a fourth item), ``sys_blind``,
+    ``sys_informed`` (the systems the modes run on), ``site_cal`` (the calendar the system file
+    gives, every pool's: known machine state, nothing estimated) and ``partitions`` (per pool:
+    name, nodes, blind_nodes_down, informed_idle_share, informed_slots, informed_down_node_frac;
+    None when unpartitioned)."""
+    parts = sysobj.partitions
+    if parts:
+        site_cal = tuple(x for p in parts for x in p.availability)
+        pools = [(p.nodes, r) for p, r in zip(parts, pools)]
+    else:
+        site_cal = tuple(sysobj.availability)  # a calendar the system file gives is known machine state
+        pools = [(nodes, None)]
+    span_nodes = max(1, end_all - span0)
+    est = []
+    for n, r in pools:
+        ref = reference if r is None else reference.iloc[r]
+        ref_est = reference_est if r is None else reference_est.iloc[r]
+        down, median = _avail.blind_constant(ref_est, n, fit[0], fit[1], startable=startable)
+        idle_fit = _avail.fit_idle_share(ref_est, n, fit[0], fit[1], startable=startable)
+        # the machine's telemetry counts the jobs that fit it (a wider one, which the twin rejects, is
+        # no evidence of slots: as over_capacity counts)
+        fitting = ref.loc[~(ref["nodes"].astype("float64").to_numpy(na_value=np.nan) > n)]
+        informed = _avail.telemetry_machine(_avail.telemetry_counts(fitting), n, span0, end_all, idle_fit["share"])
+        est.append((down, median, idle_fit, informed))
+    if site_cal:
+        est = [(0, 0, e[2], _avail.InformedMachine(
+            slots=n, calendar=(p.availability if parts else site_cal),
+            down_periods=len(p.availability if parts else site_cal),
+            down_frac=sum((b - a) * k for a, b, k in (p.availability if parts else site_cal)) / (span_nodes * n),
+            added_ratio=0.0)) for (n, _), e, p in zip(pools, est, parts or [None])]
+    if not parts:
+        down, median, idle_fit, informed = est[0]
+        return {"blind_down": down, "blind_median": median, "idle_fit": idle_fit, "informed": informed,
+                # the constant hold lasts beyond any job (the engine stops once only holds are left)
+                "sys_blind": sysobj if site_cal else dataclasses.replace(
+                    sysobj, availability=_avail.constant_calendar(down, span0, 2 ** 40)),
+                "sys_informed": dataclasses.replace(sysobj, nodes=informed.slots, availability=informed.calendar),
+                "site_cal": site_cal, "partitions": None}
+    fits = [e[2] for e in est]
+    sums = {k: sum(f[k] for f in fits) for k in fits[0] if k != "share" and isinstance(fits[0][k], (int, float))}
+    num, den = sums["down_node_blocks"], sums["idle_node_blocks"]  # each pool ran with its own share
+    idle_fit = {**sums, "share": min(1.0, num / den) if den else 1.0}
+    informed = _avail.InformedMachine(
+        slots=sum(e[3].slots for e in est),
+        calendar=tuple(sorted((*x, p.name) for p, e in zip(parts, est) for x in e[3].calendar)),
+        down_periods=sum(e[3].down_periods for e in est),
+        down_frac=sum(e[3].down_frac * n for e, (n, _) in zip(est, pools)) / nodes,
+        added_ratio=sum(e[3].added_ratio * n for e, (n, _) in zip(est, pools)) / nodes)
+    sys_blind = sysobj if site_cal else dataclasses.replace(sysobj, partitions=tuple(
+        dataclasses.replace(p, availability=_avail.constant_calendar(e[0], span0, 2 ** 40)) for p, e in zip(parts, est)))
+    sys_informed = dataclasses.replace(sysobj, nodes=informed.slots, partitions=tuple(
+        dataclasses.replace(p, nodes=e[3].slots, availability=e[3].calendar) for p, e in zip(parts, est)))
+    return {"blind_down": sum(e[0] for e in est), "blind_median": sum(e[1] for e in est), "idle_fit": idle_fit,
+            "informed": informed, "sys_blind": sys_blind, "sys_informed": sys_informed, "site_cal": site_cal,
+            "partitions": [{"name": p.name, "nodes": p.nodes, "serves": list(p.serves), "default": p.default,
+                            "jobs": int(len(r)), "blind_nodes_down": e[0], "informed_idle_share": e[2]["share"],
+                            "informed_slots": e[3].slots, "informed_down_node_frac": e[3].down_frac}
+                           for p, (_, r), e in zip(parts, pools, est)]}
+
+
 def _sensitivity_policies(workload: Workload) -> list[str]:
     pols = list(SENSITIVITY_POLICIES)
     if workload.jobs["priority"].notna().any():
@@ -716,7 +795,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                        "description": description, **extra}
     timing: dict[str, float] = {}
 
-    site_cal = tuple(sysobj.availability)  # a calendar the system file gives is known machine state
+    if sysobj.partitions and time_shared:
+        raise ConfigError(f"validate: system {sysobj.name!r} is partitioned and its [site] table says time_shared: "
+                          "time-shared node slots are not inferred per partition")
     grace = sysobj.kill_grace_s or (fit_kill_grace(workload.jobs, fit[0], fit[1]) if kill else 0)
     sysobj = dataclasses.replace(sysobj, kill_grace_s=grace,
                                  queue_cancelled=bool(queue_cancelled or sysobj.queue_cancelled))
@@ -757,26 +838,13 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     # the requested limits (a user's request, not recorded state) let the estimator tell a job
     # held for a reason of its own from one waiting for nodes (core.availability.held_from)
     reference_est = reference.assign(time_limit=limits)
-    hold_groups = log_hold_groups(reference_est)  # the log's own holds: what no machine model reproduces
-    blind_down, blind_median = _avail.blind_constant(reference_est, nodes, fit[0], fit[1], startable=startable)
-    # the constant hold lasts beyond any job (the engine stops once only holds are left)
-    sys_blind = dataclasses.replace(sysobj, availability=_avail.constant_calendar(blind_down, span0, 2 ** 40))
-    # informed: telemetry of the whole log (busy-node and queued-job counts, no per-job start) and one
-    # share fitted on the fitting window's queue evidence (core.availability.telemetry_machine)
-    idle_fit = _avail.fit_idle_share(reference_est, nodes, fit[0], fit[1], startable=startable)
-    # the machine's telemetry counts the jobs that fit it (a wider one, which the twin rejects, is
-    # no evidence of slots: as over_capacity counts)
-    fitting_jobs = reference.loc[~(reference["nodes"].astype("float64").to_numpy(na_value=np.nan) > nodes)]
-    informed = _avail.telemetry_machine(_avail.telemetry_counts(fitting_jobs), nodes, span0, end_all,
-                                        idle_fit["share"])
-    if site_cal:
-        blind_down = blind_median = 0
-        sys_blind = sysobj
-        informed = _avail.InformedMachine(
-            slots=nodes, calendar=site_cal, down_periods=len(site_cal),
-            down_frac=sum((b - a) * k for a, b, k in site_cal) / max(1, (end_all - span0) * nodes), added_ratio=0.0)
+    pools = (pool_rows(sysobj, workload.jobs["partition"].tolist(), workload.header.get("Partition"), workload.source)
+             if sysobj.partitions else None)  # a partitioned machine: each node pool is estimated on its own
+    hold_groups = log_hold_groups(reference_est, pools)  # the log's own holds: what no machine model reproduces
+    est = _machine_estimates(sysobj, pools, reference, reference_est, nodes, fit, span0, end_all, startable)
+    blind_down, blind_median, idle_fit, informed = est["blind_down"], est["blind_median"], est["idle_fit"], est["informed"]
+    sys_blind, sys_informed, site_cal = est["sys_blind"], est["sys_informed"], est["site_cal"]
     informed_cal = informed.calendar
-    sys_informed = dataclasses.replace(sysobj, nodes=informed.slots, availability=informed_cal)
     unit = "node slots" if time_shared else "nodes"
     slots_rule = (f"in each block whose recorded busy count (of the jobs that fit the machine) exceeds the machine's "
                   f"{nodes:,} {unit}, the time-weighted {_avail.TIME_SHARED_QUANTILE:g} quantile of that count is the "
@@ -929,6 +997,13 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
             "informed_slots_note": "not inferred: the system file gives the machine's calendar" if site_cal else slots_rule,
             "informed_added_note": (f"the node-time added above the machine over {unit} x the span (above 1 when "
                                     "the machine held more than twice as much on average)"),
+            **({"partitions": est["partitions"],
+                "partitions_note": ("the machine is partitioned (core/partitions.py): each partition is a node pool "
+                                    "scheduled on its own, and each constant above is estimated per partition from "
+                                    "its own jobs and nodes (blind nodes down, idle share, informed calendar and "
+                                    "slots; the figures above are their sums, the share the ratio of the summed "
+                                    "node-blocks); informed_calendar's periods name their partition")}
+               if est["partitions"] else {}),
         },
         "fields_read": {
             "reference": _REFERENCE_FIELDS,
@@ -1134,7 +1209,12 @@ def validation_html(result: dict) -> str:
                f"({cal.get('informed_slots_note', '')})"
                if cal.get("informed_slots", 0) > (result["system"].get("time_shared_slots") or result["system"]["nodes"])
                else None),
-              ("calendar source", cal.get("calendar_source"))]
+              ("calendar source", cal.get("calendar_source")),
+              ("partitions", "; ".join(
+                  f"{p['name']}: {p['nodes']:,} nodes, {p['jobs']:,} jobs, blind {p['blind_nodes_down']:,} down, "
+                  f"informed idle share {p['informed_idle_share']:.2f}, {_share_text(p['informed_down_node_frac'])} "
+                  "of its node-time down" for p in cal["partitions"]) + f" ({cal.get('partitions_note', '')})"
+               if cal.get("partitions") else None)]
     consts_html = "".join(f"<li>{e(k)}: {e(str(v))}</li>" for k, v in consts if v is not None)
     def _read(v) -> str:  # fields_read: {mode: {"twin_input": [...], "calibration": "..."}} or a list
         if isinstance(v, dict):

@@ -845,3 +845,37 @@ def test_a_slurm_logs_eligible_times_are_said_read_on_request_and_kept_by_holds_
     out = holds_workload(wl, ref, groups).jobs["eligible_time"].astype("float64").to_numpy()
     own = wl.jobs["eligible_time"].astype("float64").to_numpy()
     assert out[0] == max(own[0], float(ref["start_time"].iloc[0])) and (out[1:] == own[1:]).all()
+
+
+def test_a_partitioned_machines_log_validates_to_zero_error_on_its_partitions(tmp_path):
+    """A log made by the twin on a machine of two disjoint partitions (5 nodes serving partition 1,
+    3 serving partition 2, named "big" in the header): validated on that machine every mode has
+    zero error, the partitions' constants are estimated apart, and no job counts as held for a
+    later job of the other partition; validated on one pool of 8 nodes the error is large."""
+    rng = np.random.default_rng(5)
+    jobs = _jobs(300, seed=5, max_procs=3, gap=500)
+    parts = [int(x) for x in rng.integers(1, 3, len(jobs))]
+    jobs = [(j, s, r, p if part == 2 else int(rng.integers(1, 6))) for (j, s, r, p), part in zip(jobs, parts)]
+    sysfile = tmp_path / "split8.toml"
+    sysfile.write_text('[system]\nname = "split8"\nnodes = 8\n'
+                       '[[system.partitions]]\nname = "a"\nnodes = 5\nserves = ["1"]\n'
+                       '[[system.partitions]]\nname = "b"\nnodes = 3\nserves = ["big"]\n')
+    header = ("; Partition: 1 small", "; Partition: 2 big")
+    draft = write_swf_rows(tmp_path / "draft.swf", [(j, s, 0, r, p) for j, s, r, p in jobs], max_nodes=NODES,
+                           partitions=parts, header=header)
+    res = simulate(RunConfig(data=str(draft), system=str(sysfile), policy="fcfs", backfill="easy"))
+    assert res.stats["counts"]["partitions"] == 2
+    waits = (res.jobs["start_time"] - res.jobs["submit_time"]).astype(int).tolist()
+    log = write_swf_rows(tmp_path / "split.swf", [(j, s, w, r, p) for (j, s, r, p), w in zip(jobs, waits)],
+                         max_nodes=NODES, partitions=parts, header=header)
+    v = validate(str(log), system=str(sysfile), restart="1d", noise_seeds=0, sensitivity=False, windows=0)
+    for mode in ("blind", "informed", "restart"):
+        f = v["modes"][mode]
+        assert f["wait_mean_ref_s"] > 300, "the log must have queueing for the test to mean something"
+        assert f["wait_mean_rel_error"] == 0.0 and f["start_error_mae_s"] == 0.0, mode
+        assert list(f["wait_by_log_hold"]) == ["not_held"], mode
+    cal = v["calibration"]
+    assert [p["name"] for p in cal["partitions"]] == ["a", "b"] and cal["blind_nodes_down"] == 0
+    assert [p["jobs"] for p in cal["partitions"]] == [parts.count(1), parts.count(2)]
+    one = validate(str(log), system=None, noise_seeds=0, sensitivity=False, windows=0)["modes"]["blind"]
+    assert one["wait_mean_rel_error"] < -0.3  # one pool of 8 runs each partition's queue on the other's nodes

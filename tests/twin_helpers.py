@@ -20,7 +20,7 @@ def frame(jobs):
             "recorded_end_time": None if start is None or j.get("run") is None else start + j["run"],
             "run_time": j.get("run"), "time_limit": j.get("limit"), "procs": j["nodes"], "nodes": j["nodes"],
             "cpu_util": float("nan"), "gpu_util": float("nan"), "avg_power_w": float("nan"),
-            "energy_j": float("nan"), "priority": j.get("priority", float("nan")), "partition": None,
+            "energy_j": float("nan"), "priority": j.get("priority", float("nan")), "partition": j.get("partition"),
             "status": j.get("status", "completed"), "node_ids": j.get("node_ids"),
         })
     return coerce_jobs_frame(pd.DataFrame(rows))
@@ -50,14 +50,16 @@ def schedule_of(jobs_out):
     return out
 
 
-def write_swf_rows(path, rows, max_nodes=8):
+def write_swf_rows(path, rows, max_nodes=8, partitions=None, header=()):
     """Write an SWF file of hand-written jobs: rows of (job, submit, wait, run, procs[, user,
     group]) in s and processors; requested time is twice the run time, status 1; user and group
-    default to 1. Returns ``path``."""
-    lines = [f"; MaxNodes: {max_nodes}", f"; MaxProcs: {max_nodes}"]
-    for jid, sub, wait, run, procs, *ug in rows:
+    default to 1. ``partitions``: each row's partition code (SWF field 16), else -1; ``header``:
+    more header lines (e.g. ``"; Partition: 2 big"``). Returns ``path``."""
+    lines = [f"; MaxNodes: {max_nodes}", f"; MaxProcs: {max_nodes}", *header]
+    for i, (jid, sub, wait, run, procs, *ug) in enumerate(rows):
         user, group = ug or (1, 1)
-        lines.append(f"{jid} {sub} {wait} {run} {procs} -1 -1 {procs} {run * 2} -1 1 {user} {group} -1 -1 -1 -1 -1")
+        part = -1 if partitions is None else partitions[i]
+        lines.append(f"{jid} {sub} {wait} {run} {procs} -1 -1 {procs} {run * 2} -1 1 {user} {group} -1 -1 {part} -1 -1")
     path.write_text("\n".join(lines) + "\n")
     return path
 

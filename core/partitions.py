@@ -1,0 +1,180 @@
+"""Partitioned machines: disjoint node pools, each scheduled on its own (``[[system.partitions]]``).
+
+A system file may cut its machine into **partitions** in Slurm's sense — sets of nodes a job is
+submitted to — when they are disjoint pools (node types: CEA Curie's thin, fat and hybrid nodes
+behind its ``standard``, ``large`` and ``hybrid`` partitions)::
+
+    [[system.partitions]]
+    name = "fat"              # the pool's name (outputs, errors)
+    nodes = 720               # its nodes; the partitions' nodes add up to [system] nodes
+    serves = ["4", "large"]   # the trace's partition values it runs: codes (SWF field 16, Slurm
+                              # Partition) or the names an SWF header gives them (; Partition: 4 large)
+    default = false           # true on one partition: it also runs every job no partition serves
+    # availability = [{start = "10d", end = "11d", nodes_down = 8}]   # the pool's own calendar
+
+Semantics (:func:`run_partitioned`): each pool is a machine of its own under the run's policy and
+backfill variant — one engine per pool, over the pool's jobs, with the pool's calendar — as Slurm
+schedules disjoint partitions: a job waits only for the nodes of its own partition, and a job
+that cannot start blocks (or, under EASY, reserves against) its own partition only. The pools'
+outputs are merged: the job table in the window's job order, node ids numbered machine-wide (pool
+``i`` holds nodes ``[offset_i, offset_i + nodes_i)``, the partitions' order in the file), the
+machine's busy nodes, IT power and queue counts summed over the pools at every instant, and the
+run's counts summed (``partitions``: how many pools ran). A job wider than its pool is rejected
+as a job wider than the machine is.
+
+What the split does not model: partitions that share nodes (a job is placed in one pool only),
+and any state a policy keeps across jobs is per pool — a fair share (``weighted`` with
+``w_fairshare``) counts the usage of the pool's jobs only, where Slurm's is machine-wide (a run
+warning says so). An external scheduler (``policy = "external"``) speaks for one machine and is
+refused on a partitioned system; replay follows the recorded starts and ignores the partitions.
+A system without ``[[system.partitions]]`` runs as one pool, unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .engine import EngineResult
+from .errors import ConfigError
+
+__all__ = ["pool_rows", "pool_system", "merge_results", "run_partitioned"]
+
+
+def pool_rows(system, partition: Sequence, names: Mapping[str, str] | None = None,
+              source: str = "") -> list[np.ndarray]:
+    """The rows of each of ``system.partitions`` (in the file's order): ascending int64 positions.
+
+    Args:
+        system: a :class:`core.system.System` with partitions.
+        partition: each job's partition value (str or None; SWF: field 16's code as str).
+        names: the trace's ``{code: name}`` map of partitions (an SWF header's ``Partition`` lines),
+            so that ``serves`` may name a partition either way; None: codes only.
+        source: the trace's name, for the error.
+    Raises: ConfigError naming the trace's partition values (and their job counts) that no
+    partition serves, when no partition is the default.
+    """
+    names = {str(k): str(v) for k, v in (names or {}).items()}
+    vals = np.array(["" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in partition],
+                    dtype=object)
+    which = np.full(len(vals), -1, dtype=np.int64)
+    for i, p in enumerate(system.partitions):
+        served = set(p.serves)
+        hit = np.array([v in served or names.get(v, None) in served for v in vals], dtype=bool) if len(vals) else \
+            np.zeros(0, dtype=bool)
+        which[(which < 0) & hit] = i
+    default = [i for i, p in enumerate(system.partitions) if p.default]
+    lost = which < 0
+    if lost.any():
+        if not default:
+            u, c = np.unique(vals[lost], return_counts=True)
+            shown = ", ".join(f"{(repr(x) if x else 'none')}"
+                              f"{f' ({names[x]})' if x in names else ''}: {k:,} job(s)" for x, k in zip(u, c))
+            raise ConfigError(
+                f"{source or 'the trace'}: system {system.name!r} is partitioned "
+                f"({', '.join(p.name for p in system.partitions)}) and no partition serves these jobs' "
+                f"partition values: {shown}; add them to a partition's serves, or mark one partition default = true")
+        which[lost] = default[0]
+    return [np.flatnonzero(which == i) for i in range(len(system.partitions))]
+
+
+def pool_system(system, i: int):
+    """The machine of pool ``i``: ``system`` with the partition's nodes and calendar, unpartitioned."""
+    p = system.partitions[i]
+    return dataclasses.replace(system, nodes=p.nodes, partitions=(), availability=p.availability,
+                               installed_nodes=None, unavailable_nodes=(), title=f"{system.title} [{p.name}]")
+
+
+def _shift(ids, offset: int):
+    if ids is None or offset == 0:
+        return ids
+    if isinstance(ids, np.ndarray):
+        return ids + offset
+    return [int(x) + offset for x in ids]
+
+
+def _pool_steps(steps: pd.DataFrame, times: np.ndarray, idle_w: float) -> dict[str, np.ndarray]:
+    """A pool's step series read at the instants ``times`` (the value in force then; before the
+    pool's first step its nodes are idle: no job busy, queued or running, every node at idle power)."""
+    t = steps["time"].to_numpy(dtype=np.int64)
+    k = np.searchsorted(t, times, side="right") - 1
+    before = k < 0
+    k = np.maximum(k, 0)
+    out = {}
+    for c in ("busy_nodes", "it_power_w", "queued_jobs", "running_jobs"):
+        v = steps[c].to_numpy()[k] if len(t) else np.zeros(len(times), dtype=steps[c].dtype)
+        first = idle_w if c == "it_power_w" else 0
+        out[c] = np.where(before, first, v)
+    return out
+
+
+def merge_results(results: Sequence, rows: Sequence[np.ndarray], nodes: Sequence[int], n_jobs: int,
+                  idle_power_w: float, result_type: Callable):
+    """One machine's engine result from its pools' (:class:`core.engine.EngineResult` each).
+
+    Args:
+        results: each pool's result, in the partitions' order.
+        rows: each pool's rows of the window's job frame (:func:`pool_rows`).
+        nodes: each pool's node count (node ids of pool ``i`` are shifted by the nodes before it).
+        n_jobs: the window's job count (the merged table has one row per job, in frame order).
+        idle_power_w: DC power of an idle node (W), for a pool's instants before its first step.
+        result_type: the result class to build (``EngineResult``).
+    """
+    offsets = np.concatenate([[0], np.cumsum(nodes)[:-1]]).astype(int)
+    tables = []
+    for res, off in zip(results, offsets):
+        j = res.jobs
+        if off and "node_ids" in j.columns:
+            j = j.assign(node_ids=[_shift(x, int(off)) for x in j["node_ids"]])
+        tables.append(j)
+    order = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    jobs = pd.concat(tables, ignore_index=True) if tables else results[0].jobs
+    pos = np.empty(n_jobs, dtype=np.int64)
+    pos[order] = np.arange(len(order))
+    jobs = jobs.iloc[pos].reset_index(drop=True)
+    times = np.unique(np.concatenate([r.steps["time"].to_numpy(dtype=np.int64) for r in results]))
+    cols = {"time": times}
+    for res, n in zip(results, nodes):
+        for c, v in _pool_steps(res.steps, times, idle_power_w * n).items():
+            cols[c] = cols[c] + v if c in cols else v
+    steps = pd.DataFrame({"time": times, "busy_nodes": cols["busy_nodes"].astype("int64"),
+                          "it_power_w": cols["it_power_w"].astype("float64"),
+                          "queued_jobs": cols["queued_jobs"].astype("int64"),
+                          "running_jobs": cols["running_jobs"].astype("int64")})
+    counts: dict = {}
+    for res in results:
+        for k, v in res.counts.items():
+            counts[k] = counts.get(k, 0) + v
+    counts["partitions"] = len(results)
+    return result_type(jobs=jobs, steps=steps, t_start=min(r.t_start for r in results),
+                       t_end=max(r.t_end for r in results), counts=counts)
+
+
+def run_partitioned(frame: pd.DataFrame, system, node_power_w, make_engine: Callable, names=None):
+    """Run each of ``system.partitions`` as a machine of its own and merge (the module doc).
+
+    Args:
+        frame: the window's jobs (:func:`core.engine.select_window`), with a ``partition`` column.
+        system: the partitioned :class:`core.system.System`.
+        node_power_w: per-job DC power per node (W), aligned with ``frame``.
+        make_engine: ``make_engine(pool_frame, pool_system, pool_node_power_w)`` -> an engine with
+            ``run()`` (:class:`core.engine.Engine`, the run's other arguments bound).
+        names: the trace's ``{code: name}`` partition map (see :func:`pool_rows`).
+    Returns: ``(result, engines)``: the merged result and the pools' engines.
+    Raises: ConfigError from :func:`pool_rows`.
+    """
+    rows = pool_rows(system, frame["partition"].tolist(), names, str(frame.attrs.get("source", "")))
+    npow = np.asarray(node_power_w)
+    results, engines = [], []
+    for i, idx in enumerate(rows):
+        sub = frame.iloc[idx].reset_index(drop=True)
+        sub.attrs = dict(frame.attrs)
+        eng = make_engine(sub, pool_system(system, i), npow[idx])
+        engines.append(eng)
+        results.append(eng.run())
+    idle = float(getattr(engines[0], "idle_w", 0.0)) if engines else 0.0
+    return merge_results(results, rows, [p.nodes for p in system.partitions], len(frame), idle,
+                         EngineResult), engines

@@ -1,0 +1,148 @@
+"""Partitioned machines (``[[system.partitions]]``, core/partitions.py): disjoint node pools,
+each scheduled on its own, merged into one machine's outputs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from twin_helpers import frame
+from twinsweep.core.backfill import BUILTIN_BACKFILLS as BACKFILLS
+from twinsweep.core.config import RunConfig
+from twinsweep.core.errors import ConfigError
+from twinsweep.core.run import simulate
+from twinsweep.core.system import Partition, System, system_from_dict
+from twinsweep.core.workload import Workload
+
+# two pools: "thin" 6 nodes (default), "fat" 4 nodes serving partition "2" (header name "large")
+_PARTS = (Partition("thin", 6, ("1",), True), Partition("fat", 4, ("large",)))
+# 0: fat 4 nodes [0, 100); 1: thin 6 nodes [0, 50); 2: fat 2 nodes, submitted at 10: the fat pool
+# is full until 100, while thin nodes are idle from 50 on; 3: a job of a partition no pool names
+# (7) runs on the default pool (thin), after job 1
+_JOBS = [dict(submit=0, run=100, limit=100, nodes=4, partition="2"),
+         dict(submit=0, run=50, limit=50, nodes=6, partition="1"),
+         dict(submit=10, run=30, limit=30, nodes=2, partition="2"),
+         dict(submit=20, run=10, limit=10, nodes=3, partition="7")]
+
+
+def _wl(jobs, names=None):
+    return Workload(jobs=frame(jobs), epoch=0, checksum="sha256:partitions-test", source="parts.swf",
+                    format="test", header={"Partition": names or {"2": "large"}})
+
+
+def _sim(jobs, parts=_PARTS, backfill="easy", policy="fcfs", names=None, **kw):
+    system = System(name="p", title="p", nodes=sum(p.nodes for p in parts), partitions=parts, **kw)
+    cfg = RunConfig(data="parts.swf", policy=policy, backfill=backfill, sample_period=10)
+    return simulate(cfg, workload=_wl(jobs, names), system=system)
+
+
+@pytest.mark.parametrize("backfill", BACKFILLS)
+def test_a_job_waits_for_its_own_partition_only(backfill):
+    res = _sim(_JOBS, backfill=backfill)
+    j = res.jobs
+    # by hand: job 2 (fat) waits for job 0 to end at 100, though 0 thin nodes... the thin pool
+    # cannot take it; job 3 (default pool) waits for job 1's 6 thin nodes until 50
+    assert j["start_time"].tolist() == [0, 0, 100, 50]
+    # node ids are machine-wide: thin 0..5, fat 6..9 (the partitions' order in the file)
+    assert list(j["node_ids"][0]) == [6, 7, 8, 9] and list(j["node_ids"][1]) == [0, 1, 2, 3, 4, 5]
+    assert list(j["node_ids"][2]) == [6, 7] and list(j["node_ids"][3]) == [0, 1, 2]
+    assert res.stats["counts"]["partitions"] == 2
+
+
+def test_one_pool_would_have_started_it_at_once():
+    # the same jobs on one 10-node machine: job 2 fits beside job 0 at 50 (when job 1 ends); the
+    # partitions are what delays it
+    system = System(name="p", title="p", nodes=10)
+    cfg = RunConfig(data="parts.swf", policy="fcfs", backfill="easy", sample_period=10)
+    assert simulate(cfg, workload=_wl(_JOBS), system=system).jobs["start_time"].tolist() == [0, 0, 50, 50]
+
+
+def test_merged_busy_nodes_are_the_pools_sum():
+    res = _sim(_JOBS)
+    # by hand, busy nodes: [0, 50) 4 + 6; [50, 60) 4 + 3; [60, 100) 4; [100, 130) 2 (the run's end)
+    tl = res.timeline.set_index("time")
+    assert tl["busy_nodes"].tolist() == [10] * 5 + [7] + [4] * 4 + [2] * 3
+    # queued: job 2 (fat) from 10 to 100, job 3 (thin) from 20 to 50
+    assert tl["queued_jobs"].tolist() == [0, 1] + [2] * 3 + [1] * 5 + [0] * 3
+
+
+def test_merged_power_counts_every_pools_idle_nodes():
+    # every node draws 10 W busy or idle: the machine's IT power is 100 W at every instant, the
+    # pool that is idle included (before its first job and after its last)
+    from twinsweep.core.system import PowerModel
+
+    res = _sim(_JOBS, power=PowerModel(other_w=10.0))
+    assert np.allclose(res.timeline["it_power_w"], 100.0)
+
+
+def test_unserved_partition_is_one_error_naming_the_values():
+    parts = (Partition("thin", 6, ("1",)), Partition("fat", 4, ("large",)))
+    with pytest.raises(ConfigError, match=r"'7': 1 job") as e:
+        _sim(_JOBS, parts=parts)
+    assert "default = true" in str(e.value)
+
+
+def test_external_scheduler_is_refused_on_a_partitioned_machine():
+    system = System(name="p", title="p", nodes=10, partitions=_PARTS)
+    cfg = RunConfig(data="parts.swf", policy="external", backfill="none", scheduler="python -c pass")
+    with pytest.raises(ConfigError, match="partitioned"):
+        simulate(cfg, workload=_wl(_JOBS), system=system)
+
+
+def test_each_partition_has_its_own_calendar():
+    # the fat pool has 2 of its 4 nodes down on [0, 1000): job 0 (4 fat nodes) waits for their return
+    parts = (Partition("thin", 6, ("1",), True), Partition("fat", 4, ("large",), False, ((0, 1000, 2),)))
+    j = _sim(_JOBS, parts=parts).jobs
+    assert j["start_time"].tolist()[1] == 0 and j["start_time"].tolist()[0] == 1000
+    # job 2 (2 fat nodes, ends by 40) is backfilled at its submit on the 2 fat nodes left, before
+    # job 0's reservation at the period's end
+    assert j["start_time"].tolist()[2] == 10
+
+
+def test_capacity_never_exceeded_in_any_pool():
+    rng = np.random.default_rng(3)
+    jobs = [dict(submit=int(rng.integers(0, 500)), run=int(rng.integers(1, 200)), limit=200,
+                 nodes=int(rng.integers(1, 5)), partition=str(rng.integers(1, 3))) for _ in range(120)]
+    jobs.sort(key=lambda x: x["submit"])
+    parts = (Partition("a", 6, ("1",)), Partition("b", 4, ("2",)))
+    j = _sim(jobs, parts=parts, names={}).jobs
+    for p, lo, n in (("1", 0, 6), ("2", 6, 4)):
+        sub = j[j["partition"] == p]
+        assert all(lo <= i < lo + n for ids in sub["node_ids"] for i in ids)
+        t = np.unique(np.concatenate([sub["start_time"], sub["end_time"]]).astype(int))
+        busy = [int(sub["nodes"][(sub["start_time"] <= x) & (sub["end_time"] > x)].sum()) for x in t]
+        assert max(busy) <= n
+    assert (j["start_time"] >= j["submit_time"]).all()
+
+
+def test_system_file_partitions_are_checked():
+    base = {"system": {"name": "x", "nodes": 10}}
+
+    def load(parts, **extra):
+        return system_from_dict({"system": {**base["system"], **extra, "partitions": parts}}, "x.toml")
+
+    s = load([{"name": "a", "nodes": 6, "serves": [1, "batch"], "default": True},
+              {"name": "b", "nodes": 4, "serves": ["large"], "availability": [{"start": "1d", "end": "2d", "nodes_down": 4}]}])
+    assert s.partitions[0].serves == ("1", "batch") and s.partitions[1].availability == ((86400, 172800, 4),)
+    for parts, msg in (
+            ([{"name": "a", "nodes": 6, "serves": ["1"]}], "add up"),
+            ([{"name": "a", "nodes": 6, "serves": ["1"]}, {"name": "a", "nodes": 4, "serves": ["2"]}], "distinct"),
+            ([{"name": "a", "nodes": 6, "serves": ["1"]}, {"name": "b", "nodes": 4, "serves": ["1"]}], "both"),
+            ([{"name": "a", "nodes": 6, "default": True}, {"name": "b", "nodes": 4, "default": True}], "at most one"),
+            ([{"name": "a", "nodes": 6, "serves": ["1"]}, {"name": "b", "nodes": 4}], "serves nothing"),
+            ([{"name": "a", "nodes": 6, "serves": ["1"], "size": 3}, {"name": "b", "nodes": 4, "serves": ["2"]}], "unknown key"),
+            ([{"name": "a", "nodes": 6, "serves": ["1"]}, {"name": "b", "nodes": 4, "serves": ["2"],
+              "availability": [{"start": 0, "end": 5, "nodes_down": 5}]}], "nodes_down")):
+        with pytest.raises(ConfigError, match=msg):
+            load(parts)
+    with pytest.raises(ConfigError, match="its own calendar"):
+        load([{"name": "a", "nodes": 6, "default": True}, {"name": "b", "nodes": 4, "serves": ["2"]}],
+             availability=[{"start": 0, "end": 5, "nodes_down": 1}])
+
+
+def test_unpartitioned_system_is_unchanged():
+    # a system without partitions keeps its identity: the same checksum as before partitions had options
+    s = System(name="u", title="u", nodes=10)
+    assert dataclasses.asdict(s)["partitions"] == ()
