@@ -11,16 +11,22 @@ behind its ``standard``, ``large`` and ``hybrid`` partitions)::
                               # Partition) or the names an SWF header gives them (; Partition: 4 large)
     default = false           # true on one partition: it also runs every job no partition serves
     # availability = [{start = "10d", end = "11d", nodes_down = 8}]   # the pool's own calendar
+    # cores_per_node = 32     # its node type, where it differs from [system]'s (also cpus_per_node,
+    #                         # gpus_per_node): jobs' nodes and power are counted in it
 
 Semantics (:func:`run_partitioned`): each pool is a machine of its own under the run's policy and
 backfill variant — one engine per pool, over the pool's jobs, with the pool's calendar — as Slurm
 schedules disjoint partitions: a job waits only for the nodes of its own partition, and a job
 that cannot start blocks (or, under EASY, reserves against) its own partition only. The pools'
 outputs are merged: the job table in the window's job order, node ids numbered machine-wide (pool
-``i`` holds nodes ``[offset_i, offset_i + nodes_i)``, the partitions' order in the file), the
-machine's busy nodes, IT power and queue counts summed over the pools at every instant, and the
-run's counts summed (``partitions``: how many pools ran). A job wider than its pool is rejected
-as a job wider than the machine is.
+``i`` holds nodes ``[offset_i, offset_i + nodes_i)``, the partitions' order in the file; a
+recorded placement is read the same way), the machine's busy nodes, IT power and queue counts
+summed over the pools at every instant, and the run's counts summed (``partitions``: how many
+pools ran; a pool whose jobs end before the others' keeps its calendar's nodes down until the
+machine's last event, as one machine would). A job wider than its pool is rejected, with the
+partition named. A pool may have a node type of its own (``cores_per_node``, ``cpus_per_node``,
+``gpus_per_node``): a job's nodes are its processors over its pool's cores per node
+(:func:`with_pool_nodes`), its power per node its pool's node model.
 
 What the split does not model: partitions that share nodes (a job is placed in one pool only),
 and any state a policy keeps across jobs is per pool — a fair share (``weighted`` with
@@ -41,7 +47,7 @@ import pandas as pd
 from .engine import EngineResult
 from .errors import ConfigError
 
-__all__ = ["pool_rows", "pool_system", "merge_results", "run_partitioned"]
+__all__ = ["pool_rows", "pool_system", "with_pool_nodes", "merge_results", "run_partitioned"]
 
 
 def pool_rows(system, partition: Sequence, names: Mapping[str, str] | None = None,
@@ -60,12 +66,18 @@ def pool_rows(system, partition: Sequence, names: Mapping[str, str] | None = Non
     names = {str(k): str(v) for k, v in (names or {}).items()}
     vals = np.array(["" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in partition],
                     dtype=object)
-    which = np.full(len(vals), -1, dtype=np.int64)
-    for i, p in enumerate(system.partitions):
-        served = set(p.serves)
-        hit = np.array([v in served or names.get(v, None) in served for v in vals], dtype=bool) if len(vals) else \
-            np.zeros(0, dtype=bool)
-        which[(which < 0) & hit] = i
+    uniq, inverse = np.unique(vals, return_inverse=True) if len(vals) else (np.zeros(0, dtype=object), vals)
+    which_u = np.full(len(uniq), -1, dtype=np.int64)
+    for u, v in enumerate(uniq):  # per distinct value: a code, or the name the header gives it
+        hit = [i for i, p in enumerate(system.partitions) if v in p.serves or names.get(v) in p.serves]
+        if len(hit) > 1:
+            raise ConfigError(
+                f"{source or 'the trace'}: the partition value {v!r}" + (f" ({names[v]})" if v in names else "")
+                + f" is served by {len(hit)} partitions of system {system.name!r} "
+                f"({', '.join(system.partitions[i].name for i in hit)}: one by its code, another by its name); "
+                "name it in one partition's serves only")
+        which_u[u] = hit[0] if hit else -1
+    which = which_u[inverse] if len(vals) else np.zeros(0, dtype=np.int64)
     default = [i for i, p in enumerate(system.partitions) if p.default]
     lost = which < 0
     if lost.any():
@@ -82,10 +94,30 @@ def pool_rows(system, partition: Sequence, names: Mapping[str, str] | None = Non
 
 
 def pool_system(system, i: int):
-    """The machine of pool ``i``: ``system`` with the partition's nodes and calendar, unpartitioned."""
+    """The machine of pool ``i``: ``system`` with the partition's nodes, node type and calendar,
+    unpartitioned."""
     p = system.partitions[i]
+    kind = {k: getattr(p, k) for k in ("cores_per_node", "cpus_per_node", "gpus_per_node") if getattr(p, k) is not None}
     return dataclasses.replace(system, nodes=p.nodes, partitions=(), availability=p.availability,
-                               installed_nodes=None, unavailable_nodes=(), title=f"{system.title} [{p.name}]")
+                               installed_nodes=None, unavailable_nodes=(), title=f"{system.title} [{p.name}]", **kind)
+
+
+def with_pool_nodes(workload, system):
+    """``workload.with_nodes`` in each job's pool's cores per node (:meth:`core.workload.Workload.with_nodes`):
+    the system's for an unpartitioned system or when every pool has the system's node type.
+    Raises ConfigError as :func:`pool_rows` (a job no partition serves)."""
+    cpns = {p.cores_per_node for p in system.partitions if p.cores_per_node is not None} - {system.cores_per_node}
+    base = workload.with_nodes(system.cores_per_node)
+    if not cpns:
+        return base
+    rows = pool_rows(system, workload.jobs["partition"].tolist(), workload.header.get("Partition"), workload.source)
+    nodes = base.jobs["nodes"].copy()
+    for p, r in zip(system.partitions, rows):
+        if p.cores_per_node is not None and p.cores_per_node != system.cores_per_node and len(r):
+            nodes.iloc[r] = workload.with_nodes(p.cores_per_node).jobs["nodes"].iloc[r].to_numpy()
+    jobs = base.jobs.copy(deep=False)
+    jobs["nodes"] = nodes
+    return dataclasses.replace(base, jobs=jobs)
 
 
 def _shift(ids, offset: int):
@@ -112,7 +144,7 @@ def _pool_steps(steps: pd.DataFrame, times: np.ndarray, idle_w: float) -> dict[s
 
 
 def merge_results(results: Sequence, rows: Sequence[np.ndarray], nodes: Sequence[int], n_jobs: int,
-                  idle_power_w: float, result_type: Callable):
+                  idle_power_w: Sequence[float], names: Sequence[str], calendars: Sequence = ()):
     """One machine's engine result from its pools' (:class:`core.engine.EngineResult` each).
 
     Args:
@@ -120,15 +152,24 @@ def merge_results(results: Sequence, rows: Sequence[np.ndarray], nodes: Sequence
         rows: each pool's rows of the window's job frame (:func:`pool_rows`).
         nodes: each pool's node count (node ids of pool ``i`` are shifted by the nodes before it).
         n_jobs: the window's job count (the merged table has one row per job, in frame order).
-        idle_power_w: DC power of an idle node (W), for a pool's instants before its first step.
-        result_type: the result class to build (``EngineResult``).
+        idle_power_w: each pool's DC power of an idle node (W), for its instants before its first step.
+        names: the partitions' names (a job rejected as wider than its pool names it).
+        calendars: each pool's availability periods: a pool that ran out of events before the
+            machine's last keeps their nodes down until then in ``availability_down_node_s``
+            (its nodes are all idle then, so every period holds all its nodes).
     """
     offsets = np.concatenate([[0], np.cumsum(nodes)[:-1]]).astype(int)
     tables = []
-    for res, off in zip(results, offsets):
+    for res, off, name, r in zip(results, offsets, names, rows):
+        if not len(r):  # an empty table would turn the others' bool / string columns into objects
+            continue
         j = res.jobs
         if off and "node_ids" in j.columns:
             j = j.assign(node_ids=[_shift(x, int(off)) for x in j["node_ids"]])
+        wide = (j["status"] == "rejected").to_numpy() & j["reason"].astype(str).str.contains("; the system has").to_numpy()
+        if wide.any():
+            j = j.assign(reason=j["reason"].where(~wide, j["reason"].astype(str).str.replace(
+                "; the system has", f"; partition {name!r} has", regex=False)))
         tables.append(j)
     order = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     jobs = pd.concat(tables, ignore_index=True) if tables else results[0].jobs
@@ -136,45 +177,63 @@ def merge_results(results: Sequence, rows: Sequence[np.ndarray], nodes: Sequence
     pos[order] = np.arange(len(order))
     jobs = jobs.iloc[pos].reset_index(drop=True)
     times = np.unique(np.concatenate([r.steps["time"].to_numpy(dtype=np.int64) for r in results]))
-    cols = {"time": times}
-    for res, n in zip(results, nodes):
-        for c, v in _pool_steps(res.steps, times, idle_power_w * n).items():
+    cols: dict[str, np.ndarray] = {}
+    for res, n, w in zip(results, nodes, idle_power_w):
+        for c, v in _pool_steps(res.steps, times, w * n).items():
             cols[c] = cols[c] + v if c in cols else v
     steps = pd.DataFrame({"time": times, "busy_nodes": cols["busy_nodes"].astype("int64"),
                           "it_power_w": cols["it_power_w"].astype("float64"),
                           "queued_jobs": cols["queued_jobs"].astype("int64"),
                           "running_jobs": cols["running_jobs"].astype("int64")})
+    t_end = max(r.t_end for r in results)
     counts: dict = {}
     for res in results:
         for k, v in res.counts.items():
             counts[k] = counts.get(k, 0) + v
+    for res, cal in zip(results, calendars):  # periods a pool's own run stopped counting early
+        counts["availability_down_node_s"] = counts.get("availability_down_node_s", 0) + sum(
+            k * max(0, min(b, t_end) - max(a, res.t_end)) for a, b, k in cal)
     counts["partitions"] = len(results)
-    return result_type(jobs=jobs, steps=steps, t_start=min(r.t_start for r in results),
-                       t_end=max(r.t_end for r in results), counts=counts)
+    return EngineResult(jobs=jobs, steps=steps, t_start=min(r.t_start for r in results), t_end=t_end, counts=counts)
 
 
-def run_partitioned(frame: pd.DataFrame, system, node_power_w, make_engine: Callable, names=None):
+def _pool_frame(frame: pd.DataFrame, idx: np.ndarray, offset: int, nodes: int) -> pd.DataFrame:
+    """The pool's rows of the window's frame; a recorded placement (``node_ids``, machine-wide) is
+    made the pool's own (ids minus the pool's first node), and dropped when it is not on the pool."""
+    sub = frame.iloc[idx].reset_index(drop=True)
+    sub.attrs = dict(frame.attrs)
+    if "node_ids" in sub.columns and sub["node_ids"].notna().any():
+        def local(ids):
+            if ids is None or (isinstance(ids, float) and np.isnan(ids)):
+                return None
+            a = np.asarray(ids, dtype=np.int64) - offset
+            return a.tolist() if len(a) and a.min() >= 0 and a.max() < nodes else None
+        sub["node_ids"] = pd.Series([local(x) for x in sub["node_ids"]], index=sub.index, dtype="object")
+    return sub
+
+
+def run_partitioned(frame: pd.DataFrame, system, make_engine: Callable, names=None):
     """Run each of ``system.partitions`` as a machine of its own and merge (the module doc).
 
     Args:
-        frame: the window's jobs (:func:`core.engine.select_window`), with a ``partition`` column.
+        frame: the window's jobs (:func:`core.engine.select_window`), with a ``partition`` column
+            and ``nodes`` counted in each job's pool's cores per node (:func:`with_pool_nodes`).
         system: the partitioned :class:`core.system.System`.
-        node_power_w: per-job DC power per node (W), aligned with ``frame``.
-        make_engine: ``make_engine(pool_frame, pool_system, pool_node_power_w)`` -> an engine with
-            ``run()`` (:class:`core.engine.Engine`, the run's other arguments bound).
+        make_engine: ``make_engine(pool_frame, pool_system)`` -> an engine with ``run()`` and
+            ``idle_w`` (:class:`core.engine.Engine`, the run's other arguments bound, the jobs'
+            node power computed for the pool's node type).
         names: the trace's ``{code: name}`` partition map (see :func:`pool_rows`).
     Returns: ``(result, engines)``: the merged result and the pools' engines.
     Raises: ConfigError from :func:`pool_rows`.
     """
     rows = pool_rows(system, frame["partition"].tolist(), names, str(frame.attrs.get("source", "")))
-    npow = np.asarray(node_power_w)
+    offsets = np.concatenate([[0], np.cumsum([p.nodes for p in system.partitions])[:-1]]).astype(int)
     results, engines = [], []
     for i, idx in enumerate(rows):
-        sub = frame.iloc[idx].reset_index(drop=True)
-        sub.attrs = dict(frame.attrs)
-        eng = make_engine(sub, pool_system(system, i), npow[idx])
+        p = system.partitions[i]
+        eng = make_engine(_pool_frame(frame, idx, int(offsets[i]), p.nodes), pool_system(system, i))
         engines.append(eng)
         results.append(eng.run())
-    idle = float(getattr(engines[0], "idle_w", 0.0)) if engines else 0.0
-    return merge_results(results, rows, [p.nodes for p in system.partitions], len(frame), idle,
-                         EngineResult), engines
+    return merge_results(results, rows, [p.nodes for p in system.partitions], len(frame),
+                         [float(e.idle_w) for e in engines], [p.name for p in system.partitions],
+                         [p.availability for p in system.partitions]), engines

@@ -33,7 +33,7 @@ from .accounts import Accounts, account_names, accounts_of_run, load_accounts
 from .atomic import atomic_write, atomic_write_files, bytes_writer, foreign_folder
 from .availability import over_capacity
 from .errors import ConfigError
-from .partitions import run_partitioned
+from .partitions import pool_rows, run_partitioned, with_pool_nodes
 from .perturb import perturb
 from .power import account_power, build_timeline, idle_node_power_w, job_node_power_w
 from .scheduler import validate_scheduler
@@ -181,7 +181,7 @@ def _prepared_window(config: RunConfig, workload: Workload, system: System, repl
     hit = _WINDOWS.get(key)
     if hit is not None and hit[0]() is workload and hit[1]() is workload.jobs and hit[2]() is system:
         return hit[3]
-    wl = workload.with_nodes(system.cores_per_node)
+    wl = with_pool_nodes(workload, system)  # each job's nodes in its pool's node type (core.partitions)
     wl = perturb(wl, config.perturbation, config.seed)
     if len(wl) == 0:
         raise ConfigError(f"{workload.source}: the trace holds no job lines; nothing to simulate")
@@ -195,7 +195,7 @@ def _prepared_window(config: RunConfig, workload: Workload, system: System, repl
     frame, t0, t1 = select_window(wl.jobs, config.start, config.duration, replay, config.kill,
                                   system.default_time_limit, system.kill_grace_s, queue_cancelled=queue_cancelled)
     frame.attrs["source"] = workload.source
-    npow = np.asarray(job_node_power_w(system, frame))
+    npow = np.asarray(job_node_power_w(system, frame))  # a partitioned run computes it per pool
     npow.setflags(write=False)  # shared by the runs of this window: a write would be a bug
     value = (span, frame, t0, t1, npow)
     try:
@@ -221,7 +221,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     Returns: RunResult. Raises TwinError subclasses on bad input.
     """
     t_wall = time.perf_counter()
-    validate_scheduler(config.policy, config.backfill, config.option_dict)  # before any work
+    spec = validate_scheduler(config.policy, config.backfill, config.option_dict)  # before any work
     if config.scheduler is not None:
         from .external import check_scheduler  # the protocol loads only for external runs
 
@@ -231,13 +231,21 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     if system is None:
         system = resolve_system(config.system, workload)
     replay = config.policy == "replay"
+    partitioned = bool(system.partitions) and not replay  # replay follows the recorded starts machine-wide
+    part_warnings = partition_warnings(spec, system) if partitioned else []  # before any work
     queue_cancelled = run_setting("queue_cancelled", config.option_dict, system)
     span, frame, t0, t1, npow = _prepared_window(config, workload, system, replay, queue_cancelled)
+    if partitioned:  # every job of the window has a pool (one error naming the values), before any run
+        pool_rows(system, frame["partition"].tolist(), workload.header.get("Partition"), workload.source)
     if t1 is None:  # an open window lasts at least until its last submission / recorded end
         _check_timeline_size(frame, t0, config.sample_period, workload.source, replay or not config.kill)
     cb = None
     if progress is not None:
-        cb = lambda t: progress(t, -1 if t1 is None else t1)  # noqa: E731
+        seen = [t0]  # a partitioned run's pools each start at t0: report the furthest time reached
+
+        def cb(t):
+            seen[0] = max(seen[0], t)
+            progress(seen[0], -1 if t1 is None else t1)
     options = config.option_dict
     accounts_manifest = None
     accounts = None
@@ -266,23 +274,20 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
             eng_frame.attrs = frame.attrs
             eng_npow = np.asarray(npow)[keep]
             eng_system = _grown(system, over["replay_recorded_peak_nodes"])
-    def engine(frame_, system_, npow_) -> Engine:
-        return Engine(frame_, system_, config.policy, config.backfill, config.kill, npow_,
-                      idle_node_power_w(system), t0, t1, options=options, progress=cb, accounts=accounts,
+    def engine(frame_, system_, npow_=None) -> Engine:
+        """The run's engine over ``frame_`` on ``system_`` (a pool of a partitioned machine: its
+        jobs' node power from its own node type)."""
+        return Engine(frame_, system_, config.policy, config.backfill, config.kill,
+                      job_node_power_w(system_, frame_) if npow_ is None else npow_,
+                      idle_node_power_w(system_), t0, t1, options=options, progress=cb, accounts=accounts,
                       scheduler=config.scheduler, queue_cancelled=queue_cancelled)
-    part_warnings = []
-    if system.partitions and not replay:  # disjoint node pools, each scheduled on its own (core.partitions)
-        if config.policy == "external":
-            raise ConfigError(f"system {system.name!r} is partitioned ({', '.join(p.name for p in system.partitions)}): "
-                              "an external scheduler speaks for one machine; run it on an unpartitioned system file")
-        if float(options.get("w_fairshare", 0) or 0):
-            part_warnings.append(f"system {system.name!r} is partitioned: each partition is scheduled on its own, so "
-                                 "the fair share counts each partition's usage apart (Slurm's is machine-wide)")
-        res, engines = run_partitioned(eng_frame, system, eng_npow, engine, workload.header.get("Partition"))
-        eng = engines[0]
+    if partitioned:  # disjoint node pools, each scheduled on its own (core.partitions)
+        res, engines = run_partitioned(eng_frame, system, engine, workload.header.get("Partition"))
+        honor_eligible = engines[0].honor_eligible  # a run setting: alike in every pool
     else:
         eng = engine(eng_frame, eng_system, eng_npow)
         res = eng.run()
+        honor_eligible = eng.honor_eligible
     if eng_system is not system:
         res = _nominal_view(res, system, eng_system, too_big)
     if over is not None and over["replay_oversubscribed_periods"]:
@@ -317,7 +322,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     ignored = [k for k in ("honor_eligible", "queue_cancelled") if replay and config.option_dict.get(k)]
     if ignored:
         warnings.append(f"policy 'replay' replays the recorded starts and ignores the option(s) {', '.join(ignored)}")
-    if eng.honor_eligible and "eligible_time" not in workload.jobs.columns:
+    if honor_eligible and "eligible_time" not in workload.jobs.columns:
         warnings.append(f"{Path(workload.source).name}: honor_eligible is on, but the trace records no eligible "
                         "time (sacct and PM100 dumps do, SWF logs do not): every job is queued at its submit time")
     manifest = {
@@ -488,8 +493,24 @@ def replay_oversubscription(frame: pd.DataFrame, nodes: int) -> dict:
 
 
 def _grown(system: System, nodes: int) -> System:
-    """``system`` with a node pool of ``nodes`` (the replay's over-subscription; no layout)."""
-    return dataclasses.replace(system, nodes=int(nodes), installed_nodes=None, unavailable_nodes=())
+    """``system`` with a node pool of ``nodes`` (the replay's over-subscription; no layout; replay
+    ignores partitions)."""
+    return dataclasses.replace(system, nodes=int(nodes), installed_nodes=None, unavailable_nodes=(), partitions=())
+
+
+def partition_warnings(spec, system: System) -> list[str]:
+    """The checks of a run on a partitioned system (:mod:`core.partitions`), made before any work.
+    ``spec``: the run's :class:`core.scheduler.SchedulerSpec`. An external scheduler is refused
+    (ConfigError: the protocol speaks for one machine); a policy with a fair-share weight
+    (``w_fairshare``, however given: alone or in ``weights``) gives a warning, returned: each
+    partition counts its own usage."""
+    if spec.policy == "external":
+        raise ConfigError(f"system {system.name!r} is partitioned ({', '.join(p.name for p in system.partitions)}): "
+                          "an external scheduler speaks for one machine; run it on an unpartitioned system file")
+    if float(getattr(spec.policy_options, "w_fairshare", 0) or 0):
+        return [f"system {system.name!r} is partitioned: each partition is scheduled on its own, so the fair "
+                "share counts each partition's usage apart (Slurm's is machine-wide)"]
+    return []
 
 
 def _nominal_view(res, system: System, grown: System, too_big: pd.DataFrame):

@@ -138,7 +138,10 @@ class Partition:
     ``nodes``: its nodes (the partitions' add up to the system's); ``serves``: the trace's
     partition values it runs (codes, or the names an SWF header gives them); ``default``: it also
     runs the jobs no partition serves; ``availability``: its own node availability calendar,
-    ``(start, end, nodes_down)`` periods as :attr:`System.availability`.
+    ``(start, end, nodes_down)`` periods as :attr:`System.availability`; ``cores_per_node``,
+    ``cpus_per_node``, ``gpus_per_node``: its node type, when it differs from the system's
+    (None: the system's) — a job's nodes are counted in its pool's cores per node, and its power
+    from its pool's sockets and GPUs.
     """
 
     name: str
@@ -146,6 +149,9 @@ class Partition:
     serves: tuple[str, ...] = ()
     default: bool = False
     availability: tuple[tuple[int, int, int], ...] = ()
+    cores_per_node: int | None = None
+    cpus_per_node: int | None = None
+    gpus_per_node: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,6 +240,11 @@ class System:
         for p in ps:
             if p.nodes < 1:
                 raise ConfigError(f"{where}: partition {p.name!r} needs nodes >= 1, got {p.nodes}")
+            for k in ("cores_per_node", "cpus_per_node", "gpus_per_node"):
+                v = getattr(p, k)
+                if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < (k == "cores_per_node")):
+                    raise ConfigError(f"{where}: partition {p.name!r}: {k} must be an integer >= "
+                                      f"{int(k == 'cores_per_node')}, got {v!r}")
             if not p.serves and not p.default:
                 raise ConfigError(f"{where}: partition {p.name!r} serves nothing: give serves = [...] or default = true")
             for v in p.serves:
@@ -245,7 +256,7 @@ class System:
                 raise ConfigError(f"{where}: partition {p.name!r}: nodes_down must be 1 .. {p.nodes}, got {bad[0]}")
         if self.availability:
             raise ConfigError(f"system {self.name!r}: a partitioned machine gives each partition its own calendar "
-                              "(availability = [...] in its [[system.partitions]] table), not [[system.availability]]")
+                              "(availability = [...] in its [[system.partitions]] table), not one in [system]")
 
     @property
     def power_label(self) -> str:
@@ -333,7 +344,8 @@ def availability_periods(v, nodes: int, where: str) -> tuple[tuple[int, int, int
     return tuple(sorted(out))
 
 
-_PARTITION_KEYS = {"name", "nodes", "serves", "default", "availability"}
+_PARTITION_KEYS = {"name", "nodes", "serves", "default", "availability", "cores_per_node", "cpus_per_node",
+                   "gpus_per_node"}
 
 
 def _partitions(parts, where: str) -> tuple[Partition, ...]:
@@ -359,7 +371,8 @@ def _partitions(parts, where: str) -> tuple[Partition, ...]:
         if not isinstance(default, bool):
             raise ConfigError(f"{w}: default must be true or false, got {default!r}")
         cal = availability_periods(x["availability"], nodes, w) if "availability" in x else ()
-        out.append(Partition(str(x["name"]), nodes, tuple(str(v) for v in serves), default, cal))
+        out.append(Partition(str(x["name"]), nodes, tuple(str(v) for v in serves), default, cal,
+                             **{k: x[k] for k in ("cores_per_node", "cpus_per_node", "gpus_per_node") if k in x}))
     return tuple(out)
 
 
@@ -404,16 +417,21 @@ def system_from_dict(doc: dict, path: str | None = None) -> System:
         s["unavailable_nodes"] = _node_positions(s["unavailable_nodes"], f"{where} [system]")
     if "availability" in s:
         s["availability"] = availability_periods(s["availability"], int(s["nodes"]), f"{where} [system]")
-    return System(
-        title=s.pop("title", s["name"]),
-        partitions=_partitions(parts, where),
-        traces=tuple(s.pop("traces", ())),
-        power=power,
-        sources=tuple(doc.get("sources", ())),
-        path=path,
-        cooling=cooling,
-        **s,
-    )
+    try:
+        return System(
+            title=s.pop("title", s["name"]),
+            partitions=_partitions(parts, where),
+            traces=tuple(s.pop("traces", ())),
+            power=power,
+            sources=tuple(doc.get("sources", ())),
+            path=path,
+            cooling=cooling,
+            **s,
+        )
+    except ConfigError as e:  # the checks of System itself: say which file
+        if str(e).startswith(where):
+            raise
+        raise ConfigError(f"{where}: {e}") from None
 
 
 def list_systems() -> list[System]:

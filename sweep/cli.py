@@ -589,8 +589,12 @@ def _cmd_validate(args) -> int:
         print(f"twinsweep validate: warning: {w}", file=sys.stderr)
     sysd = res.get("system") or {}
     cpn = sysd.get("cores_per_node")
+    parts = (res.get("calibration") or {}).get("partitions")
     print(f"system: {sysd.get('name')} ({sysd.get('nodes'):,} nodes x {cpn} core{'' if cpn == 1 else 's'}"
-          + (f"; {sysd['derived']}" if sysd.get("derived") else "") + ")")
+          + (f"; {sysd['derived']}" if sysd.get("derived") else "")
+          + (f"; partitions, each scheduled and estimated on its own: "
+             + ", ".join(f"{p['name']} {p['nodes']:,} nodes ({p['jobs']:,} jobs)" for p in parts) if parts else "")
+          + ")")
     ref = next(iter(res["modes"].values()), {}).get("wait_mean_ref_s")
     w = res["windows"]
     print(f"twin against the log's recorded schedule, {res['policy']} + {res['backfill']}, jobs submitted in the "

@@ -174,6 +174,13 @@ def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
         system = system_from_swf_header(workload.header, workload.source, workload.procs_unit)
     elif ds.system is None and (m := header_mismatch(system, workload.header, workload.procs_unit, workload.source)):
         warnings.append(f"dataset {ds.name}: {m}")  # chosen by the file name, and the header disagrees
+    if system.partitions:  # a partitioned machine: every job of the trace has a pool, said before any run
+        from twinsweep.core.partitions import pool_rows
+
+        try:
+            pool_rows(system, workload.jobs["partition"].tolist(), workload.header.get("Partition"), workload.source)
+        except ConfigError as exc:
+            raise ConfigError(f"dataset {ds.name!r}: {exc}") from None
     span = trace_span(workload)
     for window in ds.windows:
         where = f"dataset {ds.name!r} ({ds.trace}), window {window.name!r}"
@@ -187,7 +194,13 @@ def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
 def load_datasets(spec: StudySpec) -> dict[str, LoadedDataset]:
     """Every dataset of ``spec`` loaded once, keyed by dataset name (spec order)."""
     spec_dir = Path(spec.source).resolve().parent if spec.source else None
-    return {ds.name: load_dataset(ds, spec_dir) for ds in spec.datasets}
+    loaded = {ds.name: load_dataset(ds, spec_dir) for ds in spec.datasets}
+    policies = dict(spec.grid).get("policy", ())
+    if "external" in policies and (parted := [n for n, d in loaded.items() if d.system.partitions]):
+        raise ConfigError(f"grid.policy: policy 'external' speaks for one machine, and the system of dataset(s) "
+                          f"{', '.join(map(repr, parted))} is partitioned (core/partitions.py); put the external "
+                          "scheduler in a study over unpartitioned systems")
+    return loaded
 
 
 def _config(ds: LoadedDataset, window, axes: dict, seed: int, spec: StudySpec) -> RunConfig:

@@ -39,6 +39,7 @@ import numpy as np
 
 from twinsweep.core.backfill import BUILTIN_BACKFILLS
 from twinsweep.core.config import Perturbation, RunConfig
+from twinsweep.core.partitions import with_pool_nodes
 from twinsweep.core.run import simulate
 from twinsweep.core.workload import Workload
 
@@ -132,7 +133,7 @@ def ranking_stability(config: RunConfig, workload: Workload, sys_blind, sys_info
     ``policies`` the ordering policies; ``span`` the range the weeks are taken from (default the
     trace's submit span); ``window_s`` the window length (a week). Returns the
     ``ranking_stability`` dict."""
-    wl_nodes = workload.with_nodes(sys_informed.cores_per_node)
+    wl_nodes = with_pool_nodes(workload, sys_informed)  # each job in its pool's node type (core.partitions)
     sub = workload.jobs["submit_time"].to_numpy(dtype="int64")
     t0, t1 = span or (int(sub.min()), int(sub.max()) + 1)
     starts = busiest_weeks(wl_nodes, sys_informed.nodes, windows, t0, t1, window_s)

@@ -63,7 +63,7 @@ from twinsweep.core.jobprep import cancel_times
 from twinsweep.core.metrics import format_number
 from twinsweep.core.fidelity import FIGURE_LABELS, FIGURES, SPLIT_FIGURES, compare, recorded_schedule, twin_schedule
 from twinsweep.core.options import parse_options
-from twinsweep.core.partitions import pool_rows
+from twinsweep.core.partitions import pool_rows, with_pool_nodes
 from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json
 from twinsweep.core.scheduler import validate_scheduler
 from twinsweep.core.system import header_mismatch, run_setting
@@ -171,16 +171,18 @@ def _system_origin(system) -> str:
     return next((src["cite"] for src in system.sources if "nodes" in src.get("what", "")), "the trace header")
 
 
-def _oversubscribed(reference: pd.DataFrame, nodes: int) -> str | None:
+def _oversubscribed(reference: pd.DataFrame, nodes: int, partition: str | None = None) -> str | None:
     """A warning when the recorded schedule holds more than ``nodes`` nodes busy at some time
     (jobs that fit the machine only: :func:`core.availability.over_capacity`), else None: the
     log's machine was larger then, or ran jobs time-shared, and no twin of ``nodes`` nodes can
-    follow those periods (nor can the estimators, which read the recorded busy-node counts)."""
+    follow those periods (nor can the estimators, which read the recorded busy-node counts).
+    ``partition``: the pool of a partitioned machine the schedule is of (its jobs, its nodes)."""
     periods, secs, peak = _avail.over_capacity(reference, nodes)
     if not periods:
         return None
     length = f"{secs / 3600:,.1f} h" if secs >= 3600 else f"{secs:,} s"
-    return (f"the recorded schedule holds more than the machine's {nodes:,} nodes busy in {periods:,} period(s), "
+    whose = f"the machine's {nodes:,} nodes" if partition is None else f"the {nodes:,} nodes of partition {partition!r}"
+    return (f"the recorded schedule holds more than {whose} busy in {periods:,} period(s), "
             f"{length} in all (peak {peak:,} nodes): the log's machine was larger then, or ran "
             "jobs time-shared (see time_shared); no twin of this size can follow those periods (their jobs are "
             "compared all the same: none is left out for it)")
@@ -376,7 +378,7 @@ def _restart_jobs(config: RunConfig, workload: Workload, system, t0: int, t1: in
         parts.append(jobs.loc[mine, _SCHED_COLS])
         busy_parts.append(_holding_nodes(jobs, s, e))
     judged = pd.concat(parts, ignore_index=True).set_index("trace_index")
-    wl = workload.with_nodes(system.cores_per_node).jobs
+    wl = with_pool_nodes(workload, system).jobs
     out = pd.DataFrame({
         "trace_index": wl["trace_index"].astype("int64").to_numpy(),
         "submit_time": wl["submit_time"].astype("int64").to_numpy(),
@@ -574,34 +576,36 @@ def _machine_estimates(sysobj, pools: list | None, reference: pd.DataFrame, refe
     ratio), ``informed`` (an :class:`core.availability.InformedMachine` of the whole machine; a
     partitioned one's calendar periods carry the partition's name as a fourth item), ``sys_blind``,
     ``sys_informed`` (the systems the modes run on), ``site_cal`` (the calendar the system file
-    gives, every pool's: known machine state, nothing estimated) and ``partitions`` (per pool:
-    name, nodes, blind_nodes_down, informed_idle_share, informed_slots, informed_down_node_frac;
-    None when unpartitioned)."""
+    gives when it gives every pool's: known machine state, nothing estimated; a pool whose calendar
+    the file gives is not estimated, the others are), ``calendar_source`` (text) and ``partitions``
+    (per pool: name, nodes, serves, default, jobs, blind_nodes_down, informed_idle_share,
+    informed_slots, informed_down_node_frac, calendar_source; None when unpartitioned)."""
     parts = sysobj.partitions
-    if parts:
-        site_cal = tuple(x for p in parts for x in p.availability)
-        pools = [(p.nodes, r) for p, r in zip(parts, pools)]
-    else:
-        site_cal = tuple(sysobj.availability)  # a calendar the system file gives is known machine state
-        pools = [(nodes, None)]
+    # a calendar the system file gives is known machine state: that pool is not estimated
+    declared = [p.availability for p in parts] if parts else [tuple(sysobj.availability)]
+    rows = pools if parts else [None]
+    sizes = [p.nodes for p in parts] if parts else [nodes]
     span_nodes = max(1, end_all - span0)
     est = []
-    for n, r in pools:
+    for n, r, cal in zip(sizes, rows, declared):
         ref = reference if r is None else reference.iloc[r]
         ref_est = reference_est if r is None else reference_est.iloc[r]
-        down, median = _avail.blind_constant(ref_est, n, fit[0], fit[1], startable=startable)
         idle_fit = _avail.fit_idle_share(ref_est, n, fit[0], fit[1], startable=startable)
+        if cal:
+            est.append((0, 0, idle_fit, _avail.InformedMachine(
+                slots=n, calendar=cal, down_periods=len(cal),
+                down_frac=sum((b - a) * k for a, b, k in cal) / (span_nodes * n), added_ratio=0.0)))
+            continue
+        down, median = _avail.blind_constant(ref_est, n, fit[0], fit[1], startable=startable)
         # the machine's telemetry counts the jobs that fit it (a wider one, which the twin rejects, is
         # no evidence of slots: as over_capacity counts)
         fitting = ref.loc[~(ref["nodes"].astype("float64").to_numpy(na_value=np.nan) > n)]
         informed = _avail.telemetry_machine(_avail.telemetry_counts(fitting), n, span0, end_all, idle_fit["share"])
         est.append((down, median, idle_fit, informed))
-    if site_cal:
-        est = [(0, 0, e[2], _avail.InformedMachine(
-            slots=n, calendar=(p.availability if parts else site_cal),
-            down_periods=len(p.availability if parts else site_cal),
-            down_frac=sum((b - a) * k for a, b, k in (p.availability if parts else site_cal)) / (span_nodes * n),
-            added_ratio=0.0)) for (n, _), e, p in zip(pools, est, parts or [None])]
+    site_cal = tuple(x for c in declared for x in c) if all(declared) else ()
+    source = ("system file" if site_cal else "estimated (core/availability.py)" if not any(declared) else
+              f"system file for partition(s) {', '.join(p.name for p, c in zip(parts, declared) if c)}; estimated "
+              "(core/availability.py) for the others")
     if not parts:
         down, median, idle_fit, informed = est[0]
         return {"blind_down": down, "blind_median": median, "idle_fit": idle_fit, "informed": informed,
@@ -609,7 +613,7 @@ def _machine_estimates(sysobj, pools: list | None, reference: pd.DataFrame, refe
                 "sys_blind": sysobj if site_cal else dataclasses.replace(
                     sysobj, availability=_avail.constant_calendar(down, span0, 2 ** 40)),
                 "sys_informed": dataclasses.replace(sysobj, nodes=informed.slots, availability=informed.calendar),
-                "site_cal": site_cal, "partitions": None}
+                "site_cal": site_cal, "calendar_source": source, "partitions": None}
     fits = [e[2] for e in est]
     sums = {k: sum(f[k] for f in fits) for k in fits[0] if k != "share" and isinstance(fits[0][k], (int, float))}
     num, den = sums["down_node_blocks"], sums["idle_node_blocks"]  # each pool ran with its own share
@@ -618,18 +622,21 @@ def _machine_estimates(sysobj, pools: list | None, reference: pd.DataFrame, refe
         slots=sum(e[3].slots for e in est),
         calendar=tuple(sorted((*x, p.name) for p, e in zip(parts, est) for x in e[3].calendar)),
         down_periods=sum(e[3].down_periods for e in est),
-        down_frac=sum(e[3].down_frac * n for e, (n, _) in zip(est, pools)) / nodes,
-        added_ratio=sum(e[3].added_ratio * n for e, (n, _) in zip(est, pools)) / nodes)
-    sys_blind = sysobj if site_cal else dataclasses.replace(sysobj, partitions=tuple(
-        dataclasses.replace(p, availability=_avail.constant_calendar(e[0], span0, 2 ** 40)) for p, e in zip(parts, est)))
+        down_frac=sum(e[3].down_frac * n for e, n in zip(est, sizes)) / nodes,
+        added_ratio=sum(e[3].added_ratio * n for e, n in zip(est, sizes)) / nodes)
+    sys_blind = dataclasses.replace(sysobj, partitions=tuple(
+        p if cal else dataclasses.replace(p, availability=_avail.constant_calendar(e[0], span0, 2 ** 40))
+        for p, e, cal in zip(parts, est, declared)))
     sys_informed = dataclasses.replace(sysobj, nodes=informed.slots, partitions=tuple(
         dataclasses.replace(p, nodes=e[3].slots, availability=e[3].calendar) for p, e in zip(parts, est)))
     return {"blind_down": sum(e[0] for e in est), "blind_median": sum(e[1] for e in est), "idle_fit": idle_fit,
             "informed": informed, "sys_blind": sys_blind, "sys_informed": sys_informed, "site_cal": site_cal,
+            "calendar_source": source,
             "partitions": [{"name": p.name, "nodes": p.nodes, "serves": list(p.serves), "default": p.default,
                             "jobs": int(len(r)), "blind_nodes_down": e[0], "informed_idle_share": e[2]["share"],
-                            "informed_slots": e[3].slots, "informed_down_node_frac": e[3].down_frac}
-                           for p, (_, r), e in zip(parts, pools, est)]}
+                            "informed_slots": e[3].slots, "informed_down_node_frac": e[3].down_frac,
+                            "calendar_source": "system file" if cal else "estimated"}
+                           for p, r, e, cal in zip(parts, pools, est, declared)]}
 
 
 def _sensitivity_policies(workload: Workload) -> list[str]:
@@ -772,17 +779,23 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
              for what, w, use in (("fitting", fit, "fitted constants"), ("reported", (t0, t1), "figures"))
              if (k := int(((submit >= w[0]) & (submit < w[1])).sum())) < MIN_WINDOW_JOBS]
     nominal = nodes = sysobj.nodes
-    wl_nodes = workload.with_nodes(sysobj.cores_per_node)
+    time_shared = bool(site_table.get("time_shared"))
+    # a partitioned machine: each node pool is estimated on its own (core.partitions); one error
+    # naming the partition values no pool serves, before any work
+    pools = (pool_rows(sysobj, workload.jobs["partition"].tolist(), workload.header.get("Partition"), workload.source)
+             if sysobj.partitions else None)
+    wl_nodes = with_pool_nodes(workload, sysobj)  # each job's nodes in its pool's node type
     reference = recorded_schedule(wl_nodes.jobs)
     _check_comparable(reference, t0, t1, nominal, data)
-    time_shared = bool(site_table.get("time_shared"))
     if time_shared:
         # a time-shared machine held more jobs at once than its nodes: the twin (space-shared) runs
         # on as many node slots as the fitting window's recorded use (core.availability)
         nodes = _avail.time_shared_slots(reference, nominal, fit[0], fit[1])
         sysobj = dataclasses.replace(sysobj, nodes=nodes)
-    if (over := _oversubscribed(reference, nodes)) is not None:  # against the slots of a time-shared site
-        warns.append(over)
+    for label, rows, n in ([(None, None, nodes)] if pools is None else
+                           [(p.name, r, p.nodes) for p, r in zip(sysobj.partitions, pools)]):
+        if (over := _oversubscribed(reference if rows is None else reference.iloc[rows], n, label)) is not None:
+            warns.append(over)  # against the slots of a time-shared site, or each partition's nodes
     blind_wl = blind_workload(workload)
 
     modes: dict[str, dict] = {}
@@ -838,8 +851,6 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     # the requested limits (a user's request, not recorded state) let the estimator tell a job
     # held for a reason of its own from one waiting for nodes (core.availability.held_from)
     reference_est = reference.assign(time_limit=limits)
-    pools = (pool_rows(sysobj, workload.jobs["partition"].tolist(), workload.header.get("Partition"), workload.source)
-             if sysobj.partitions else None)  # a partitioned machine: each node pool is estimated on its own
     hold_groups = log_hold_groups(reference_est, pools)  # the log's own holds: what no machine model reproduces
     est = _machine_estimates(sysobj, pools, reference, reference_est, nodes, fit, span0, end_all, startable)
     blind_down, blind_median, idle_fit, informed = est["blind_down"], est["blind_median"], est["idle_fit"], est["informed"]
@@ -973,7 +984,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         "warnings": list(workload.warnings) + warns,
         "archive_cleaning": {**cleaning, "note": CLEANING_NOTE},
         "calibration": {
-            "calendar_source": "system file" if site_cal else "estimated (core/availability.py)",
+            "calendar_source": est["calendar_source"],
             "kill_grace_s": grace,
             "kill_grace_note": (f"quantile {KILL_GRACE_QUANTILE} of the fitting window's overruns, rounded up to "
                                 "minutes (or the system file's kill_grace_s)"),
@@ -990,7 +1001,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
             "informed_periods": informed.down_periods,
             "informed_calendar": [list(x) for x in informed_cal],
             "informed_calendar_note": ("the informed machine's availability periods [start, end, nodes_down] (s from "
-                                       "the trace epoch, on the twin's node slots)"),
+                                       "the trace epoch, on the twin's node slots)" + (
+                                           "; on a partitioned machine [start, end, nodes_down, partition]"
+                                           if est["partitions"] else "")),
             "informed_down_node_frac": informed.down_frac,
             "informed_slots": informed.slots,
             "informed_added_node_time_ratio": informed.added_ratio,
@@ -1213,7 +1226,9 @@ def validation_html(result: dict) -> str:
               ("partitions", "; ".join(
                   f"{p['name']}: {p['nodes']:,} nodes, {p['jobs']:,} jobs, blind {p['blind_nodes_down']:,} down, "
                   f"informed idle share {p['informed_idle_share']:.2f}, {_share_text(p['informed_down_node_frac'])} "
-                  "of its node-time down" for p in cal["partitions"]) + f" ({cal.get('partitions_note', '')})"
+                  f"of its node-time down, {p['informed_slots']:,} node slots"
+                  + (f", calendar from the system file" if p.get("calendar_source") == "system file" else "")
+                  for p in cal["partitions"]) + f" ({cal.get('partitions_note', '')})"
                if cal.get("partitions") else None)]
     consts_html = "".join(f"<li>{e(k)}: {e(str(v))}</li>" for k, v in consts if v is not None)
     def _read(v) -> str:  # fields_read: {mode: {"twin_input": [...], "calibration": "..."}} or a list

@@ -146,3 +146,118 @@ def test_unpartitioned_system_is_unchanged():
     # a system without partitions keeps its identity: the same checksum as before partitions had options
     s = System(name="u", title="u", nodes=10)
     assert dataclasses.asdict(s)["partitions"] == ()
+
+
+def _cfg(**kw):
+    return RunConfig(data="parts.swf", **{"policy": "fcfs", "backfill": "easy", "sample_period": 10, **kw})
+
+
+def test_a_pool_without_jobs_keeps_the_tables_types():
+    # the hybrid-like third pool gets no job: the merged table's columns keep their dtypes
+    parts = _PARTS + (Partition("empty", 2, ("zzz",)),)
+    j = _sim(_JOBS, parts=parts).jobs
+    one = simulate(_cfg(), workload=_wl(_JOBS), system=System(name="p", title="p", nodes=12)).jobs
+    assert j.dtypes.to_dict() == one.dtypes.to_dict()
+    assert j["time_limit_imputed"].dtype == bool and not j["time_limit_imputed"].any()
+
+
+def test_a_recorded_placement_is_read_in_the_pools_own_numbering():
+    # jobs running at the window start (t = 50) on recorded nodes: thin [2, 3] and fat [8, 9]
+    # (machine-wide); each is placed where the log had it, with no fallback
+    jobs = [dict(submit=0, start=0, run=200, limit=300, nodes=2, partition="1", node_ids=[2, 3]),
+            dict(submit=0, start=0, run=200, limit=300, nodes=2, partition="2", node_ids=[8, 9]),
+            dict(submit=60, run=10, limit=10, nodes=2, partition="2")]
+    system = System(name="p", title="p", nodes=10, partitions=_PARTS)
+    res = simulate(_cfg(start=50, duration=500), workload=_wl(jobs), system=system)
+    j = res.jobs
+    assert [list(x) for x in j["node_ids"][:2]] == [[2, 3], [8, 9]]
+    assert res.stats["counts"]["placement_fallbacks"] == 0
+    assert list(j["node_ids"][2]) == [6, 7]  # the fat pool's two free nodes
+
+
+def test_a_job_wider_than_its_pool_names_the_partition():
+    jobs = [dict(submit=0, run=10, limit=10, nodes=5, partition="2"),  # fat has 4 nodes, the machine 10
+            dict(submit=0, run=10, limit=10, nodes=1, partition="1")]
+    j = _sim(jobs).jobs
+    assert j["status"][0] == "rejected" and "partition 'fat' has 4" in j["reason"][0]
+
+
+def test_calendar_of_a_pool_that_ran_out_of_jobs_counts_until_the_machines_end():
+    # pool a: 2 of its 6 nodes down on [0, 1000); its only job ends at 100; pool b runs until 500:
+    # the machine's run lasts until 500, and a's 2 nodes are down all that time
+    parts = (Partition("thin", 6, ("1",), True, ((0, 1000, 2),)), Partition("fat", 4, ("large",)))
+    jobs = [dict(submit=0, run=100, limit=100, nodes=2, partition="1"),
+            dict(submit=0, run=500, limit=500, nodes=2, partition="2")]
+    res = _sim(jobs, parts=parts)
+    assert res.stats["counts"]["availability_down_node_s"] == 2 * 500
+
+
+def test_each_pool_counts_nodes_and_power_in_its_own_node_type():
+    # the fat pool's nodes have 4 cores and 2 sockets: a job of 8 processors takes 2 of its nodes
+    # (it would take 8 of the thin pool's 1-core nodes), each drawing the 2-socket node's power
+    from twinsweep.core.system import PowerModel
+
+    parts = (Partition("thin", 6, ("1",), True), Partition("fat", 4, ("large",), cores_per_node=4, cpus_per_node=2))
+    jobs = [dict(submit=0, run=100, limit=100, nodes=8, partition="2"),
+            dict(submit=0, run=100, limit=100, nodes=3, partition="1")]
+    res = _sim(jobs, parts=parts, power=PowerModel(cpu_idle_w=10.0, cpu_max_w=10.0, default_cpu_util=1.0))
+    j = res.jobs
+    assert j["nodes"].tolist() == [2, 3] and j["start_time"].tolist() == [0, 0]
+    assert j["avg_power_w"].tolist() == [2 * 20.0, 3 * 10.0]
+    # idle nodes: 2 fat at 20 W, 3 thin at 10 W; busy: 40 + 30 W
+    assert res.timeline["it_power_w"].iloc[0] == 40 + 30 + 2 * 20 + 3 * 10
+
+
+def test_a_fair_share_given_in_weights_is_warned_of():
+    res = _sim(_JOBS, policy="weighted")
+    assert not any("fair share" in w for w in res.manifest.get("warnings", []))
+    system = System(name="p", title="p", nodes=10, partitions=_PARTS)
+    for opts in ((("w_fairshare", 1.0),), (("weights", "fairshare=1"),)):
+        r = simulate(_cfg(policy="weighted", options=opts), workload=_wl(_JOBS), system=system)
+        assert any("fair share counts each partition's usage apart" in w for w in r.manifest["warnings"]), opts
+
+
+def test_replay_ignores_the_partitions_even_when_it_grows_the_machine():
+    # the log ran 12 nodes at once on the 10-node machine; replay_oversubscribe follows it
+    jobs = [dict(submit=0, start=0, run=50, limit=50, nodes=6, partition="1"),
+            dict(submit=0, start=0, run=50, limit=50, nodes=6, partition="2")]
+    system = System(name="p", title="p", nodes=10, partitions=_PARTS)
+    from twinsweep.core.run import ReplayOversubscribedWarning
+
+    with pytest.warns(ReplayOversubscribedWarning, match="peak 12 nodes"):
+        res = simulate(_cfg(policy="replay", backfill="none", options=(("replay_oversubscribe", True),)),
+                       workload=_wl(jobs), system=system)
+    assert res.jobs["start_time"].tolist() == [0, 0]
+
+
+def test_partition_errors_name_the_file_and_a_value_served_twice_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match=r"^x\.toml: .*must add up"):
+        system_from_dict({"system": {"name": "x", "nodes": 10, "partitions": [
+            {"name": "a", "nodes": 6, "default": True}, {"name": "b", "nodes": 3, "serves": ["2"]}]}}, "x.toml")
+    # code 2 is named "large" by the header: serving "2" in one pool and "large" in another is ambiguous
+    parts = (Partition("thin", 6, ("2",), True), Partition("fat", 4, ("large",)))
+    with pytest.raises(ConfigError, match=r"'2' \(large\) is served by 2 partitions"):
+        _sim(_JOBS, parts=parts)
+
+
+def test_a_sweep_refuses_a_partitioned_dataset_before_any_run(tmp_path):
+    from twin_helpers import write_swf_rows
+    from twinsweep.sweep.expand import load_datasets
+    from twinsweep.sweep.spec import load_spec
+
+    log = write_swf_rows(tmp_path / "t.swf", [(1, 0, 0, 10, 2), (2, 5, 0, 10, 2)], max_nodes=10,
+                         partitions=[1, 7], header=("; Partition: 1 small",))
+    (tmp_path / "s.toml").write_text('[system]\nname = "s"\nnodes = 10\n'
+                                     '[[system.partitions]]\nname = "a"\nnodes = 10\nserves = ["small"]\n')
+    study = ('[study]\nname = "x"\noutput = "out"\nseeds = 1\n[[datasets]]\nname = "d"\n'
+             f'trace = "{log}"\nsystem = "{tmp_path / "s.toml"}"\nwindows = [{{ name = "all" }}]\n[grid]\n')
+    (tmp_path / "bad.toml").write_text(study + 'policy = ["fcfs"]\nbackfill = ["easy"]\n')
+    with pytest.raises(ConfigError, match=r"dataset 'd': .*'7': 1 job"):
+        load_datasets(load_spec(tmp_path / "bad.toml"))
+    # served: an external scheduler on it is refused before any run
+    (tmp_path / "s.toml").write_text('[system]\nname = "s"\nnodes = 10\n[[system.partitions]]\nname = "a"\n'
+                                     'nodes = 10\nserves = ["small"]\ndefault = true\n')
+    (tmp_path / "ext.toml").write_text(study + 'policy = ["external"]\nbackfill = ["none"]\n'
+                                       'scheduler = ["python studies/schedulers/fcfs_easy.py"]\n')
+    with pytest.raises(ConfigError, match=r"policy 'external' speaks for one machine.*'d'"):
+        load_datasets(load_spec(tmp_path / "ext.toml"))

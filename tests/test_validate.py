@@ -847,7 +847,7 @@ def test_a_slurm_logs_eligible_times_are_said_read_on_request_and_kept_by_holds_
     assert out[0] == max(own[0], float(ref["start_time"].iloc[0])) and (out[1:] == own[1:]).all()
 
 
-def test_a_partitioned_machines_log_validates_to_zero_error_on_its_partitions(tmp_path):
+def test_a_partitioned_machines_log_validates_to_zero_error_on_its_partitions(tmp_path, capsys):
     """A log made by the twin on a machine of two disjoint partitions (5 nodes serving partition 1,
     3 serving partition 2, named "big" in the header): validated on that machine every mode has
     zero error, the partitions' constants are estimated apart, and no job counts as held for a
@@ -879,3 +879,14 @@ def test_a_partitioned_machines_log_validates_to_zero_error_on_its_partitions(tm
     assert [p["jobs"] for p in cal["partitions"]] == [parts.count(1), parts.count(2)]
     one = validate(str(log), system=None, noise_seeds=0, sensitivity=False, windows=0)["modes"]["blind"]
     assert one["wait_mean_rel_error"] < -0.3  # one pool of 8 runs each partition's queue on the other's nodes
+    assert main(["validate", "--data", str(log), "--system", str(sysfile), "--noise-seeds", "0", "--no-sensitivity",
+                 "--windows", "0", "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert f"partitions, each scheduled and estimated on its own: a 5 nodes ({parts.count(1)} jobs), b 3 nodes" in out
+    assert "partitions" in (tmp_path / "o" / "validation.html").read_text()
+    # time-shared node slots are inferred machine-wide only: a partitioned time-shared site is refused
+    ts = tmp_path / "split8-ts.toml"
+    ts.write_text(sysfile.read_text() + '[site]\npolicy = "fcfs"\nbackfill = "easy"\ntime_shared = true\n'
+                  'source = "test"\n')
+    with pytest.raises(ConfigError, match="not inferred per partition"):
+        validate(str(log), system=str(ts), noise_seeds=0, sensitivity=False, windows=0)
