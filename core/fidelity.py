@@ -4,7 +4,9 @@ A *schedule* here is a job table with one row per job and the columns ``trace_in
 that pairs rows of two schedules), ``submit_time``, ``start_time``, ``end_time`` (s since the
 trace epoch; nullable: never started / still running) and ``nodes``. :func:`recorded_schedule`
 builds the reference from a Workload's recorded fields; :func:`twin_schedule` from a run's
-jobs.parquet (simulated ``start_time``/``end_time``).
+jobs.parquet (simulated ``start_time``/``end_time``). A reference of a partitioned machine may
+carry ``capacity``, the nodes of each job's partition (``core/partitions.py``): a job the twin
+rejected for asking more is then counted against it rather than the machine's node count.
 
 :func:`compare` returns the figures of issue 15 (definitions in :data:`FIGURES`), for the jobs
 *compared*: jobs that ran in the reference (a start and an end), were submitted in the reported
@@ -196,13 +198,14 @@ def _paired(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
     unstarted = in_window & ran & ~prepop & ~started
     if "rejected" in tw.columns:  # the twin's own reason is known: say which
         rej = tw["rejected"].to_numpy(dtype=bool)
-        if "nodes" in tw.columns and system_nodes:  # say which request: none, more than the machine, or other
+        parted = "capacity" in ref.columns  # a partitioned machine: each job's partition's nodes
+        if "nodes" in tw.columns and (system_nodes or parted):  # which request: none, too many, or other
             n = tw["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
-            none, big = ~(n > 0), n > system_nodes
+            none, big = ~(n > 0), n > (ref["capacity"].to_numpy(dtype="float64") if parted else system_nodes)
             exclusions["rejected by the twin at submit (asks for no nodes: processors <= 0 or unknown)"] = int(
                 (unstarted & rej & none).sum())
-            exclusions["rejected by the twin at submit (asks for more nodes than the machine has)"] = int(
-                (unstarted & rej & big).sum())
+            exclusions["rejected by the twin at submit (asks for more nodes than "
+                       + ("its partition has)" if parted else "the machine has)")] = int((unstarted & rej & big).sum())
             exclusions["rejected by the twin at submit (another reason: the run's jobs table gives it)"] = int(
                 (unstarted & rej & ~none & ~big).sum())
         else:

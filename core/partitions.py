@@ -46,8 +46,10 @@ import pandas as pd
 
 from .engine import EngineResult
 from .errors import ConfigError
+from .power import traces_node_power
 
-__all__ = ["pool_rows", "pool_system", "with_pool_nodes", "merge_results", "run_partitioned"]
+__all__ = ["pool_rows", "pool_system", "with_pool_nodes", "merge_results", "run_partitioned",
+           "pool_traces_node_power"]
 
 
 def pool_rows(system, partition: Sequence, names: Mapping[str, str] | None = None,
@@ -191,10 +193,25 @@ def merge_results(results: Sequence, rows: Sequence[np.ndarray], nodes: Sequence
         for k, v in res.counts.items():
             counts[k] = counts.get(k, 0) + v
     for res, cal in zip(results, calendars):  # periods a pool's own run stopped counting early
-        counts["availability_down_node_s"] = counts.get("availability_down_node_s", 0) + sum(
-            k * max(0, min(b, t_end) - max(a, res.t_end)) for a, b, k in cal)
+        if cal:
+            counts["availability_down_node_s"] = counts.get("availability_down_node_s", 0) + _late_down_node_s(
+                res, cal, t_end)
     counts["partitions"] = len(results)
     return EngineResult(jobs=jobs, steps=steps, t_start=min(r.t_start for r in results), t_end=t_end, counts=counts)
+
+
+def _late_down_node_s(res, cal, t_end: int) -> int:
+    """Node-seconds a pool's calendar holds after its own run stopped, up to the machine's
+    ``t_end``: its run stops at its last event (``stop``) once it has no job left, so a period
+    starting later was never applied (all its nodes are down from its start: the pool is idle),
+    and in an open window one still holding nodes was counted only to the pool's own end."""
+    t = res.steps["time"].to_numpy(dtype=np.int64)
+    stop = int(t[-1]) if len(t) else res.t_start - 1  # a pool without a step applied nothing
+    late = 0
+    for a, b, k in cal:
+        a0 = max(int(a), res.t_start)
+        late += k * max(0, min(int(b), t_end) - (a0 if a0 > stop else res.t_end))
+    return int(late)
 
 
 def _pool_frame(frame: pd.DataFrame, idx: np.ndarray, offset: int, nodes: int) -> pd.DataFrame:
@@ -237,3 +254,17 @@ def run_partitioned(frame: pd.DataFrame, system, make_engine: Callable, names=No
     return merge_results(results, rows, [p.nodes for p in system.partitions], len(frame),
                          [float(e.idle_w) for e in engines], [p.name for p in system.partitions],
                          [p.availability for p in system.partitions]), engines
+
+
+def pool_traces_node_power(system, frame: pd.DataFrame, traces: dict, names=None) -> dict:
+    """:func:`core.power.traces_node_power` of a partitioned run: each job's utilisation samples
+    through its own pool's node model (:func:`pool_system`), recorded power samples as they are.
+    ``frame``: the window's jobs (``job_id``, ``partition``); ``traces``: ``Workload.traces``."""
+    rows = pool_rows(system, frame["partition"].tolist(), names, str(frame.attrs.get("source", "")))
+    ids = frame["job_id"].to_numpy()
+    out: dict = {}
+    for i, r in enumerate(rows):
+        mine = {j: traces[j] for j in ids[r] if j in traces}
+        if mine:
+            out.update(traces_node_power(pool_system(system, i), mine))
+    return out

@@ -108,15 +108,19 @@ def node_power_w(power: PowerModel, cpus, gpus, cpu_util, gpu_util):
     return float(p) if np.ndim(p) == 0 else np.asarray(p, dtype="float64")
 
 
-def peak_input_power_w(power: PowerModel, nodes: int, cpus_per_node: int, gpus_per_node: int) -> float:
+def peak_input_power_w(power: PowerModel, nodes: int, cpus_per_node: int, gpus_per_node: int,
+                       node_types: list | None = None) -> float:
     """Peak facility input power (W, without cooling plant) of ``nodes`` nodes at full CPU and GPU
     utilisation, through the conversion losses of :func:`convert`. 0 when the node power is 0
-    (no power model). Used to size the cooling plant (:func:`core.cooling.peak_heat_w`) from a
+    (no power model). ``node_types``: ``(nodes, cpus_per_node, gpus_per_node)`` of each node type
+    of a partitioned machine (:meth:`core.system.System.node_types`), summed instead of ``nodes``
+    nodes of one type. Used to size the cooling plant (:func:`core.cooling.peak_heat_w`) from a
     power model before its System exists."""
-    node = float(node_power_w(power, cpus_per_node, gpus_per_node, 1.0, 1.0))
-    if node <= 0:
+    kinds = node_types or [(nodes, cpus_per_node, gpus_per_node)]
+    dc = sum(float(node_power_w(power, c, g, 1.0, 1.0)) * n for n, c, g in kinds)
+    if dc <= 0:
         return 0.0
-    return float(_stages(power, int(nodes), np.asarray(node * nodes, dtype="float64"))[2])
+    return float(_stages(power, int(nodes), np.asarray(dc, dtype="float64"))[2])
 
 
 def idle_node_power_w(system: System) -> float:

@@ -33,9 +33,9 @@ from .accounts import Accounts, account_names, accounts_of_run, load_accounts
 from .atomic import atomic_write, atomic_write_files, bytes_writer, foreign_folder
 from .availability import over_capacity
 from .errors import ConfigError
-from .partitions import pool_rows, run_partitioned, with_pool_nodes
+from .partitions import pool_rows, pool_traces_node_power, run_partitioned, with_pool_nodes
 from .perturb import perturb
-from .power import account_power, build_timeline, idle_node_power_w, job_node_power_w
+from .power import account_power, apply_power_traces, build_timeline, idle_node_power_w, job_node_power_w
 from .scheduler import validate_scheduler
 from .stats import compute_stats
 from .system import System, header_mismatch, named_system, resolve_system, run_setting, system_from_swf_header
@@ -181,7 +181,8 @@ def _prepared_window(config: RunConfig, workload: Workload, system: System, repl
     hit = _WINDOWS.get(key)
     if hit is not None and hit[0]() is workload and hit[1]() is workload.jobs and hit[2]() is system:
         return hit[3]
-    wl = with_pool_nodes(workload, system)  # each job's nodes in its pool's node type (core.partitions)
+    # each job's nodes in its pool's node type (core.partitions); replay ignores partitions
+    wl = workload.with_nodes(system.cores_per_node) if replay else with_pool_nodes(workload, system)
     wl = perturb(wl, config.perturbation, config.seed)
     if len(wl) == 0:
         raise ConfigError(f"{workload.source}: the trace holds no job lines; nothing to simulate")
@@ -302,7 +303,13 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         raise ConfigError(f"{workload.source}: the run spans {res.t_end - res.t_start} s from t = {res.t_start} s: "
                           f"more than {MAX_TIMELINE_BINS:,} timeline bins of {config.sample_period} s")
     # the one post-engine power step: recorded per-job power traces, where the workload has them
-    jobs, steps, power_counts = account_power(res, system, workload.traces)
+    if partitioned and workload.traces:  # each pool's utilisation samples through its own node model
+        jobs, steps, power_counts = apply_power_traces(
+            res.jobs, res.steps, pool_traces_node_power(system, eng_frame, workload.traces,
+                                                        workload.header.get("Partition")),
+            idle_node_power_w(system), res.t_end)
+    else:
+        jobs, steps, power_counts = account_power(res, system, workload.traces)
     timeline = build_timeline(steps, system, res.t_start, res.t_end, config.sample_period)
     cooling_manifest = None
     if config.cooling:  # cooling plant (core/cooling/): PUE, coolant temperatures, cooling power

@@ -259,6 +259,22 @@ class System:
                               "(availability = [...] in its [[system.partitions]] table), not one in [system]")
 
     @property
+    def processors(self) -> int:
+        """Processors of the machine: nodes × cores per node, summed over its partitions' node
+        types when it has partitions (:class:`Partition`)."""
+        if not self.partitions:
+            return self.nodes * self.cores_per_node
+        return sum(p.nodes * (p.cores_per_node or self.cores_per_node) for p in self.partitions)
+
+    def node_types(self) -> list[tuple[int, int, int]]:
+        """``(nodes, cpus_per_node, gpus_per_node)`` of each node type: the system's, or each
+        partition's (its own where it gives one) — what the power model sums over."""
+        if not self.partitions:
+            return [(self.nodes, self.cpus_per_node, self.gpus_per_node)]
+        return [(p.nodes, self.cpus_per_node if p.cpus_per_node is None else p.cpus_per_node,
+                 self.gpus_per_node if p.gpus_per_node is None else p.gpus_per_node) for p in self.partitions]
+
+    @property
     def power_label(self) -> str:
         """``"assumed"`` or ``"published"``: every output that shows power carries it."""
         return "assumed" if self.power.assumed else "published"
@@ -409,8 +425,11 @@ def system_from_dict(doc: dict, path: str | None = None) -> System:
 
         if not isinstance(doc["cooling"], dict):
             raise ConfigError(f"{where}: [cooling] must be a table")
+        kinds = [(p.nodes, int(s.get("cpus_per_node", 1)) if p.cpus_per_node is None else p.cpus_per_node,
+                  int(s.get("gpus_per_node", 0)) if p.gpus_per_node is None else p.gpus_per_node)
+                 for p in _partitions(parts, where)]  # a partitioned machine: each pool's node type
         q_peak = peak_input_power_w(power, int(s["nodes"]), int(s.get("cpus_per_node", 1)),
-                                    int(s.get("gpus_per_node", 0)))
+                                    int(s.get("gpus_per_node", 0)), kinds or None)
         cooling = cooling_from_table(doc["cooling"], q_peak or None, f"{where} [cooling]",
                                      Path(path).parent if path else None)
     if "unavailable_nodes" in s:
@@ -532,7 +551,7 @@ def header_mismatch(system: System, header: dict, procs_unit: str = "cores", sou
     except ConfigError:
         return None
     if procs and procs_unit == "cores":  # processors against processors
-        size, what, have, unit = procs, "MaxProcs", system.nodes * system.cores_per_node, "processors"
+        size, what, have, unit = procs, "MaxProcs", system.processors, "processors"
     else:  # nodes against nodes (a header without MaxProcs, or a trace that counts nodes)
         size, what, have, unit = nodes or procs, "MaxNodes" if nodes else "MaxProcs", system.nodes, "nodes"
     if not size:

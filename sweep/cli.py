@@ -593,7 +593,8 @@ def _cmd_validate(args) -> int:
     print(f"system: {sysd.get('name')} ({sysd.get('nodes'):,} nodes x {cpn} core{'' if cpn == 1 else 's'}"
           + (f"; {sysd['derived']}" if sysd.get("derived") else "")
           + (f"; partitions, each scheduled and estimated on its own: "
-             + ", ".join(f"{p['name']} {p['nodes']:,} nodes ({p['jobs']:,} jobs)" for p in parts) if parts else "")
+             + ", ".join(f"{p['name']} {p['nodes']:,} nodes x {p['cores_per_node']} core"
+                         f"{'' if p['cores_per_node'] == 1 else 's'} ({p['jobs']:,} jobs)" for p in parts) if parts else "")
           + ")")
     ref = next(iter(res["modes"].values()), {}).get("wait_mean_ref_s")
     w = res["windows"]

@@ -90,6 +90,10 @@ class LoadedDataset:
                 "sources": _jsonable(list(s.sources)),
                 "path": s.path,
                 "cooling": _cooling_description(s),
+                # a partitioned machine (core/partitions.py): its node pools, each its own node type
+                **({"partitions": [{"name": p.name, "nodes": p.nodes, "serves": list(p.serves), "default": p.default,
+                                    "cores_per_node": p.cores_per_node or s.cores_per_node}
+                                   for p in s.partitions]} if s.partitions else {}),
             },
         }
 

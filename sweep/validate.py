@@ -191,7 +191,8 @@ def _oversubscribed(reference: pd.DataFrame, nodes: int, partition: str | None =
 def _check_comparable(reference: pd.DataFrame, t0: int, t1: int, nodes: int, data: str) -> None:
     """Raise ConfigError, before any simulation, when no job submitted in ``[t0, t1)`` can be
     compared: none has a recorded start (the log records no schedule there), or every one that
-    has asks for no nodes or for more than the machine's ``nodes``."""
+    has asks for no nodes or for more than the machine's ``nodes`` (than its partition's, the
+    reference's ``capacity`` column, on a partitioned machine)."""
     sub = reference["submit_time"].to_numpy(dtype="int64")
     inw = (sub >= t0) & (sub < t1)
     ran = inw & reference["start_time"].notna().to_numpy() & reference["end_time"].notna().to_numpy()
@@ -200,10 +201,12 @@ def _check_comparable(reference: pd.DataFrame, t0: int, t1: int, nodes: int, dat
                           f"{window_text((t0, t1))} has a recorded start (SWF field 3, wait, is -1, or no run time): the log "
                           "records no schedule there to validate against")
     n = reference["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)[ran]
-    if not ((n > 0) & (n <= nodes)).any():
+    cap = reference["capacity"].to_numpy(dtype="float64")[ran] if "capacity" in reference.columns else nodes
+    if not ((n > 0) & (n <= cap)).any():
         raise ConfigError(f"validate: {data}: every one of the {int(ran.sum()):,} jobs of the reported window with a "
-                          f"recorded start asks for no nodes or for more than the machine's {nodes:,}: nothing the "
-                          "twin could run to compare (check --system)")
+                          "recorded start asks for no nodes or for more than "
+                          + ("its partition's nodes" if "capacity" in reference.columns else f"the machine's {nodes:,}")
+                          + ": nothing the twin could run to compare (check --system)")
 
 
 #: The share of a reported window's jobs removed by the archive's cleaning from which validate
@@ -266,10 +269,14 @@ def _input_warnings(workload: Workload, reference: pd.DataFrame, submit: np.ndar
                    "is -1; Slurm: Start Unknown): the twin runs them, but they are not compared, and the log's busy nodes (compared hour by "
                    "hour, and read by informed mode as telemetry) lack them")
     size = reference["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
-    none, wide = reported & ran & ~(size > 0), reported & ran & (size > nodes)
+    parted = "capacity" in reference.columns  # a partitioned machine: each job's partition's nodes
+    cap = reference["capacity"].to_numpy(dtype="float64") if parted else nodes
+    none, wide = reported & ran & ~(size > 0), reported & ran & (size > cap)
     if none.any() or wide.any():
         parts = [f"{int(none.sum()):,} ask for no nodes (processors <= 0 or unknown)"] if none.any() else []
-        parts += [f"{int(wide.sum()):,} ask for more than the machine's {nodes:,} nodes (up to {int(size[wide].max()):,})"
+        parts += [(f"{int(wide.sum()):,} ask for more nodes than their partition has (up to {int(size[wide].max()):,})"
+                   if parted else
+                   f"{int(wide.sum()):,} ask for more than the machine's {nodes:,} nodes (up to {int(size[wide].max()):,})")
                   ] if wide.any() else []
         out.append(f"of the reported window's {n_rep:,} jobs that ran in the log, {' and '.join(parts)}: the twin rejects "
                    "them at submit; they are not compared and count in neither side's busy nodes"
@@ -632,7 +639,8 @@ def _machine_estimates(sysobj, pools: list | None, reference: pd.DataFrame, refe
     return {"blind_down": sum(e[0] for e in est), "blind_median": sum(e[1] for e in est), "idle_fit": idle_fit,
             "informed": informed, "sys_blind": sys_blind, "sys_informed": sys_informed, "site_cal": site_cal,
             "calendar_source": source,
-            "partitions": [{"name": p.name, "nodes": p.nodes, "serves": list(p.serves), "default": p.default,
+            "partitions": [{"name": p.name, "nodes": p.nodes, "cores_per_node": p.cores_per_node or sysobj.cores_per_node,
+                            "serves": list(p.serves), "default": p.default,
                             "jobs": int(len(r)), "blind_nodes_down": e[0], "informed_idle_share": e[2]["share"],
                             "informed_slots": e[3].slots, "informed_down_node_frac": e[3].down_frac,
                             "calendar_source": "system file" if cal else "estimated"}
@@ -780,12 +788,20 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
              if (k := int(((submit >= w[0]) & (submit < w[1])).sum())) < MIN_WINDOW_JOBS]
     nominal = nodes = sysobj.nodes
     time_shared = bool(site_table.get("time_shared"))
+    if sysobj.partitions and time_shared:
+        raise ConfigError(f"validate: system {sysobj.name!r} is partitioned and its [site] table says time_shared: "
+                          "time-shared node slots are not inferred per partition")
     # a partitioned machine: each node pool is estimated on its own (core.partitions); one error
     # naming the partition values no pool serves, before any work
     pools = (pool_rows(sysobj, workload.jobs["partition"].tolist(), workload.header.get("Partition"), workload.source)
              if sysobj.partitions else None)
     wl_nodes = with_pool_nodes(workload, sysobj)  # each job's nodes in its pool's node type
     reference = recorded_schedule(wl_nodes.jobs)
+    if pools is not None:  # each job's pool size: what it may not exceed (core.fidelity, "capacity")
+        cap = np.zeros(len(reference), dtype=np.int64)
+        for p, r in zip(sysobj.partitions, pools):
+            cap[r] = p.nodes
+        reference = reference.assign(capacity=cap)
     _check_comparable(reference, t0, t1, nominal, data)
     if time_shared:
         # a time-shared machine held more jobs at once than its nodes: the twin (space-shared) runs
@@ -808,9 +824,6 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                        "description": description, **extra}
     timing: dict[str, float] = {}
 
-    if sysobj.partitions and time_shared:
-        raise ConfigError(f"validate: system {sysobj.name!r} is partitioned and its [site] table says time_shared: "
-                          "time-shared node slots are not inferred per partition")
     grace = sysobj.kill_grace_s or (fit_kill_grace(workload.jobs, fit[0], fit[1]) if kill else 0)
     sysobj = dataclasses.replace(sysobj, kill_grace_s=grace,
                                  queue_cancelled=bool(queue_cancelled or sysobj.queue_cancelled))
@@ -860,7 +873,10 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     slots_rule = (f"in each block whose recorded busy count (of the jobs that fit the machine) exceeds the machine's "
                   f"{nodes:,} {unit}, the time-weighted {_avail.TIME_SHARED_QUANTILE:g} quantile of that count is the "
                   "block's node slots (time sharing, or a machine larger than its header says); the twin's pool is "
-                  "the largest block's")
+                  "the largest block's") if not sysobj.partitions else (
+        "per partition, in each block whose recorded busy count of the partition's jobs (those that fit it) exceeds "
+        f"its nodes, the time-weighted {_avail.TIME_SHARED_QUANTILE:g} quantile of that count is the block's node slots; "
+        "each partition's pool is its largest block's")
     pert = Perturbation(runtime_sigma=NOISE_SIGMA)
 
     # -- blind ------------------------------------------------------------------------------------
@@ -959,7 +975,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                                          "the recorded wait of a job that never ran: its user's action, not a start)"]
                                         if sysobj.queue_cancelled else []) + (
         [f"eligible_time (the log's own, e.g. Slurm's Eligible: {n_later:,} jobs became eligible after their submit; "
-         "honor_eligible is on)"] if honor and n_later else [])
+         "honor_eligible is on)"] if honor and n_later else []) + (
+        ["partition (the node pool each job runs in: core/partitions.py)"] if sysobj.partitions else [])
     result = {
         "schema_version": SCHEMA_VERSION,
         "trace": Path(workload.source).name,

@@ -190,6 +190,17 @@ def test_calendar_of_a_pool_that_ran_out_of_jobs_counts_until_the_machines_end()
             dict(submit=0, run=500, limit=500, nodes=2, partition="2")]
     res = _sim(jobs, parts=parts)
     assert res.stats["counts"]["availability_down_node_s"] == 2 * 500
+    # in a closed window the machine runs to the window's end: 2 nodes down on [0, 1000)
+    system = System(name="p", title="p", nodes=10, partitions=parts)
+    res = simulate(_cfg(start=0, duration=2000), workload=_wl(jobs), system=system)
+    assert res.stats["counts"]["availability_down_node_s"] == 2 * 1000
+    # a period that starts after the pool's last job still takes its nodes: 3 of fat's down on [200, 400)
+    parts2 = (Partition("thin", 6, ("1",), True), Partition("fat", 4, ("large",), False, ((200, 400, 3),)))
+    jobs2 = [dict(submit=0, run=600, limit=600, nodes=2, partition="1"),
+             dict(submit=0, run=100, limit=100, nodes=2, partition="2")]
+    for win in (dict(), dict(start=0, duration=2000)):
+        res = simulate(_cfg(**win), workload=_wl(jobs2), system=System(name="p", title="p", nodes=10, partitions=parts2))
+        assert res.stats["counts"]["availability_down_node_s"] == 3 * 200, win
 
 
 def test_each_pool_counts_nodes_and_power_in_its_own_node_type():
@@ -261,3 +272,35 @@ def test_a_sweep_refuses_a_partitioned_dataset_before_any_run(tmp_path):
                                        'scheduler = ["python studies/schedulers/fcfs_easy.py"]\n')
     with pytest.raises(ConfigError, match=r"policy 'external' speaks for one machine.*'d'"):
         load_datasets(load_spec(tmp_path / "ext.toml"))
+
+
+def test_replay_runs_the_systems_node_type_and_traces_use_their_pools():
+    # replay ignores partitions: a 8-processor job of the fat pool (4 cores, 2 sockets per node)
+    # counts as 8 of the system's 1-core nodes, each at the system's 1-socket power
+    from twinsweep.core.system import PowerModel
+
+    parts = (Partition("thin", 6, ("1",), True), Partition("fat", 4, ("large",), cores_per_node=4, cpus_per_node=2))
+    power = PowerModel(cpu_idle_w=10.0, cpu_max_w=10.0, default_cpu_util=1.0)
+    system = System(name="p", title="p", nodes=10, partitions=parts, power=power)
+    jobs = [dict(submit=0, start=0, run=100, limit=100, nodes=8, partition="2")]
+    rep = simulate(_cfg(policy="replay", backfill="none"), workload=_wl(jobs), system=system).jobs
+    assert rep["nodes"].tolist() == [8] and rep["avg_power_w"].tolist() == [8 * 10.0]
+    # utilisation samples are read through the job's own pool's node model (2 sockets on fat)
+    wl = _wl(jobs)
+    wl = dataclasses.replace(wl, traces={"0": {"period": 50, "cpu_util": np.array([1.0, 1.0])}})
+    j = simulate(_cfg(), workload=wl, system=system).jobs
+    assert j["nodes"].tolist() == [2] and j["energy_j"].tolist() == [2 * 20.0 * 100]
+
+
+def test_machine_size_and_cooling_count_every_node_type():
+    from twinsweep.core.cooling.model import peak_heat_w
+    from twinsweep.core.system import PowerModel, header_mismatch
+
+    power = PowerModel(cpu_idle_w=10.0, cpu_max_w=10.0)
+    parts = (Partition("thin", 6, ("1",), True), Partition("fat", 4, ("large",), cores_per_node=4, cpus_per_node=2))
+    system = System(name="p", title="p", nodes=10, partitions=parts, power=power)
+    assert system.processors == 6 + 16
+    # peak IT power: 6 nodes of 1 socket + 4 nodes of 2 sockets, at 10 W a socket (no losses)
+    assert peak_heat_w(system) == pytest.approx(6 * 10.0 + 4 * 20.0)
+    assert header_mismatch(system, {"MaxProcs": "22", "MaxNodes": "10"}, "cores", "t.swf") is None
+    assert "MaxProcs" in (header_mismatch(system, {"MaxProcs": "10", "MaxNodes": "10"}, "cores", "t.swf") or "")

@@ -882,8 +882,17 @@ def test_a_partitioned_machines_log_validates_to_zero_error_on_its_partitions(tm
     assert main(["validate", "--data", str(log), "--system", str(sysfile), "--noise-seeds", "0", "--no-sensitivity",
                  "--windows", "0", "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
-    assert f"partitions, each scheduled and estimated on its own: a 5 nodes ({parts.count(1)} jobs), b 3 nodes" in out
+    assert f"partitions, each scheduled and estimated on its own: a 5 nodes x 1 core ({parts.count(1)} jobs), b 3 nodes" in out
     assert "partitions" in (tmp_path / "o" / "validation.html").read_text()
+    # a job wider than its partition (not than the machine) is said before the run and counted as such
+    wide = [(j, s, r, 4 if part == 2 and i % 10 == 0 else p) for i, ((j, s, r, p), part) in enumerate(zip(jobs, parts))]
+    log_w = write_swf_rows(tmp_path / "wide.swf", [(j, s, w, r, p) for (j, s, r, p), w in zip(wide, waits)],
+                           max_nodes=NODES, partitions=parts, header=header)
+    vw = validate(str(log_w), system=str(sysfile), noise_seeds=0, sensitivity=False, windows=0)
+    n_wide = sum(1 for i, part in enumerate(parts) if part == 2 and i % 10 == 0 and jobs[i][1] >= vw["windows"]["reported"][0])
+    assert n_wide and any(f"{n_wide:,} ask for more nodes than their partition has (up to 4)" in w for w in vw["warnings"])
+    assert vw["modes"]["blind"]["exclusions"]["rejected by the twin at submit (asks for more nodes than its partition has)"] \
+        == n_wide
     # time-shared node slots are inferred machine-wide only: a partitioned time-shared site is refused
     ts = tmp_path / "split8-ts.toml"
     ts.write_text(sysfile.read_text() + '[site]\npolicy = "fcfs"\nbackfill = "easy"\ntime_shared = true\n'

@@ -249,9 +249,11 @@ def cooling_from_table(table: dict, design_heat_w: float | None, where: str = "[
 
 
 def peak_heat_w(system) -> float:
-    """Peak IT input power of ``system`` (W): every node at full CPU and GPU utilisation, through
-    the conversion losses (:func:`core.power.peak_input_power_w`). 0 when the system has no power model."""
-    return peak_input_power_w(system.power, system.nodes, system.cpus_per_node, system.gpus_per_node)
+    """Peak IT input power of ``system`` (W): every node at full CPU and GPU utilisation (each
+    partition's nodes of their own type), through the conversion losses
+    (:func:`core.power.peak_input_power_w`). 0 when the system has no power model."""
+    return peak_input_power_w(system.power, system.nodes, system.cpus_per_node, system.gpus_per_node,
+                              system.node_types() if system.partitions else None)
 
 
 def cooling_model_for(system) -> CoolingModel:
