@@ -6,7 +6,7 @@ behind its ``standard``, ``large`` and ``hybrid`` partitions)::
 
     [[system.partitions]]
     name = "fat"              # the pool's name (outputs, errors)
-    nodes = 720               # its nodes; the partitions' nodes add up to [system] nodes
+    nodes = 360               # its nodes; the partitions' nodes add up to [system] nodes
     serves = ["4", "large"]   # the trace's partition values it runs: codes (SWF field 16, Slurm
                               # Partition) or the names an SWF header gives them (; Partition: 4 large)
     default = false           # true on one partition: it also runs every job no partition serves
@@ -32,8 +32,8 @@ What the split does not model: partitions that share nodes (a job is placed in o
 and any state a policy keeps across jobs is per pool — a fair share (``weighted`` with
 ``w_fairshare``) counts the usage of the pool's jobs only, where Slurm's is machine-wide (a run
 warning says so). An external scheduler (``policy = "external"``) speaks for one machine and is
-refused on a partitioned system; replay follows the recorded starts and ignores the partitions.
-A system without ``[[system.partitions]]`` runs as one pool, unchanged.
+refused on a partitioned system; replay follows the recorded starts and ignores the partitions, node types
+included. A system without ``[[system.partitions]]`` runs as one pool, unchanged.
 """
 
 from __future__ import annotations
