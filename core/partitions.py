@@ -32,8 +32,11 @@ What the split does not model: partitions that share nodes (a job is placed in o
 and any state a policy keeps across jobs is per pool — a fair share (``weighted`` with
 ``w_fairshare``) counts the usage of the pool's jobs only, where Slurm's is machine-wide (a run
 warning says so). An external scheduler (``policy = "external"``) speaks for one machine and is
-refused on a partitioned system; replay follows the recorded starts and ignores the partitions, node types
-included. A system without ``[[system.partitions]]`` runs as one pool, unchanged.
+refused on a partitioned system. Replay follows the recorded starts on the machine as one pool
+(partitions are not enforced: the log is what it is), with each job's nodes and power in its
+pool's node type and every idle node at the mean idle power of the machine's node types
+(:func:`core.power.idle_node_power_w`). A system without ``[[system.partitions]]`` runs as one
+pool, unchanged.
 """
 
 from __future__ import annotations
@@ -46,10 +49,10 @@ import pandas as pd
 
 from .engine import EngineResult
 from .errors import ConfigError
-from .power import traces_node_power
+from .power import job_node_power_w, traces_node_power
 
-__all__ = ["pool_rows", "pool_system", "with_pool_nodes", "merge_results", "run_partitioned",
-           "pool_traces_node_power"]
+__all__ = ["pool_rows", "pool_system", "with_pool_nodes", "pool_job_node_power_w", "merge_results",
+           "run_partitioned", "pool_traces_node_power", "serves_warnings"]
 
 
 def pool_rows(system, partition: Sequence, names: Mapping[str, str] | None = None,
@@ -93,6 +96,26 @@ def pool_rows(system, partition: Sequence, names: Mapping[str, str] | None = Non
                 f"partition values: {shown}; add them to a partition's serves, or mark one partition default = true")
         which[lost] = default[0]
     return [np.flatnonzero(which == i) for i in range(len(system.partitions))]
+
+
+def serves_warnings(system, partition: Sequence, names: Mapping[str, str] | None = None, source: str = "") -> list[str]:
+    """Warnings for a partitioned system's ``serves`` values that no job of the trace has (a
+    misspelt value silently sends its jobs to the default partition, or to an error): one per
+    such value, with the trace's own partition values and their job counts. Empty when every
+    served value is some job's code or header name, or the system is unpartitioned."""
+    if not system.partitions:
+        return []
+    names = {str(k): str(v) for k, v in (names or {}).items()}
+    vals, counts = np.unique(np.array(["" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
+                                       for v in partition], dtype=object), return_counts=True)
+    have = set(vals) | {names[v] for v in vals if v in names}
+    shown = ", ".join(f"{v or 'none'}{f' ({names[v]})' if v in names else ''}: {int(c):,} job(s)"
+                      for v, c in zip(vals, counts))
+    default = next((p.name for p in system.partitions if p.default), None)
+    return [f"{source or 'the trace'}: partition {p.name!r} of system {system.name!r} serves {v!r}, which no job of "
+            f"the trace has (its partition values: {shown})"
+            + (f"; jobs of a misspelt value run on the default partition {default!r}" if default else "")
+            for p in system.partitions for v in p.serves if v not in have]
 
 
 def pool_system(system, i: int):
@@ -229,16 +252,28 @@ def _pool_frame(frame: pd.DataFrame, idx: np.ndarray, offset: int, nodes: int) -
     return sub
 
 
-def run_partitioned(frame: pd.DataFrame, system, make_engine: Callable, names=None):
+def pool_job_node_power_w(system, frame: pd.DataFrame, names=None) -> np.ndarray:
+    """:func:`core.power.job_node_power_w` of a partitioned machine's window: each job's power per
+    node from its own pool's node model (:func:`pool_system`), one float64 per row of ``frame``."""
+    rows = pool_rows(system, frame["partition"].tolist(), names, str(frame.attrs.get("source", "")))
+    out = np.zeros(len(frame), dtype="float64")
+    for i, r in enumerate(rows):
+        if len(r):
+            out[r] = job_node_power_w(pool_system(system, i), frame.iloc[r])
+    return out
+
+
+def run_partitioned(frame: pd.DataFrame, system, node_power_w, make_engine: Callable, names=None):
     """Run each of ``system.partitions`` as a machine of its own and merge (the module doc).
 
     Args:
         frame: the window's jobs (:func:`core.engine.select_window`), with a ``partition`` column
             and ``nodes`` counted in each job's pool's cores per node (:func:`with_pool_nodes`).
         system: the partitioned :class:`core.system.System`.
-        make_engine: ``make_engine(pool_frame, pool_system)`` -> an engine with ``run()`` and
-            ``idle_w`` (:class:`core.engine.Engine`, the run's other arguments bound, the jobs'
-            node power computed for the pool's node type).
+        node_power_w: per-job DC power per node (W), aligned with ``frame``
+            (:func:`pool_job_node_power_w`).
+        make_engine: ``make_engine(pool_frame, pool_system, pool_node_power_w)`` -> an engine with
+            ``run()`` and ``idle_w`` (:class:`core.engine.Engine`, the run's other arguments bound).
         names: the trace's ``{code: name}`` partition map (see :func:`pool_rows`).
     Returns: ``(result, engines)``: the merged result and the pools' engines.
     Raises: ConfigError from :func:`pool_rows`.
@@ -248,7 +283,8 @@ def run_partitioned(frame: pd.DataFrame, system, make_engine: Callable, names=No
     results, engines = [], []
     for i, idx in enumerate(rows):
         p = system.partitions[i]
-        eng = make_engine(_pool_frame(frame, idx, int(offsets[i]), p.nodes), pool_system(system, i))
+        eng = make_engine(_pool_frame(frame, idx, int(offsets[i]), p.nodes), pool_system(system, i),
+                          np.asarray(node_power_w)[idx])
         engines.append(eng)
         results.append(eng.run())
     return merge_results(results, rows, [p.nodes for p in system.partitions], len(frame),

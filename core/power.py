@@ -124,7 +124,12 @@ def peak_input_power_w(power: PowerModel, nodes: int, cpus_per_node: int, gpus_p
 
 
 def idle_node_power_w(system: System) -> float:
-    """DC power of one idle node of ``system`` (W): :func:`node_power_w` at zero utilisation."""
+    """DC power of one idle node of ``system`` (W): :func:`node_power_w` at zero utilisation; of a
+    partitioned machine (:mod:`core.partitions`), the mean over its nodes of their types' (what a
+    replay, which runs the machine as one pool, gives each idle node)."""
+    if system.partitions:  # one pool of several node types (a replay): their mean
+        return float(sum(n * float(node_power_w(system.power, c, g, 0.0, 0.0)) for n, c, g in system.node_types())
+                     / max(1, system.nodes))
     return float(node_power_w(system.power, system.cpus_per_node, system.gpus_per_node, 0.0, 0.0))
 
 

@@ -33,7 +33,8 @@ from .accounts import Accounts, account_names, accounts_of_run, load_accounts
 from .atomic import atomic_write, atomic_write_files, bytes_writer, foreign_folder
 from .availability import over_capacity
 from .errors import ConfigError
-from .partitions import pool_rows, pool_traces_node_power, run_partitioned, with_pool_nodes
+from .partitions import (pool_job_node_power_w, pool_rows, pool_traces_node_power, run_partitioned, serves_warnings,
+                         with_pool_nodes)
 from .perturb import perturb
 from .power import account_power, apply_power_traces, build_timeline, idle_node_power_w, job_node_power_w
 from .scheduler import validate_scheduler
@@ -128,6 +129,8 @@ def load_run_inputs(config: RunConfig, system: System | None = None) -> tuple[Wo
     elif system is None and config.system is None and (
             mismatch := header_mismatch(named, wl.header, wl.procs_unit, wl.source)):  # chosen by the file name
         wl = dataclasses.replace(wl, warnings=[*wl.warnings, mismatch])
+    if unserved := serves_warnings(named, wl.jobs["partition"].tolist(), wl.header.get("Partition"), wl.source):
+        wl = dataclasses.replace(wl, warnings=[*wl.warnings, *unserved])  # a misspelt served value
     return wl, named
 
 
@@ -181,8 +184,7 @@ def _prepared_window(config: RunConfig, workload: Workload, system: System, repl
     hit = _WINDOWS.get(key)
     if hit is not None and hit[0]() is workload and hit[1]() is workload.jobs and hit[2]() is system:
         return hit[3]
-    # each job's nodes in its pool's node type (core.partitions); replay ignores partitions
-    wl = workload.with_nodes(system.cores_per_node) if replay else with_pool_nodes(workload, system)
+    wl = with_pool_nodes(workload, system)  # each job's nodes in its pool's node type (core.partitions)
     wl = perturb(wl, config.perturbation, config.seed)
     if len(wl) == 0:
         raise ConfigError(f"{workload.source}: the trace holds no job lines; nothing to simulate")
@@ -196,7 +198,8 @@ def _prepared_window(config: RunConfig, workload: Workload, system: System, repl
     frame, t0, t1 = select_window(wl.jobs, config.start, config.duration, replay, config.kill,
                                   system.default_time_limit, system.kill_grace_s, queue_cancelled=queue_cancelled)
     frame.attrs["source"] = workload.source
-    npow = np.asarray(job_node_power_w(system, frame))  # a partitioned run computes it per pool
+    npow = np.asarray(pool_job_node_power_w(system, frame, workload.header.get("Partition")) if system.partitions
+                      else job_node_power_w(system, frame))  # each job in its pool's node model
     npow.setflags(write=False)  # shared by the runs of this window: a write would be a bug
     value = (span, frame, t0, t1, npow)
     try:
@@ -275,15 +278,15 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
             eng_frame.attrs = frame.attrs
             eng_npow = np.asarray(npow)[keep]
             eng_system = _grown(system, over["replay_recorded_peak_nodes"])
-    def engine(frame_, system_, npow_=None) -> Engine:
-        """The run's engine over ``frame_`` on ``system_`` (a pool of a partitioned machine: its
-        jobs' node power from its own node type)."""
-        return Engine(frame_, system_, config.policy, config.backfill, config.kill,
-                      job_node_power_w(system_, frame_) if npow_ is None else npow_,
-                      idle_node_power_w(system_), t0, t1, options=options, progress=cb, accounts=accounts,
-                      scheduler=config.scheduler, queue_cancelled=queue_cancelled)
+    def engine(frame_, system_, npow_, pool: bool = False) -> Engine:
+        """The run's engine over ``frame_`` on ``system_``: a pool of a partitioned machine (its
+        own idle node power), else the machine (a grown replay machine keeps the system's)."""
+        return Engine(frame_, system_, config.policy, config.backfill, config.kill, npow_,
+                      idle_node_power_w(system_ if pool else system), t0, t1, options=options, progress=cb,
+                      accounts=accounts, scheduler=config.scheduler, queue_cancelled=queue_cancelled)
     if partitioned:  # disjoint node pools, each scheduled on its own (core.partitions)
-        res, engines = run_partitioned(eng_frame, system, engine, workload.header.get("Partition"))
+        res, engines = run_partitioned(eng_frame, system, eng_npow, lambda f, s, n: engine(f, s, n, pool=True),
+                                       workload.header.get("Partition"))
         honor_eligible = engines[0].honor_eligible  # a run setting: alike in every pool
     else:
         eng = engine(eng_frame, eng_system, eng_npow)
@@ -303,7 +306,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         raise ConfigError(f"{workload.source}: the run spans {res.t_end - res.t_start} s from t = {res.t_start} s: "
                           f"more than {MAX_TIMELINE_BINS:,} timeline bins of {config.sample_period} s")
     # the one post-engine power step: recorded per-job power traces, where the workload has them
-    if partitioned and workload.traces:  # each pool's utilisation samples through its own node model
+    if system.partitions and workload.traces:  # each job's utilisation samples through its pool's node model
         jobs, steps, power_counts = apply_power_traces(
             res.jobs, res.steps, pool_traces_node_power(system, eng_frame, workload.traces,
                                                         workload.header.get("Partition")),

@@ -360,6 +360,10 @@ def availability_periods(v, nodes: int, where: str) -> tuple[tuple[int, int, int
     return tuple(sorted(out))
 
 
+#: The tables a system file may hold: the machine, its power model and cooling plant, the sources
+#: cited, and the site's queue rules (read by ``twinsweep validate``, sweep/validate.py).
+_TOP_TABLES = {"system", "power", "cooling", "sources", "site"}
+
 _PARTITION_KEYS = {"name", "nodes", "serves", "default", "availability", "cores_per_node", "cpus_per_node",
                    "gpus_per_node"}
 
@@ -371,7 +375,7 @@ def _partitions(parts, where: str) -> tuple[Partition, ...]:
         raise ConfigError(f"{where}: partitions must be a list of [[system.partitions]] tables")
     out = []
     for i, x in enumerate(parts):
-        w = f"{where} [[system.partitions]][{i}]"
+        w = f"{where} [[system.partitions]][{i}]" + (f" ({x['name']!r})" if isinstance(x.get("name"), str) else "")
         if unknown := set(x) - _PARTITION_KEYS:
             raise ConfigError(f"{w}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_PARTITION_KEYS)}")
         for req in ("name", "nodes"):
@@ -401,11 +405,15 @@ def system_from_dict(doc: dict, path: str | None = None) -> System:
     where = path or "<system>"
     if "system" not in doc:
         raise ConfigError(f"{where}: missing [system] table")
+    if unknown := set(doc) - _TOP_TABLES:  # a misspelt [power] would silently draw 0 W
+        raise ConfigError(f"{where}: unknown table(s) {sorted(unknown)}; allowed: {sorted(_TOP_TABLES)} "
+                          "(partitions go in [[system.partitions]], a calendar in [system] availability)")
     s = dict(doc["system"])
     parts = s.pop("partitions", [])
     unknown = set(s) - _SYSTEM_KEYS
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) in [system]: {sorted(unknown)}; allowed: {sorted(_SYSTEM_KEYS)}")
+        raise ConfigError(f"{where}: unknown key(s) in [system]: {sorted(unknown)}; allowed: "
+                          f"{sorted(_SYSTEM_KEYS | {'partitions'})}")
     for req in ("name", "nodes"):
         if req not in s:
             raise ConfigError(f"{where}: [system] lacks required key {req!r}")

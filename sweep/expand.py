@@ -92,7 +92,9 @@ class LoadedDataset:
                 "cooling": _cooling_description(s),
                 # a partitioned machine (core/partitions.py): its node pools, each its own node type
                 **({"partitions": [{"name": p.name, "nodes": p.nodes, "serves": list(p.serves), "default": p.default,
-                                    "cores_per_node": p.cores_per_node or s.cores_per_node}
+                                    "cores_per_node": p.cores_per_node or s.cores_per_node,
+                                    "cpus_per_node": s.cpus_per_node if p.cpus_per_node is None else p.cpus_per_node,
+                                    "gpus_per_node": s.gpus_per_node if p.gpus_per_node is None else p.gpus_per_node}
                                    for p in s.partitions]} if s.partitions else {}),
             },
         }
@@ -179,12 +181,14 @@ def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
     elif ds.system is None and (m := header_mismatch(system, workload.header, workload.procs_unit, workload.source)):
         warnings.append(f"dataset {ds.name}: {m}")  # chosen by the file name, and the header disagrees
     if system.partitions:  # a partitioned machine: every job of the trace has a pool, said before any run
-        from twinsweep.core.partitions import pool_rows
+        from twinsweep.core.partitions import pool_rows, serves_warnings
 
         try:
             pool_rows(system, workload.jobs["partition"].tolist(), workload.header.get("Partition"), workload.source)
         except ConfigError as exc:
             raise ConfigError(f"dataset {ds.name!r}: {exc}") from None
+        warnings += [f"dataset {ds.name}: {w}" for w in serves_warnings(
+            system, workload.jobs["partition"].tolist(), workload.header.get("Partition"), workload.source)]
     span = trace_span(workload)
     for window in ds.windows:
         where = f"dataset {ds.name!r} ({ds.trace}), window {window.name!r}"

@@ -710,9 +710,16 @@ def _section_power(pg: _Page, datasets: dict) -> None:
                     flat.append((f"{k}.{kk}", vv))
             else:
                 flat.append((k, v))
-        flat = [("nodes", s.get("nodes")), ("cores per node", s.get("cores_per_node")),
-                ("generic (from the trace header)", s.get("generic"))] + flat
-        pg.table(pd.DataFrame([(k, v) if i < 3 else _param_row(k, v) for i, (k, v) in enumerate(flat)],
+        head = [("nodes", s.get("nodes")), ("cores per node", s.get("cores_per_node")),
+                ("generic (from the trace header)", s.get("generic"))]
+        if s.get("partitions"):  # a partitioned machine: its node pools, each its own node type
+            head.append(("partitions (each scheduled on its own; core/partitions.py)", "; ".join(
+                f"{p['name']}: {p['nodes']:,} nodes x {p['cores_per_node']} cores, {p.get('cpus_per_node')} CPUs"
+                + (f", {p['gpus_per_node']} GPUs" if p.get("gpus_per_node") else "")
+                + f" (serves {', '.join(p['serves']) or 'nothing named'}{'; the default' if p['default'] else ''})"
+                for p in s["partitions"])))
+        flat = head + flat
+        pg.table(pd.DataFrame([(k, v) if i < len(head) else _param_row(k, v) for i, (k, v) in enumerate(flat)],
                               columns=["parameter", "value"], dtype=object), cls="t wrap")
         srcs = s.get("sources") or []
         if srcs:

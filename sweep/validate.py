@@ -63,7 +63,7 @@ from twinsweep.core.jobprep import cancel_times
 from twinsweep.core.metrics import format_number
 from twinsweep.core.fidelity import FIGURE_LABELS, FIGURES, SPLIT_FIGURES, compare, recorded_schedule, twin_schedule
 from twinsweep.core.options import parse_options
-from twinsweep.core.partitions import pool_rows, with_pool_nodes
+from twinsweep.core.partitions import pool_rows, serves_warnings, with_pool_nodes
 from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json
 from twinsweep.core.scheduler import validate_scheduler
 from twinsweep.core.system import header_mismatch, run_setting
@@ -571,7 +571,7 @@ def _clock_rules(config: RunConfig):
 
 
 def _machine_estimates(sysobj, pools: list | None, reference: pd.DataFrame, reference_est: pd.DataFrame, nodes: int,
-                       fit: tuple, span0: int, end_all: int, startable) -> dict:
+                       fit: tuple, span0: int, end_all: int, startable, report: tuple) -> dict:
     """The blind and informed machines (:mod:`core.availability`), estimated per node pool: the
     machine, or each partition of a partitioned one (:mod:`core.partitions`) from its own jobs and
     nodes — a partition's busy and queued counts are its own telemetry (Slurm's ``sinfo`` and
@@ -585,8 +585,10 @@ def _machine_estimates(sysobj, pools: list | None, reference: pd.DataFrame, refe
     ``sys_informed`` (the systems the modes run on), ``site_cal`` (the calendar the system file
     gives when it gives every pool's: known machine state, nothing estimated; a pool whose calendar
     the file gives is not estimated, the others are), ``calendar_source`` (text) and ``partitions``
-    (per pool: name, nodes, serves, default, jobs, blind_nodes_down, informed_idle_share,
-    informed_slots, informed_down_node_frac, calendar_source; None when unpartitioned)."""
+    (per pool: name, nodes, cores_per_node, serves, default, jobs — of the whole trace —,
+    jobs_reported — submitted in the reported window ``report`` —, blind_nodes_down,
+    informed_idle_share, informed_slots, informed_down_node_frac, calendar_source; None when
+    unpartitioned)."""
     parts = sysobj.partitions
     # a calendar the system file gives is known machine state: that pool is not estimated
     declared = [p.availability for p in parts] if parts else [tuple(sysobj.availability)]
@@ -641,10 +643,38 @@ def _machine_estimates(sysobj, pools: list | None, reference: pd.DataFrame, refe
             "calendar_source": source,
             "partitions": [{"name": p.name, "nodes": p.nodes, "cores_per_node": p.cores_per_node or sysobj.cores_per_node,
                             "serves": list(p.serves), "default": p.default,
-                            "jobs": int(len(r)), "blind_nodes_down": e[0], "informed_idle_share": e[2]["share"],
+                            "jobs": int(len(r)),
+                            "jobs_reported": int(_in_window(reference["submit_time"].to_numpy()[r], report).sum()),
+                            "blind_nodes_down": e[0], "informed_idle_share": e[2]["share"],
                             "informed_slots": e[3].slots, "informed_down_node_frac": e[3].down_frac,
                             "calendar_source": "system file" if cal else "estimated"}
                            for p, r, e, cal in zip(parts, pools, est, declared)]}
+
+
+def _in_window(t: np.ndarray, window: tuple) -> np.ndarray:
+    """``window[0] <= t < window[1]``, elementwise."""
+    return (t >= window[0]) & (t < window[1])
+
+
+#: A partition value that holds at least this share of a trace's jobs counts towards
+#: :func:`_undeclared_partitions`'s hint (a stray value of a few jobs is no node pool).
+PARTITION_HINT_SHARE = 0.05
+
+
+def _undeclared_partitions(workload: Workload) -> str | None:
+    """A hint when the trace's jobs name two or more partitions, each with at least
+    :data:`PARTITION_HINT_SHARE` of its jobs, and the system declares none: the twin then runs them
+    on one pool (docs/validation.md, "Machine model: partitions"); else None."""
+    vals = workload.jobs["partition"].dropna().astype(str)
+    counts = vals.value_counts()
+    big = counts[counts >= PARTITION_HINT_SHARE * max(1, len(workload.jobs))]
+    if len(big) < 2:
+        return None
+    names = {str(k): str(v) for k, v in (workload.header.get("Partition") or {}).items()}
+    shown = ", ".join(f"{v}{f' ({names[v]})' if v in names else ''}: {int(c):,} jobs" for v, c in big.items())
+    return (f"the trace's jobs name {len(big)} partitions ({shown}) and the system declares none: the twin runs them "
+            "on one pool of its nodes; if they were disjoint node pools, declare them ([[system.partitions]] in the "
+            "system file; docs/validation.md, \"Machine model: partitions\")")
 
 
 def _sensitivity_policies(workload: Workload) -> list[str]:
@@ -711,6 +741,10 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     policy_given = policy is not None or backfill is not None
     if policy == "replay":
         raise ConfigError("validate: policy 'replay' copies the recorded starts; give the site's policy (e.g. fcfs)")
+    if policy == "external":
+        raise ConfigError("validate: policy 'external' is not run by validate (it has no --scheduler, and its "
+                          "sensitivity table and ranking study run the built-in policies): validate the built-in or a "
+                          "registered policy, and compare an external scheduler in a sweep against the replay reference")
     base_cfg = RunConfig(data=data, system=system, policy=policy or "fcfs", backfill=backfill or "easy", kill=kill,
                          sample_period=_SAMPLE_PERIOD, lenient=lenient, format=format)
     if workload is None:
@@ -757,6 +791,10 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     if mismatch := header_mismatch(sysobj, workload.header, workload.procs_unit, workload.source,
                                    "its file name" if system is None else "--system"):
         warns.append(mismatch)  # the machine the figures are of is not the header's: say so
+    warns += serves_warnings(sysobj, workload.jobs["partition"].tolist(), workload.header.get("Partition"),
+                             workload.source)  # a misspelt served value sends its jobs elsewhere
+    if not sysobj.partitions and (hint := _undeclared_partitions(workload)):
+        warns.append(hint)
     if t0 < span0 or t1 > span1:
         # hours outside the data are empty in both schedules: they would only inflate the agreement
         # of the busy-node series (and restart periods there have nothing to restart from)
@@ -865,7 +903,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     # held for a reason of its own from one waiting for nodes (core.availability.held_from)
     reference_est = reference.assign(time_limit=limits)
     hold_groups = log_hold_groups(reference_est, pools)  # the log's own holds: what no machine model reproduces
-    est = _machine_estimates(sysobj, pools, reference, reference_est, nodes, fit, span0, end_all, startable)
+    est = _machine_estimates(sysobj, pools, reference, reference_est, nodes, fit, span0, end_all, startable, (t0, t1))
     blind_down, blind_median, idle_fit, informed = est["blind_down"], est["blind_median"], est["idle_fit"], est["informed"]
     sys_blind, sys_informed, site_cal = est["sys_blind"], est["sys_informed"], est["site_cal"]
     informed_cal = informed.calendar
@@ -988,7 +1026,11 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                        "time_shared_note": (f"the site ran jobs time-shared: every mode runs on {nodes} node slots, "
                                             f"the time-weighted quantile {_avail.TIME_SHARED_QUANTILE} of the "
                                             "fitting window's recorded busy-node count (core/availability.py)")}
-                      if time_shared else {})},
+                      if time_shared else {}),
+                   **({"partitions": [{"name": p.name, "nodes": p.nodes,
+                                       "cores_per_node": p.cores_per_node or sysobj.cores_per_node,
+                                       "serves": list(p.serves), "default": p.default} for p in sysobj.partitions]}
+                      if sysobj.partitions else {})},
         "policy": policy, "backfill": backfill, "options": base_cfg.option_dict, "kill": kill,
         "queue_cancelled": sysobj.queue_cancelled,
         **({"queue_cancelled_jobs": n_cancel} if sysobj.queue_cancelled else {}),
@@ -1056,7 +1098,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         },
         "modes": modes,
         "log_holds": {"note": LOG_HOLD_NOTE, "key": "modes[m]['wait_by_log_hold']",
-                      "overtaken_by": hold_basis(limits[reported]),
+                      "overtaken_by": hold_basis(limits[reported]) + (
+                          ", in its own partition (a later job of another node pool did not overtake it)"
+                          if sysobj.partitions else ""),
                       "figures": {k: {"unit": u, "definition": d} for k, (u, d) in SPLIT_FIGURES.items()}},
         "sensitivity": table,
         "best_matching_policy": best,
@@ -1106,9 +1150,13 @@ def _fmt(k: str, v, unit: bool = True) -> str:
 
 
 def _slots(system: dict) -> str:
-    """", time-shared: the twin ran on N node slots" for a time-shared machine, else ""."""
+    """", time-shared: the twin ran on N node slots" for a time-shared machine, ", in partitions:
+    …" for a partitioned one, else ""."""
     n = system.get("time_shared_slots")
-    return f", time-shared: the twin ran on {n:,} node slots fitted on the fitting window" if n else ""
+    parts = system.get("partitions")
+    return ((f", time-shared: the twin ran on {n:,} node slots fitted on the fitting window" if n else "")
+            + (", in partitions each scheduled on its own: " + ", ".join(
+                f"{p['name']} {p['nodes']:,} x {p['cores_per_node']} cores" for p in parts) if parts else ""))
 
 
 def _share_text(x: float) -> str:

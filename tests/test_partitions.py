@@ -274,17 +274,21 @@ def test_a_sweep_refuses_a_partitioned_dataset_before_any_run(tmp_path):
         load_datasets(load_spec(tmp_path / "ext.toml"))
 
 
-def test_replay_runs_the_systems_node_type_and_traces_use_their_pools():
-    # replay ignores partitions: a 8-processor job of the fat pool (4 cores, 2 sockets per node)
-    # counts as 8 of the system's 1-core nodes, each at the system's 1-socket power
+def test_replay_counts_each_job_in_its_pools_node_type_and_traces_use_their_pools():
+    # replay runs the machine as one pool, but an 8-processor job of the fat pool (4 cores, 2
+    # sockets per node) still takes 2 nodes at the 2-socket power, as in a rescheduled run; an
+    # idle node draws the mean idle power of the machine's nodes: (6 x 10 + 4 x 20) / 10 = 14 W
     from twinsweep.core.system import PowerModel
 
     parts = (Partition("thin", 6, ("1",), True), Partition("fat", 4, ("large",), cores_per_node=4, cpus_per_node=2))
     power = PowerModel(cpu_idle_w=10.0, cpu_max_w=10.0, default_cpu_util=1.0)
     system = System(name="p", title="p", nodes=10, partitions=parts, power=power)
     jobs = [dict(submit=0, start=0, run=100, limit=100, nodes=8, partition="2")]
-    rep = simulate(_cfg(policy="replay", backfill="none"), workload=_wl(jobs), system=system).jobs
-    assert rep["nodes"].tolist() == [8] and rep["avg_power_w"].tolist() == [8 * 10.0]
+    rep = simulate(_cfg(policy="replay", backfill="none"), workload=_wl(jobs), system=system)
+    assert rep.jobs["nodes"].tolist() == [2] and rep.jobs["avg_power_w"].tolist() == [2 * 20.0]
+    assert rep.timeline["it_power_w"].iloc[0] == pytest.approx(2 * 20.0 + 8 * 14.0)
+    fcfs = simulate(_cfg(), workload=_wl(jobs), system=system)
+    assert fcfs.timeline["it_power_w"].iloc[0] == pytest.approx(2 * 20.0 + 2 * 20.0 + 6 * 10.0)
     # utilisation samples are read through the job's own pool's node model (2 sockets on fat)
     wl = _wl(jobs)
     wl = dataclasses.replace(wl, traces={"0": {"period": 50, "cpu_util": np.array([1.0, 1.0])}})
@@ -304,3 +308,46 @@ def test_machine_size_and_cooling_count_every_node_type():
     assert peak_heat_w(system) == pytest.approx(6 * 10.0 + 4 * 20.0)
     assert header_mismatch(system, {"MaxProcs": "22", "MaxNodes": "10"}, "cores", "t.swf") is None
     assert "MaxProcs" in (header_mismatch(system, {"MaxProcs": "10", "MaxNodes": "10"}, "cores", "t.swf") or "")
+
+
+def test_a_served_value_no_job_has_is_warned_of(tmp_path):
+    # "gpus" is misspelt: the trace's gpu jobs (code 2, named gpu) go to the default pool; said
+    from twin_helpers import write_swf_rows
+    from twinsweep.core.run import load_run_inputs
+
+    log = write_swf_rows(tmp_path / "t.swf", [(1, 0, 0, 10, 2), (2, 5, 0, 10, 2)], max_nodes=10,
+                         partitions=[1, 2], header=("; Partition: 1 cpu", "; Partition: 2 gpu"))
+    sysfile = tmp_path / "s.toml"
+    sysfile.write_text('[system]\nname = "s"\nnodes = 10\n[[system.partitions]]\nname = "cpu"\nnodes = 8\n'
+                       'serves = ["cpu"]\ndefault = true\n[[system.partitions]]\nname = "gpu"\nnodes = 2\n'
+                       'serves = ["gpus"]\n')
+    wl, _ = load_run_inputs(RunConfig(data=str(log), system=str(sysfile)))
+    assert any("serves 'gpus', which no job of the trace has (its partition values: 1 (cpu): 1 job(s), "
+               "2 (gpu): 1 job(s)); jobs of a misspelt value run on the default partition 'cpu'" in w
+               for w in wl.warnings)
+
+
+def test_a_misspelt_table_of_a_system_file_is_an_error():
+    for doc, what in (({"system": {"name": "x", "nodes": 4}, "powr": {"cpu_max_w": 1.0}}, "powr"),
+                      ({"system": {"name": "x", "nodes": 4}, "partitions": [{"name": "a", "nodes": 4}]}, "partitions")):
+        with pytest.raises(ConfigError, match=rf"x\.toml: unknown table\(s\) \['{what}'\]"):
+            system_from_dict(doc, "x.toml")
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) in \[system\]: \['partition'\]; allowed: .*'partitions'"):
+        system_from_dict({"system": {"name": "x", "nodes": 4, "partition": [{"name": "a", "nodes": 4}]}}, "x.toml")
+    with pytest.raises(ConfigError, match=r"\[\[system.partitions\]\]\[1\] \('b'\): unknown key"):
+        system_from_dict({"system": {"name": "x", "nodes": 4, "partitions": [
+            {"name": "a", "nodes": 2, "default": True}, {"name": "b", "nodes": 2, "size": 1}]}}, "x.toml")
+
+
+def test_the_reports_power_section_describes_a_partitioned_machine(tmp_path):
+    from twinsweep.sweep.expand import LoadedDataset
+    from twinsweep.sweep.report import _Page, _section_power
+    from twinsweep.sweep.spec import Dataset
+
+    parts = (Partition("thin", 6, ("1",), True), Partition("fat", 4, ("large",), cores_per_node=4, cpus_per_node=2))
+    system = System(name="p", title="p", nodes=10, partitions=parts)
+    desc = LoadedDataset(Dataset(name="d", trace="parts.swf"), _wl(_JOBS), system, "parts.swf", "p", []).describe()
+    pg = _Page(tmp_path)
+    _section_power(pg, {"d": desc})
+    text = pg.html("t")
+    assert "thin: 6 nodes x 1 cores, 1 CPUs (serves 1; the default); fat: 4 nodes x 4 cores, 2 CPUs (serves large)" in text

@@ -893,6 +893,14 @@ def test_a_partitioned_machines_log_validates_to_zero_error_on_its_partitions(tm
     assert n_wide and any(f"{n_wide:,} ask for more nodes than their partition has (up to 4)" in w for w in vw["warnings"])
     assert vw["modes"]["blind"]["exclusions"]["rejected by the twin at submit (asks for more nodes than its partition has)"] \
         == n_wide
+    # validation.json describes the machine's partitions; on one pool, the trace's partitions are hinted at
+    assert [p["name"] for p in v["system"]["partitions"]] == ["a", "b"]
+    assert "in its own partition" in v["log_holds"]["overtaken_by"]
+    hint = [w for w in validate(str(log), system=None, noise_seeds=0, sensitivity=False, windows=0)["warnings"]
+            if "the system declares none" in w]
+    assert hint and f"2 (big): {parts.count(2):,} jobs" in hint[0]
+    with pytest.raises(ConfigError, match="policy 'external' is not run by validate"):
+        validate(str(log), system=str(sysfile), policy="external", backfill="none", noise_seeds=0, windows=0)
     # time-shared node slots are inferred machine-wide only: a partitioned time-shared site is refused
     ts = tmp_path / "split8-ts.toml"
     ts.write_text(sysfile.read_text() + '[site]\npolicy = "fcfs"\nbackfill = "easy"\ntime_shared = true\n'
