@@ -55,6 +55,16 @@ __all__ = ["pool_rows", "pool_system", "with_pool_nodes", "pool_job_node_power_w
            "run_partitioned", "pool_traces_node_power", "serves_warnings"]
 
 
+def _values(partition: Sequence) -> np.ndarray:
+    """Each job's partition value as str, ``""`` when missing (None, NaN, NA)."""
+    return np.array(["" if pd.isna(v) else str(v) for v in partition], dtype=object)
+
+
+def _names(names: Mapping | None) -> dict[str, str]:
+    """The trace's ``{code: name}`` partition map as str (empty when None)."""
+    return {str(k): str(v) for k, v in (names or {}).items()}
+
+
 def pool_rows(system, partition: Sequence, names: Mapping[str, str] | None = None,
               source: str = "") -> list[np.ndarray]:
     """The rows of each of ``system.partitions`` (in the file's order): ascending int64 positions.
@@ -68,9 +78,7 @@ def pool_rows(system, partition: Sequence, names: Mapping[str, str] | None = Non
     Raises: ConfigError naming the trace's partition values (and their job counts) that no
     partition serves, when no partition is the default.
     """
-    names = {str(k): str(v) for k, v in (names or {}).items()}
-    vals = np.array(["" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in partition],
-                    dtype=object)
+    names, vals = _names(names), _values(partition)
     uniq, inverse = np.unique(vals, return_inverse=True) if len(vals) else (np.zeros(0, dtype=object), vals)
     which_u = np.full(len(uniq), -1, dtype=np.int64)
     for u, v in enumerate(uniq):  # per distinct value: a code, or the name the header gives it
@@ -105,9 +113,8 @@ def serves_warnings(system, partition: Sequence, names: Mapping[str, str] | None
     served value is some job's code or header name, or the system is unpartitioned."""
     if not system.partitions:
         return []
-    names = {str(k): str(v) for k, v in (names or {}).items()}
-    vals, counts = np.unique(np.array(["" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
-                                       for v in partition], dtype=object), return_counts=True)
+    names = _names(names)
+    vals, counts = np.unique(_values(partition), return_counts=True)
     have = set(vals) | {names[v] for v in vals if v in names}
     shown = ", ".join(f"{v or 'none'}{f' ({names[v]})' if v in names else ''}: {int(c):,} job(s)"
                       for v, c in zip(vals, counts))

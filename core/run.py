@@ -33,7 +33,7 @@ from .accounts import Accounts, account_names, accounts_of_run, load_accounts
 from .atomic import atomic_write, atomic_write_files, bytes_writer, foreign_folder
 from .availability import over_capacity
 from .errors import ConfigError
-from .partitions import (pool_job_node_power_w, pool_rows, pool_traces_node_power, run_partitioned, serves_warnings,
+from .partitions import (pool_job_node_power_w, pool_traces_node_power, run_partitioned, serves_warnings,
                          with_pool_nodes)
 from .perturb import perturb
 from .power import account_power, apply_power_traces, build_timeline, idle_node_power_w, job_node_power_w
@@ -238,9 +238,8 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     partitioned = bool(system.partitions) and not replay  # replay follows the recorded starts machine-wide
     part_warnings = partition_warnings(spec, system) if partitioned else []  # before any work
     queue_cancelled = run_setting("queue_cancelled", config.option_dict, system)
+    # (a partitioned machine: every job has a pool — one error naming the values — before any run)
     span, frame, t0, t1, npow = _prepared_window(config, workload, system, replay, queue_cancelled)
-    if partitioned:  # every job of the window has a pool (one error naming the values), before any run
-        pool_rows(system, frame["partition"].tolist(), workload.header.get("Partition"), workload.source)
     if t1 is None:  # an open window lasts at least until its last submission / recorded end
         _check_timeline_size(frame, t0, config.sample_period, workload.source, replay or not config.kill)
     cb = None
