@@ -170,6 +170,12 @@ def _f(x) -> float | None:
     return None if math.isnan(x) else x
 
 
+def job_capacity(schedule: pd.DataFrame, nodes: int | None):
+    """The most nodes each job of ``schedule`` may ask for: its ``capacity`` column (the nodes of
+    its partition, on a partitioned machine: float64 per row), else the machine's ``nodes``."""
+    return schedule["capacity"].to_numpy(dtype="float64") if "capacity" in schedule.columns else nodes
+
+
 def _paired(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, system_nodes: int | None = None):
     """The pairing :func:`compare` and :func:`wait_split` share: ``(ref, tw, keep, exclusions)``,
     ``ref`` / ``tw`` indexed by the twin's ``trace_index`` (ref rows in the twin's order), ``keep``
@@ -201,7 +207,7 @@ def _paired(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
         parted = "capacity" in ref.columns  # a partitioned machine: each job's partition's nodes
         if "nodes" in tw.columns and (system_nodes or parted):  # which request: none, too many, or other
             n = tw["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
-            none, big = ~(n > 0), n > (ref["capacity"].to_numpy(dtype="float64") if parted else system_nodes)
+            none, big = ~(n > 0), n > job_capacity(ref, system_nodes)
             exclusions["rejected by the twin at submit (asks for no nodes: processors <= 0 or unknown)"] = int(
                 (unstarted & rej & none).sum())
             exclusions["rejected by the twin at submit (asks for more nodes than "

@@ -222,6 +222,8 @@ def prepare_jobs(f: pd.DataFrame, system: System, kill: bool, replay: bool, t0: 
                 cancel_at[j] = -1
     # the rules below, tried only for the jobs that any of them can concern
     maybe = run_missing | nodes_missing | (nodes_v <= 0) | (nodes_v > N)
+    pool = getattr(system, "pool_name", None)  # one pool of a partitioned machine (core.partitions)
+    holder = f"partition {pool!r}" if pool else "the system"
     for j in np.flatnonzero(maybe).tolist():
         if status[j] is not None:
             continue
@@ -233,7 +235,7 @@ def prepare_jobs(f: pd.DataFrame, system: System, kill: bool, replay: bool, t0: 
             reason[j] = f"asks for {nodes_raw[j] if nodes_raw[j] is not None else 'no'} nodes (<= 0 or unknown)"
         elif nodes_raw[j] > N:
             status[j] = "rejected"
-            reason[j] = f"asks for {nodes_raw[j]} nodes; the system has {N}"
+            reason[j] = f"asks for {nodes_raw[j]} nodes; {holder} has {N}"
         elif run[j] is None and limit[j] <= 0:  # cancelled in the queue, no limit to plan with
             status[j] = "not_run"
             reason[j] = ("cancelled while queued in the trace and has no time limit (none requested, no system "

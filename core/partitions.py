@@ -49,10 +49,10 @@ import pandas as pd
 
 from .engine import EngineResult
 from .errors import ConfigError
-from .power import job_node_power_w, traces_node_power
+from .power import idle_node_power_w, job_node_power_w, traces_node_power
 
 __all__ = ["pool_rows", "pool_system", "with_pool_nodes", "pool_job_node_power_w", "merge_results",
-           "run_partitioned", "pool_traces_node_power", "serves_warnings"]
+           "run_partitioned", "pool_traces_node_power", "serves_warnings", "run_warnings"]
 
 
 def _values(partition: Sequence) -> np.ndarray:
@@ -79,7 +79,7 @@ def pool_rows(system, partition: Sequence, names: Mapping[str, str] | None = Non
     partition serves, when no partition is the default.
     """
     names, vals = _names(names), _values(partition)
-    uniq, inverse = np.unique(vals, return_inverse=True) if len(vals) else (np.zeros(0, dtype=object), vals)
+    uniq, inverse = np.unique(vals, return_inverse=True)
     which_u = np.full(len(uniq), -1, dtype=np.int64)
     for u, v in enumerate(uniq):  # per distinct value: a code, or the name the header gives it
         hit = [i for i, p in enumerate(system.partitions) if v in p.serves or names.get(v) in p.serves]
@@ -90,7 +90,7 @@ def pool_rows(system, partition: Sequence, names: Mapping[str, str] | None = Non
                 f"({', '.join(system.partitions[i].name for i in hit)}: one by its code, another by its name); "
                 "name it in one partition's serves only")
         which_u[u] = hit[0] if hit else -1
-    which = which_u[inverse] if len(vals) else np.zeros(0, dtype=np.int64)
+    which = which_u[inverse]
     default = [i for i, p in enumerate(system.partitions) if p.default]
     lost = which < 0
     if lost.any():
@@ -125,31 +125,53 @@ def serves_warnings(system, partition: Sequence, names: Mapping[str, str] | None
             for p in system.partitions for v in p.serves if v not in have]
 
 
+def run_warnings(spec, system) -> list[str]:
+    """The checks of a run on a partitioned system, made before any work.
+    ``spec``: the run's :class:`core.scheduler.SchedulerSpec`. An external scheduler is refused
+    (ConfigError: the protocol speaks for one machine); a policy with a fair-share weight
+    (``w_fairshare``, however given: alone or in ``weights``) gives a warning, returned: each
+    partition counts its own usage."""
+    if spec.policy == "external":
+        raise ConfigError(f"system {system.name!r} is partitioned ({', '.join(p.name for p in system.partitions)}): "
+                          "an external scheduler speaks for one machine; run it on an unpartitioned system file")
+    if float(getattr(spec.policy_options, "w_fairshare", 0) or 0):
+        return [f"system {system.name!r} is partitioned: each partition is scheduled on its own, so the fair "
+                "share counts each partition's usage apart (Slurm's is machine-wide)"]
+    return []
+
+
 def pool_system(system, i: int):
     """The machine of pool ``i``: ``system`` with the partition's nodes, node type and calendar,
-    unpartitioned."""
+    unpartitioned, its ``pool_name`` the partition's (messages name it). Raises ConfigError as
+    :class:`core.system.System` does."""
     p = system.partitions[i]
-    kind = {k: getattr(p, k) for k in ("cores_per_node", "cpus_per_node", "gpus_per_node") if getattr(p, k) is not None}
     return dataclasses.replace(system, nodes=p.nodes, partitions=(), availability=p.availability,
-                               installed_nodes=None, unavailable_nodes=(), title=f"{system.title} [{p.name}]", **kind)
+                               installed_nodes=None, unavailable_nodes=(), title=f"{system.title} [{p.name}]",
+                               pool_name=p.name,
+                               **p.node_kind(system.cores_per_node, system.cpus_per_node, system.gpus_per_node))
 
 
-def with_pool_nodes(workload, system):
+def with_pool_nodes(workload, system, rows: list | None = None):
     """``workload.with_nodes`` in each job's pool's cores per node (:meth:`core.workload.Workload.with_nodes`):
     the system's for an unpartitioned system or when every pool has the system's node type.
-    Raises ConfigError as :func:`pool_rows` (a job no partition serves)."""
-    cpns = {p.cores_per_node for p in system.partitions if p.cores_per_node is not None} - {system.cores_per_node}
-    base = workload.with_nodes(system.cores_per_node)
-    if not cpns:
-        return base
-    rows = pool_rows(system, workload.jobs["partition"].tolist(), workload.header.get("Partition"), workload.source)
-    nodes = base.jobs["nodes"].copy()
-    for p, r in zip(system.partitions, rows):
-        if p.cores_per_node is not None and p.cores_per_node != system.cores_per_node and len(r):
-            nodes.iloc[r] = workload.with_nodes(p.cores_per_node).jobs["nodes"].iloc[r].to_numpy()
-    jobs = base.jobs.copy(deep=False)
-    jobs["nodes"] = nodes
-    return dataclasses.replace(base, jobs=jobs)
+    ``rows``: the workload's :func:`pool_rows`, when the caller has them. Raises ConfigError as
+    :func:`pool_rows` (a job no partition serves)."""
+    cores = [p.node_kind(system.cores_per_node, 1, 0)["cores_per_node"] for p in system.partitions]
+    if all(c == system.cores_per_node for c in cores):
+        return workload.with_nodes(system.cores_per_node)
+    if rows is None:
+        rows = pool_rows(system, workload.jobs["partition"].tolist(), workload.header.get("Partition"), workload.source)
+    if workload.procs_unit == "nodes":  # the trace counts nodes: no node type changes them
+        return workload.with_nodes(system.cores_per_node)
+    cpn = np.full(len(workload.jobs), float(system.cores_per_node))
+    for c, r in zip(cores, rows):
+        cpn[r] = c
+    p = workload.jobs["procs"].astype("float64").to_numpy(na_value=np.nan)
+    n = np.where(p > 0, np.ceil(p / cpn), p)  # as Workload.with_nodes: <= 0 or missing kept (rejected)
+    jobs = workload.jobs.copy(deep=False)
+    jobs["nodes"] = (pd.array(np.where(np.isnan(n), pd.NA, n), dtype="Int64") if np.isnan(n).any()
+                     else pd.array(n.astype("int64"), dtype="Int64"))
+    return dataclasses.replace(workload, jobs=jobs)
 
 
 def _shift(ids, offset: int):
@@ -175,8 +197,13 @@ def _pool_steps(steps: pd.DataFrame, times: np.ndarray, idle_w: float) -> dict[s
     return out
 
 
+def _offsets(nodes: Sequence[int]) -> np.ndarray:
+    """The first machine-wide node id of each pool (the partitions' order in the file)."""
+    return np.concatenate([[0], np.cumsum(nodes)[:-1]]).astype(int)
+
+
 def merge_results(results: Sequence, rows: Sequence[np.ndarray], nodes: Sequence[int], n_jobs: int,
-                  idle_power_w: Sequence[float], names: Sequence[str], calendars: Sequence = ()):
+                  idle_power_w: Sequence[float], calendars: Sequence = ()) -> EngineResult:
     """One machine's engine result from its pools' (:class:`core.engine.EngineResult` each).
 
     Args:
@@ -185,23 +212,21 @@ def merge_results(results: Sequence, rows: Sequence[np.ndarray], nodes: Sequence
         nodes: each pool's node count (node ids of pool ``i`` are shifted by the nodes before it).
         n_jobs: the window's job count (the merged table has one row per job, in frame order).
         idle_power_w: each pool's DC power of an idle node (W), for its instants before its first step.
-        names: the partitions' names (a job rejected as wider than its pool names it).
         calendars: each pool's availability periods: a pool that ran out of events before the
             machine's last keeps their nodes down until then in ``availability_down_node_s``
             (its nodes are all idle then, so every period holds all its nodes).
+    Returns: an :class:`core.engine.EngineResult`: ``jobs`` one row per job in frame order,
+    ``steps`` (``time``, int64 ``busy_nodes`` / ``queued_jobs`` / ``running_jobs``, float64
+    ``it_power_w``) summed over the pools at the union of their instants, ``counts`` summed plus
+    ``partitions`` (the number of pools).
     """
-    offsets = np.concatenate([[0], np.cumsum(nodes)[:-1]]).astype(int)
     tables = []
-    for res, off, name, r in zip(results, offsets, names, rows):
+    for res, off, r in zip(results, _offsets(nodes), rows):
         if not len(r):  # an empty table would turn the others' bool / string columns into objects
             continue
         j = res.jobs
         if off and "node_ids" in j.columns:
             j = j.assign(node_ids=[_shift(x, int(off)) for x in j["node_ids"]])
-        wide = (j["status"] == "rejected").to_numpy() & j["reason"].astype(str).str.contains("; the system has").to_numpy()
-        if wide.any():
-            j = j.assign(reason=j["reason"].where(~wide, j["reason"].astype(str).str.replace(
-                "; the system has", f"; partition {name!r} has", regex=False)))
         tables.append(j)
     order = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     jobs = pd.concat(tables, ignore_index=True) if tables else results[0].jobs
@@ -259,10 +284,12 @@ def _pool_frame(frame: pd.DataFrame, idx: np.ndarray, offset: int, nodes: int) -
     return sub
 
 
-def pool_job_node_power_w(system, frame: pd.DataFrame, names=None) -> np.ndarray:
-    """:func:`core.power.job_node_power_w` of a partitioned machine's window: each job's power per
-    node from its own pool's node model (:func:`pool_system`), one float64 per row of ``frame``."""
-    rows = pool_rows(system, frame["partition"].tolist(), names, str(frame.attrs.get("source", "")))
+def pool_job_node_power_w(system, frame: pd.DataFrame, rows: list | None) -> np.ndarray:
+    """:func:`core.power.job_node_power_w` of a window (one float64 per row of ``frame``, W per
+    node): on a partitioned machine each job's from its own pool's node model (:func:`pool_system`;
+    ``rows``: the frame's :func:`pool_rows`), else the system's (``rows`` None)."""
+    if rows is None:
+        return job_node_power_w(system, frame)
     out = np.zeros(len(frame), dtype="float64")
     for i, r in enumerate(rows):
         if len(r):
@@ -270,40 +297,36 @@ def pool_job_node_power_w(system, frame: pd.DataFrame, names=None) -> np.ndarray
     return out
 
 
-def run_partitioned(frame: pd.DataFrame, system, node_power_w, make_engine: Callable, names=None):
+def run_partitioned(frame: pd.DataFrame, system, rows: list, node_power_w, make_engine: Callable) -> EngineResult:
     """Run each of ``system.partitions`` as a machine of its own and merge (the module doc).
 
     Args:
-        frame: the window's jobs (:func:`core.engine.select_window`), with a ``partition`` column
-            and ``nodes`` counted in each job's pool's cores per node (:func:`with_pool_nodes`).
+        frame: the window's jobs (:func:`core.engine.select_window`), with ``nodes`` counted in
+            each job's pool's cores per node (:func:`with_pool_nodes`).
         system: the partitioned :class:`core.system.System`.
+        rows: the frame's :func:`pool_rows`.
         node_power_w: per-job DC power per node (W), aligned with ``frame``
             (:func:`pool_job_node_power_w`).
-        make_engine: ``make_engine(pool_frame, pool_system, pool_node_power_w)`` -> an engine with
-            ``run()`` and ``idle_w`` (:class:`core.engine.Engine`, the run's other arguments bound).
-        names: the trace's ``{code: name}`` partition map (see :func:`pool_rows`).
-    Returns: ``(result, engines)``: the merged result and the pools' engines.
-    Raises: ConfigError from :func:`pool_rows`.
+        make_engine: ``make_engine(pool_frame, pool_system, pool_node_power_w, idle_w)`` -> an
+            engine with ``run()`` (:class:`core.engine.Engine`, the run's other arguments bound;
+            ``idle_w``: the pool's idle node power, W).
+    Returns: the merged :class:`core.engine.EngineResult` (:func:`merge_results`).
     """
-    rows = pool_rows(system, frame["partition"].tolist(), names, str(frame.attrs.get("source", "")))
-    offsets = np.concatenate([[0], np.cumsum([p.nodes for p in system.partitions])[:-1]]).astype(int)
-    results, engines = [], []
-    for i, idx in enumerate(rows):
-        p = system.partitions[i]
-        eng = make_engine(_pool_frame(frame, idx, int(offsets[i]), p.nodes), pool_system(system, i),
-                          np.asarray(node_power_w)[idx])
-        engines.append(eng)
+    nodes = [p.nodes for p in system.partitions]
+    results, idle = [], []
+    for i, (idx, off) in enumerate(zip(rows, _offsets(nodes))):
+        pool = pool_system(system, i)
+        idle.append(idle_node_power_w(pool))
+        eng = make_engine(_pool_frame(frame, idx, int(off), pool.nodes), pool, np.asarray(node_power_w)[idx], idle[-1])
         results.append(eng.run())
-    return merge_results(results, rows, [p.nodes for p in system.partitions], len(frame),
-                         [float(e.idle_w) for e in engines], [p.name for p in system.partitions],
-                         [p.availability for p in system.partitions]), engines
+    return merge_results(results, rows, nodes, len(frame), idle, [p.availability for p in system.partitions])
 
 
-def pool_traces_node_power(system, frame: pd.DataFrame, traces: dict, names=None) -> dict:
+def pool_traces_node_power(system, frame: pd.DataFrame, rows: list, traces: dict) -> dict:
     """:func:`core.power.traces_node_power` of a partitioned run: each job's utilisation samples
     through its own pool's node model (:func:`pool_system`), recorded power samples as they are.
-    ``frame``: the window's jobs (``job_id``, ``partition``); ``traces``: ``Workload.traces``."""
-    rows = pool_rows(system, frame["partition"].tolist(), names, str(frame.attrs.get("source", "")))
+    ``frame``: the window's jobs (``job_id``); ``rows``: its :func:`pool_rows`; ``traces``:
+    ``Workload.traces``. Returns ``{job_id: {"period": s, "node_power_w": array of W per node}}``."""
     ids = frame["job_id"].to_numpy()
     out: dict = {}
     for i, r in enumerate(rows):

@@ -290,7 +290,8 @@ def traces_node_power(system: System, traces: dict) -> dict:
     return out
 
 
-def account_power(result, system: System, traces: dict | None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+def account_power(result, system: System, traces: dict | None,
+                  node_traces: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """The run's final jobs and step tables, power accounted once, after the engine.
 
     The engine schedules with one constant DC power per job and node (``node_power_w``: the
@@ -302,12 +303,17 @@ def account_power(result, system: System, traces: dict | None) -> tuple[pd.DataF
     ``EngineResult``: ``jobs``, ``steps``, ``t_end``) is not modified: the timeline, the cooling
     and the statistics read the tables returned here, and nothing writes back into the engine's.
 
+    ``node_traces``: the traces already turned into node power (a partitioned machine's, each
+    job through its own pool's node model: :func:`core.partitions.pool_traces_node_power`), else
+    None (:func:`traces_node_power` of ``system``).
+
     Returns ``(jobs, steps, counts)``; ``counts``: ``{}`` without traces, else the
     ``power_trace*`` counts of :func:`apply_power_traces`.
     """
     if not traces:
         return result.jobs, result.steps, {}
-    return apply_power_traces(result.jobs, result.steps, traces_node_power(system, traces),
+    return apply_power_traces(result.jobs, result.steps,
+                              traces_node_power(system, traces) if node_traces is None else node_traces,
                               idle_node_power_w(system), result.t_end)
 
 

@@ -33,10 +33,10 @@ from .accounts import Accounts, account_names, accounts_of_run, load_accounts
 from .atomic import atomic_write, atomic_write_files, bytes_writer, foreign_folder
 from .availability import over_capacity
 from .errors import ConfigError
-from .partitions import (pool_job_node_power_w, pool_traces_node_power, run_partitioned, serves_warnings,
-                         with_pool_nodes)
+from .partitions import (pool_job_node_power_w, pool_rows, pool_traces_node_power, run_partitioned, run_warnings,
+                         serves_warnings, with_pool_nodes)
 from .perturb import perturb
-from .power import account_power, apply_power_traces, build_timeline, idle_node_power_w, job_node_power_w
+from .power import account_power, build_timeline, idle_node_power_w
 from .scheduler import validate_scheduler
 from .stats import compute_stats
 from .system import System, header_mismatch, named_system, resolve_system, run_setting, system_from_swf_header
@@ -126,12 +126,23 @@ def load_run_inputs(config: RunConfig, system: System | None = None) -> tuple[Wo
                        system_tz=getattr(named, "timezone", None))
     if named is None:
         named = system_from_swf_header(wl.header, wl.source, wl.procs_unit)
-    elif system is None and config.system is None and (
-            mismatch := header_mismatch(named, wl.header, wl.procs_unit, wl.source)):  # chosen by the file name
-        wl = dataclasses.replace(wl, warnings=[*wl.warnings, mismatch])
-    if unserved := serves_warnings(named, wl.jobs["partition"].tolist(), wl.header.get("Partition"), wl.source):
-        wl = dataclasses.replace(wl, warnings=[*wl.warnings, *unserved])  # a misspelt served value
+    elif more := trace_system_warnings(named, wl, "its file name" if system is None and config.system is None
+                                       else None):
+        wl = dataclasses.replace(wl, warnings=[*wl.warnings, *more])
     return wl, named
+
+
+def trace_system_warnings(system: System, workload: Workload, chosen_by: str | None) -> list[str]:
+    """What a trace says against the system it runs on, before any work: its header's size against
+    the system's when ``chosen_by`` names how the system was chosen (``"its file name"``,
+    ``"--system"``; None: not checked — :func:`core.system.header_mismatch`), and the served values
+    of a partitioned system that no job of the trace has (:func:`core.partitions.serves_warnings`).
+    The one check :func:`load_run_inputs`, a sweep's datasets and ``validate`` make."""
+    out = []
+    if chosen_by and (m := header_mismatch(system, workload.header, workload.procs_unit, workload.source, chosen_by)):
+        out.append(m)
+    return out + serves_warnings(system, workload.jobs["partition"].tolist(), workload.header.get("Partition"),
+                                 workload.source)
 
 
 def load_run_workload(config: RunConfig) -> Workload:
@@ -170,10 +181,12 @@ def _frame_stamp(jobs) -> tuple:
 
 
 def _prepared_window(config: RunConfig, workload: Workload, system: System, replay: bool, queue_cancelled: bool):
-    """``(span, frame, t0, t1, node_power_w)`` of a run: the trace's :func:`core.tracespan.trace_span`
-    (the window checked against it), the workload in whole nodes and perturbed by the config's
-    seed, cut to its window (:func:`core.engine.select_window`) and the jobs' node power
-    (:func:`core.power.job_node_power_w`, a read-only array). These depend only on the workload,
+    """``(span, frame, t0, t1, node_power_w, rows)`` of a run: the trace's :func:`core.tracespan.trace_span`
+    (the window checked against it), the workload in whole nodes (each job's pool's, on a
+    partitioned machine) and perturbed by the config's seed, cut to its window
+    (:func:`core.engine.select_window`), the jobs' node power (:func:`core.power.job_node_power_w`,
+    a read-only array) and, on a partitioned machine, each pool's rows of the frame
+    (:func:`core.partitions.pool_rows`; None otherwise). These depend only on the workload,
     the system and the config's perturbation, seed, window, kill and ``queue_cancelled``, so a
     process computes them once for all the runs that share them (:data:`_WINDOWS`); ``frame`` is
     shared by those runs and only read by them. Raises ConfigError as those functions do (an
@@ -198,10 +211,12 @@ def _prepared_window(config: RunConfig, workload: Workload, system: System, repl
     frame, t0, t1 = select_window(wl.jobs, config.start, config.duration, replay, config.kill,
                                   system.default_time_limit, system.kill_grace_s, queue_cancelled=queue_cancelled)
     frame.attrs["source"] = workload.source
-    npow = np.asarray(pool_job_node_power_w(system, frame, workload.header.get("Partition")) if system.partitions
-                      else job_node_power_w(system, frame))  # each job in its pool's node model
+    # a partitioned machine: each job's pool, once per window (one error naming the values no pool serves)
+    rows = (pool_rows(system, frame["partition"].tolist(), workload.header.get("Partition"), workload.source)
+            if system.partitions else None)
+    npow = np.asarray(pool_job_node_power_w(system, frame, rows))  # each job in its pool's node model
     npow.setflags(write=False)  # shared by the runs of this window: a write would be a bug
-    value = (span, frame, t0, t1, npow)
+    value = (span, frame, t0, t1, npow, rows)
     try:
         refs = (weakref.ref(workload), weakref.ref(workload.jobs), weakref.ref(system))
     except TypeError:  # not weak-referenceable: not cached
@@ -236,10 +251,9 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         system = resolve_system(config.system, workload)
     replay = config.policy == "replay"
     partitioned = bool(system.partitions) and not replay  # replay follows the recorded starts machine-wide
-    part_warnings = partition_warnings(spec, system) if partitioned else []  # before any work
+    part_warnings = run_warnings(spec, system) if partitioned else []  # before any work
     queue_cancelled = run_setting("queue_cancelled", config.option_dict, system)
-    # (a partitioned machine: every job has a pool — one error naming the values — before any run)
-    span, frame, t0, t1, npow = _prepared_window(config, workload, system, replay, queue_cancelled)
+    span, frame, t0, t1, npow, rows = _prepared_window(config, workload, system, replay, queue_cancelled)
     if t1 is None:  # an open window lasts at least until its last submission / recorded end
         _check_timeline_size(frame, t0, config.sample_period, workload.source, replay or not config.kill)
     cb = None
@@ -277,20 +291,16 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
             eng_frame.attrs = frame.attrs
             eng_npow = np.asarray(npow)[keep]
             eng_system = _grown(system, over["replay_recorded_peak_nodes"])
-    def engine(frame_, system_, npow_, pool: bool = False) -> Engine:
-        """The run's engine over ``frame_`` on ``system_``: a pool of a partitioned machine (its
-        own idle node power), else the machine (a grown replay machine keeps the system's)."""
-        return Engine(frame_, system_, config.policy, config.backfill, config.kill, npow_,
-                      idle_node_power_w(system_ if pool else system), t0, t1, options=options, progress=cb,
-                      accounts=accounts, scheduler=config.scheduler, queue_cancelled=queue_cancelled)
+    def engine(frame_, system_, npow_, idle_w: float) -> Engine:
+        """The run's engine over ``frame_`` on ``system_`` (the machine, or one pool of it)."""
+        return Engine(frame_, system_, config.policy, config.backfill, config.kill, npow_, idle_w, t0, t1,
+                      options=options, progress=cb, accounts=accounts, scheduler=config.scheduler,
+                      queue_cancelled=queue_cancelled)
     if partitioned:  # disjoint node pools, each scheduled on its own (core.partitions)
-        res, engines = run_partitioned(eng_frame, system, eng_npow, lambda f, s, n: engine(f, s, n, pool=True),
-                                       workload.header.get("Partition"))
-        honor_eligible = engines[0].honor_eligible  # a run setting: alike in every pool
-    else:
-        eng = engine(eng_frame, eng_system, eng_npow)
-        res = eng.run()
-        honor_eligible = eng.honor_eligible
+        res = run_partitioned(eng_frame, system, rows, eng_npow, engine)
+    else:  # (a grown replay machine keeps the system's idle node power)
+        res = engine(eng_frame, eng_system, eng_npow, idle_node_power_w(system)).run()
+    honor_eligible = run_setting("honor_eligible", options, system) and not replay
     if eng_system is not system:
         res = _nominal_view(res, system, eng_system, too_big)
     if over is not None and over["replay_oversubscribed_periods"]:
@@ -305,13 +315,9 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         raise ConfigError(f"{workload.source}: the run spans {res.t_end - res.t_start} s from t = {res.t_start} s: "
                           f"more than {MAX_TIMELINE_BINS:,} timeline bins of {config.sample_period} s")
     # the one post-engine power step: recorded per-job power traces, where the workload has them
-    if system.partitions and workload.traces:  # each job's utilisation samples through its pool's node model
-        jobs, steps, power_counts = apply_power_traces(
-            res.jobs, res.steps, pool_traces_node_power(system, eng_frame, workload.traces,
-                                                        workload.header.get("Partition")),
-            idle_node_power_w(system), res.t_end)
-    else:
-        jobs, steps, power_counts = account_power(res, system, workload.traces)
+    jobs, steps, power_counts = account_power(  # a partitioned machine: samples through each job's pool's model
+        res, system, workload.traces, node_traces=pool_traces_node_power(system, frame, rows, workload.traces)
+        if rows is not None and workload.traces else None)
     timeline = build_timeline(steps, system, res.t_start, res.t_end, config.sample_period)
     cooling_manifest = None
     if config.cooling:  # cooling plant (core/cooling/): PUE, coolant temperatures, cooling power
@@ -505,21 +511,6 @@ def _grown(system: System, nodes: int) -> System:
     """``system`` with a node pool of ``nodes`` (the replay's over-subscription; no layout; replay
     ignores partitions)."""
     return dataclasses.replace(system, nodes=int(nodes), installed_nodes=None, unavailable_nodes=(), partitions=())
-
-
-def partition_warnings(spec, system: System) -> list[str]:
-    """The checks of a run on a partitioned system (:mod:`core.partitions`), made before any work.
-    ``spec``: the run's :class:`core.scheduler.SchedulerSpec`. An external scheduler is refused
-    (ConfigError: the protocol speaks for one machine); a policy with a fair-share weight
-    (``w_fairshare``, however given: alone or in ``weights``) gives a warning, returned: each
-    partition counts its own usage."""
-    if spec.policy == "external":
-        raise ConfigError(f"system {system.name!r} is partitioned ({', '.join(p.name for p in system.partitions)}): "
-                          "an external scheduler speaks for one machine; run it on an unpartitioned system file")
-    if float(getattr(spec.policy_options, "w_fairshare", 0) or 0):
-        return [f"system {system.name!r} is partitioned: each partition is scheduled on its own, so the fair "
-                "share counts each partition's usage apart (Slurm's is machine-wide)"]
-    return []
 
 
 def _nominal_view(res, system: System, grown: System, too_big: pd.DataFrame):

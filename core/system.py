@@ -153,6 +153,17 @@ class Partition:
     cpus_per_node: int | None = None
     gpus_per_node: int | None = None
 
+    def node_kind(self, cores: int, cpus: int, gpus: int) -> dict[str, int]:
+        """``{cores_per_node, cpus_per_node, gpus_per_node}`` of this pool's nodes: its own where
+        it gives one, else the machine's (``cores``, ``cpus``, ``gpus``) — the one rule every
+        reader of a pool's node type follows."""
+        return {k: v if (own := getattr(self, k)) is None else own
+                for k, v in zip(NODE_TYPE_KEYS, (cores, cpus, gpus))}
+
+
+#: The keys of a node type: a partition may give its own (:meth:`Partition.node_kind`).
+NODE_TYPE_KEYS = ("cores_per_node", "cpus_per_node", "gpus_per_node")
+
 
 @dataclasses.dataclass(frozen=True)
 class System:
@@ -196,6 +207,9 @@ class System:
     #: submit time (Slurm's ``Eligible``: the end of a hold, a dependency or a ``--begin`` time);
     #: off: at its submit time. The run option ``honor_eligible`` overrides it. Reschedule modes only.
     honor_eligible: bool = False
+    #: the partition this machine is one pool of (:func:`core.partitions.pool_system`), named in
+    #: the messages of its run (a job wider than the pool); None for a whole machine.
+    pool_name: str | None = None
 
     def __post_init__(self):
         if self.nodes < 1:
@@ -240,7 +254,7 @@ class System:
         for p in ps:
             if p.nodes < 1:
                 raise ConfigError(f"{where}: partition {p.name!r} needs nodes >= 1, got {p.nodes}")
-            for k in ("cores_per_node", "cpus_per_node", "gpus_per_node"):
+            for k in NODE_TYPE_KEYS:
                 v = getattr(p, k)
                 if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < (k == "cores_per_node")):
                     raise ConfigError(f"{where}: partition {p.name!r}: {k} must be an integer >= "
@@ -262,17 +276,16 @@ class System:
     def processors(self) -> int:
         """Processors of the machine: nodes × cores per node, summed over its partitions' node
         types when it has partitions (:class:`Partition`)."""
-        if not self.partitions:
-            return self.nodes * self.cores_per_node
-        return sum(p.nodes * (p.cores_per_node or self.cores_per_node) for p in self.partitions)
+        return sum(n * cores for n, cores, _, _ in self._kinds())
 
     def node_types(self) -> list[tuple[int, int, int]]:
         """``(nodes, cpus_per_node, gpus_per_node)`` of each node type: the system's, or each
         partition's (its own where it gives one) — what the power model sums over."""
-        if not self.partitions:
-            return [(self.nodes, self.cpus_per_node, self.gpus_per_node)]
-        return [(p.nodes, self.cpus_per_node if p.cpus_per_node is None else p.cpus_per_node,
-                 self.gpus_per_node if p.gpus_per_node is None else p.gpus_per_node) for p in self.partitions]
+        return [(n, cpus, gpus) for n, _, cpus, gpus in self._kinds()]
+
+    def _kinds(self) -> list[tuple[int, int, int, int]]:
+        """``(nodes, cores, cpus, gpus)`` per node type (:meth:`Partition.node_kind`)."""
+        return _node_kinds(self.partitions, self.nodes, self.cores_per_node, self.cpus_per_node, self.gpus_per_node)
 
     @property
     def power_label(self) -> str:
@@ -292,7 +305,8 @@ class System:
 
         d = self.to_dict()
         d.pop("path", None)
-        for k in ("availability", "kill_grace_s", "scheduling_cycle_s", "queue_cancelled", "honor_eligible"):  # added later: at their defaults the identity is unchanged
+        for k in ("availability", "kill_grace_s", "scheduling_cycle_s", "queue_cancelled", "honor_eligible",
+                  "pool_name"):  # added later: at their defaults the identity is unchanged
             if not d.get(k):
                 d.pop(k, None)
         blob = json.dumps(d, sort_keys=True, default=str, separators=(",", ":")).encode()
@@ -364,8 +378,14 @@ def availability_periods(v, nodes: int, where: str) -> tuple[tuple[int, int, int
 #: cited, and the site's queue rules (read by ``twinsweep validate``, sweep/validate.py).
 _TOP_TABLES = {"system", "power", "cooling", "sources", "site"}
 
-_PARTITION_KEYS = {"name", "nodes", "serves", "default", "availability", "cores_per_node", "cpus_per_node",
-                   "gpus_per_node"}
+_PARTITION_KEYS = {"name", "nodes", "serves", "default", "availability", *NODE_TYPE_KEYS}
+
+
+def _node_kinds(partitions, nodes: int, cores: int, cpus: int, gpus: int) -> list[tuple[int, int, int, int]]:
+    """``(nodes, cores, cpus, gpus)`` per node type: one of the machine's own, or each partition's."""
+    if not partitions:
+        return [(nodes, cores, cpus, gpus)]
+    return [(p.nodes, *p.node_kind(cores, cpus, gpus).values()) for p in partitions]
 
 
 def _partitions(parts, where: str) -> tuple[Partition, ...]:
@@ -392,11 +412,12 @@ def _partitions(parts, where: str) -> tuple[Partition, ...]:
             raise ConfigError(f"{w}: default must be true or false, got {default!r}")
         cal = availability_periods(x["availability"], nodes, w) if "availability" in x else ()
         out.append(Partition(str(x["name"]), nodes, tuple(str(v) for v in serves), default, cal,
-                             **{k: x[k] for k in ("cores_per_node", "cpus_per_node", "gpus_per_node") if k in x}))
+                             **{k: x[k] for k in NODE_TYPE_KEYS if k in x}))
     return tuple(out)
 
 
-_SYSTEM_KEYS = {f.name for f in dataclasses.fields(System)} - {"power", "sources", "path", "generic", "partitions", "cooling"}
+_SYSTEM_KEYS = {f.name for f in dataclasses.fields(System)} - {"power", "sources", "path", "generic", "partitions", "cooling",
+                                                                 "pool_name"}
 _POWER_KEYS = {f.name for f in dataclasses.fields(PowerModel)}
 
 
@@ -409,7 +430,7 @@ def system_from_dict(doc: dict, path: str | None = None) -> System:
         raise ConfigError(f"{where}: unknown table(s) {sorted(unknown)}; allowed: {sorted(_TOP_TABLES)} "
                           "(partitions go in [[system.partitions]], a calendar in [system] availability)")
     s = dict(doc["system"])
-    parts = s.pop("partitions", [])
+    parts = _partitions(s.pop("partitions", []), where)
     unknown = set(s) - _SYSTEM_KEYS
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) in [system]: {sorted(unknown)}; allowed: "
@@ -433,11 +454,11 @@ def system_from_dict(doc: dict, path: str | None = None) -> System:
 
         if not isinstance(doc["cooling"], dict):
             raise ConfigError(f"{where}: [cooling] must be a table")
-        kinds = [(p.nodes, int(s.get("cpus_per_node", 1)) if p.cpus_per_node is None else p.cpus_per_node,
-                  int(s.get("gpus_per_node", 0)) if p.gpus_per_node is None else p.gpus_per_node)
-                 for p in _partitions(parts, where)]  # a partitioned machine: each pool's node type
+        kinds = [(n, cpus, gpus) for n, _, cpus, gpus in _node_kinds(  # a partitioned machine: each pool's
+            parts, int(s["nodes"]), int(s.get("cores_per_node", 1)), int(s.get("cpus_per_node", 1)),
+            int(s.get("gpus_per_node", 0)))]
         q_peak = peak_input_power_w(power, int(s["nodes"]), int(s.get("cpus_per_node", 1)),
-                                    int(s.get("gpus_per_node", 0)), kinds or None)
+                                    int(s.get("gpus_per_node", 0)), kinds)
         cooling = cooling_from_table(doc["cooling"], q_peak or None, f"{where} [cooling]",
                                      Path(path).parent if path else None)
     if "unavailable_nodes" in s:
@@ -447,7 +468,7 @@ def system_from_dict(doc: dict, path: str | None = None) -> System:
     try:
         return System(
             title=s.pop("title", s["name"]),
-            partitions=_partitions(parts, where),
+            partitions=parts,
             traces=tuple(s.pop("traces", ())),
             power=power,
             sources=tuple(doc.get("sources", ())),

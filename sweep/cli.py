@@ -573,6 +573,7 @@ def _pct(v) -> str:
 
 def _cmd_validate(args) -> int:
     from twinsweep.core.errors import ConfigError
+    from twinsweep.core.metrics import format_number
 
     from .validate import HELD, NOT_HELD, validate, window_text
 
@@ -601,7 +602,7 @@ def _cmd_validate(args) -> int:
     print(f"twin against the log's recorded schedule, {res['policy']} + {res['backfill']}, jobs submitted in the "
           f"reported window {window_text(w['reported'])} (fitting window {window_text(w['fitting'])}; from the trace "
           f"epoch{', ' + w['epoch_utc'] if w.get('epoch_utc') else ''}); errors are (twin - log) / log"
-          + (f"; the log's mean wait {ref / 3600:.2f} h" if ref is not None else ""))
+          + (f"; the log's mean wait {format_number(ref / 3600, 3)} h" if ref is not None else ""))
     for mode, fig in res["modes"].items():
         def pct(k):
             return _pct(fig.get(k))

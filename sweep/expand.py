@@ -165,7 +165,8 @@ def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
     checked against the trace's span (module docstring). Raises ConfigError (naming the dataset
     and window) / TraceFormatError."""
     from twinsweep.core.loaders import load_workload
-    from twinsweep.core.system import header_mismatch, named_system, system_from_swf_header
+    from twinsweep.core.run import trace_system_warnings
+    from twinsweep.core.system import named_system, system_from_swf_header
     from twinsweep.core.tracespan import trace_span
 
     try:
@@ -178,17 +179,16 @@ def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
     warnings = [f"dataset {ds.name}: {w}" for w in workload.warnings]
     if system is None:
         system = system_from_swf_header(workload.header, workload.source, workload.procs_unit)
-    elif ds.system is None and (m := header_mismatch(system, workload.header, workload.procs_unit, workload.source)):
-        warnings.append(f"dataset {ds.name}: {m}")  # chosen by the file name, and the header disagrees
     if system.partitions:  # a partitioned machine: every job of the trace has a pool, said before any run
-        from twinsweep.core.partitions import pool_rows, serves_warnings
+        from twinsweep.core.partitions import pool_rows
 
         try:
             pool_rows(system, workload.jobs["partition"].tolist(), workload.header.get("Partition"), workload.source)
         except ConfigError as exc:
             raise ConfigError(f"dataset {ds.name!r}: {exc}") from None
-        warnings += [f"dataset {ds.name}: {w}" for w in serves_warnings(
-            system, workload.jobs["partition"].tolist(), workload.header.get("Partition"), workload.source)]
+    # the header against a system its file name chose, and served values no job has (core.run)
+    warnings += [f"dataset {ds.name}: {w}" for w in trace_system_warnings(
+        system, workload, "its file name" if ds.system is None else None)]
     span = trace_span(workload)
     for window in ds.windows:
         where = f"dataset {ds.name!r} ({ds.trace}), window {window.name!r}"

@@ -61,10 +61,11 @@ from twinsweep.core.durations import duration_text
 from twinsweep.core.errors import ConfigError
 from twinsweep.core.jobprep import cancel_times
 from twinsweep.core.metrics import format_number
-from twinsweep.core.fidelity import FIGURE_LABELS, FIGURES, SPLIT_FIGURES, compare, recorded_schedule, twin_schedule
+from twinsweep.core.fidelity import (FIGURE_LABELS, FIGURES, SPLIT_FIGURES, compare, job_capacity, recorded_schedule,
+                                     twin_schedule)
 from twinsweep.core.options import parse_options
-from twinsweep.core.partitions import pool_rows, serves_warnings, with_pool_nodes
-from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json
+from twinsweep.core.partitions import pool_rows, with_pool_nodes
+from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json, trace_system_warnings
 from twinsweep.core.scheduler import validate_scheduler
 from twinsweep.core.system import header_mismatch, run_setting
 from twinsweep.core.tracespan import utc_text
@@ -201,8 +202,7 @@ def _check_comparable(reference: pd.DataFrame, t0: int, t1: int, nodes: int, dat
                           f"{window_text((t0, t1))} has a recorded start (SWF field 3, wait, is -1, or no run time): the log "
                           "records no schedule there to validate against")
     n = reference["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)[ran]
-    cap = reference["capacity"].to_numpy(dtype="float64")[ran] if "capacity" in reference.columns else nodes
-    if not ((n > 0) & (n <= cap)).any():
+    if not ((n > 0) & (n <= (np.broadcast_to(job_capacity(reference, nodes), ran.shape)[ran]))).any():
         raise ConfigError(f"validate: {data}: every one of the {int(ran.sum()):,} jobs of the reported window with a "
                           "recorded start asks for no nodes or for more than "
                           + ("its partition's nodes" if "capacity" in reference.columns else f"the machine's {nodes:,}")
@@ -270,8 +270,7 @@ def _input_warnings(workload: Workload, reference: pd.DataFrame, submit: np.ndar
                    "hour, and read by informed mode as telemetry) lack them")
     size = reference["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
     parted = "capacity" in reference.columns  # a partitioned machine: each job's partition's nodes
-    cap = reference["capacity"].to_numpy(dtype="float64") if parted else nodes
-    none, wide = reported & ran & ~(size > 0), reported & ran & (size > cap)
+    none, wide = reported & ran & ~(size > 0), reported & ran & (size > job_capacity(reference, nodes))
     if none.any() or wide.any():
         parts = [f"{int(none.sum()):,} ask for no nodes (processors <= 0 or unknown)"] if none.any() else []
         parts += [(f"{int(wide.sum()):,} ask for more nodes than their partition has (up to {int(size[wide].max()):,})"
@@ -343,7 +342,7 @@ _SCHED_COLS = ["trace_index", "submit_time", "start_time", "end_time", "nodes", 
 
 
 def _restart_jobs(config: RunConfig, workload: Workload, system, t0: int, t1: int,
-                  period: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+                  period: int, jobs_of: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Twin schedule of restart mode: periods of ``period`` s over ``[t0, t1)``, each simulated
     from the recorded state at its start (running jobs on their nodes, queued jobs queued). Each
     job is judged in the run of the period it was submitted in: its row is that run's (the
@@ -385,12 +384,12 @@ def _restart_jobs(config: RunConfig, workload: Workload, system, t0: int, t1: in
         parts.append(jobs.loc[mine, _SCHED_COLS])
         busy_parts.append(_holding_nodes(jobs, s, e))
     judged = pd.concat(parts, ignore_index=True).set_index("trace_index")
-    wl = with_pool_nodes(workload, system).jobs
-    out = pd.DataFrame({
-        "trace_index": wl["trace_index"].astype("int64").to_numpy(),
-        "submit_time": wl["submit_time"].astype("int64").to_numpy(),
-        "nodes": wl["nodes"].astype("Int64").to_numpy(),
-    })
+    if jobs_of is None:
+        wl = with_pool_nodes(workload, system).jobs
+        jobs_of = pd.DataFrame({"trace_index": wl["trace_index"].astype("int64").to_numpy(),
+                                "submit_time": wl["submit_time"].astype("int64").to_numpy(),
+                                "nodes": wl["nodes"].astype("Int64").to_numpy()})
+    out = jobs_of[["trace_index", "submit_time", "nodes"]].reset_index(drop=True)
     idx = out["trace_index"]
     out["start_time"] = judged["start_time"].reindex(idx).astype("Int64").to_numpy()
     out["end_time"] = judged["end_time"].reindex(idx).astype("Int64").to_numpy()
@@ -453,8 +452,7 @@ KILL_GRACE_QUANTILE = 0.75
 
 #: The figures :func:`closest_row` ranks the sensitivity rows by, each with the sign that makes
 #: smaller closer.
-CLOSEST_BY = (("wait_mean_rel_error", "abs"), ("wait_p95_rel_error", "abs"), ("bsld_mean_rel_error", "abs"),
-              ("occupancy_corr_hourly", "neg"))
+CLOSEST_BY = ("wait_mean_rel_error", "wait_p95_rel_error", "bsld_mean_rel_error", "occupancy_corr_hourly")
 
 
 def closest_row(table: list[dict]) -> dict | None:
@@ -472,11 +470,11 @@ def closest_row(table: list[dict]) -> dict | None:
     if not scored:
         return None
 
-    def key(r, k, how):
+    def key(r, k):  # smaller is closer: a figure closer when higher counts negated (_HIGHER_IS_CLOSER)
         v = r.get(k)
-        return np.inf if v is None else (abs(v) if how == "abs" else -v)
+        return np.inf if v is None else (-v if k in _HIGHER_IS_CLOSER else abs(v))
 
-    figs = np.array([[key(r, k, how) for r in scored] for k, how in CLOSEST_BY])  # figure x row, smaller closer
+    figs = np.array([[key(r, k) for r in scored] for k in CLOSEST_BY])  # figure x row, smaller closer
     ranks = average_ranks(figs).mean(axis=0)
     i = min(range(len(scored)), key=lambda j: (ranks[j], figs[0, j], figs[3, j]))
     b = scored[i]
@@ -747,6 +745,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                           "registered policy, and compare an external scheduler in a sweep against the replay reference")
     base_cfg = RunConfig(data=data, system=system, policy=policy or "fcfs", backfill=backfill or "easy", kill=kill,
                          sample_period=_SAMPLE_PERIOD, lenient=lenient, format=format)
+    given_workload = workload is not None
     if workload is None:
         workload = load_run_workload(base_cfg)
     sysobj = resolve_system(base_cfg.system, workload)
@@ -788,11 +787,13 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                      f"{site_table['backfill']} with {', '.join(f'{k}={v}' for k, v in sorted(site_table['options'].items()))}) "
                      f"and run {policy} + {backfill} without options: give neither to run the site's scheduler "
                      "as its system file declares it")
-    if mismatch := header_mismatch(sysobj, workload.header, workload.procs_unit, workload.source,
-                                   "its file name" if system is None else "--system"):
+    # the header against the system, and served values no job has (a misspelling sends its jobs
+    # elsewhere): a trace loaded here has them in its own warnings already, but for --system's header
+    if given_workload:
+        warns += trace_system_warnings(sysobj, workload, "its file name" if system is None else "--system")
+    elif system is not None and (mismatch := header_mismatch(sysobj, workload.header, workload.procs_unit,
+                                                             workload.source, "--system")):
         warns.append(mismatch)  # the machine the figures are of is not the header's: say so
-    warns += serves_warnings(sysobj, workload.jobs["partition"].tolist(), workload.header.get("Partition"),
-                             workload.source)  # a misspelt served value sends its jobs elsewhere
     if not sysobj.partitions and (hint := _undeclared_partitions(workload)):
         warns.append(hint)
     if t0 < span0 or t1 > span1:
@@ -833,7 +834,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     # naming the partition values no pool serves, before any work
     pools = (pool_rows(sysobj, workload.jobs["partition"].tolist(), workload.header.get("Partition"), workload.source)
              if sysobj.partitions else None)
-    wl_nodes = with_pool_nodes(workload, sysobj)  # each job's nodes in its pool's node type
+    wl_nodes = with_pool_nodes(workload, sysobj, pools)  # each job's nodes in its pool's node type
     reference = recorded_schedule(wl_nodes.jobs)
     if pools is not None:  # each job's pool size: what it may not exceed (core.fidelity, "capacity")
         cap = np.zeros(len(reference), dtype=np.int64)
@@ -952,7 +953,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     # -- restart ----------------------------------------------------------------------------------
     if period is not None:
         t = time.perf_counter()
-        rjobs, rbusy = restarted = _restart_jobs(base_cfg, workload, sys_informed, t0, t1, period)
+        trace_jobs = reference[["trace_index", "submit_time", "nodes"]]  # the trace's, in its pools' node types
+        rjobs, rbusy = restarted = _restart_jobs(base_cfg, workload, sys_informed, t0, t1, period, trace_jobs)
         mode("restart", rjobs, f"re-seeded from the recorded state every {duration_text(period)}{'' if period % 60 else f' ({period:,} s)'} over the reported window, on the "
              "informed machine; each job judged in the run of the period it was submitted in, run on (with the later "
              "submissions) until every job of the period has left the queue; busy nodes over each period from "
@@ -960,7 +962,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         if noise_seeds:
             modes["restart"]["noise_floor"] = _noise_floor(
                 restarted, lambda s: _restart_jobs(dataclasses.replace(base_cfg, seed=s, perturbation=pert), workload,
-                                               sys_informed, t0, t1, period), noise_seeds, t0, t1, nodes)
+                                               sys_informed, t0, t1, period, trace_jobs), noise_seeds, t0, t1, nodes)
         timing["restart_s"] = time.perf_counter() - t
 
     # -- holds given (diagnostic) ----------------------------------------------------------------
@@ -1156,7 +1158,8 @@ def _slots(system: dict) -> str:
     parts = system.get("partitions")
     return ((f", time-shared: the twin ran on {n:,} node slots fitted on the fitting window" if n else "")
             + (", in partitions each scheduled on its own: " + ", ".join(
-                f"{p['name']} {p['nodes']:,} x {p['cores_per_node']} cores" for p in parts) if parts else ""))
+                f"{p['name']} {p['nodes']:,} nodes x {p['cores_per_node']} core{'' if p['cores_per_node'] == 1 else 's'}"
+                for p in parts) if parts else ""))
 
 
 def _share_text(x: float) -> str:
@@ -1289,8 +1292,9 @@ def validation_html(result: dict) -> str:
                else None),
               ("calendar source", cal.get("calendar_source")),
               ("partitions", "; ".join(
-                  f"{p['name']}: {p['nodes']:,} nodes, {p['jobs']:,} jobs, blind {p['blind_nodes_down']:,} down, "
-                  f"informed idle share {p['informed_idle_share']:.2f}, {_share_text(p['informed_down_node_frac'])} "
+                  f"{p['name']}: {p['nodes']:,} nodes, {p['jobs']:,} jobs in the trace, blind {p['blind_nodes_down']:,} "
+                  f"node(s) down, informed idle share {_share_text(p['informed_idle_share'])}, "
+                  f"{_share_text(p['informed_down_node_frac'])} "
                   f"of its node-time down, {p['informed_slots']:,} node slots"
                   + (f", calendar from the system file" if p.get("calendar_source") == "system file" else "")
                   for p in cal["partitions"]) + f" ({cal.get('partitions_note', '')})"
@@ -1327,7 +1331,9 @@ def validation_html(result: dict) -> str:
         sens = (f"<h2>Policy sensitivity (blind twin)</h2><table><tr><th></th>{head}</tr>{srows}</table>"
                 + (_closest_text(best) if (best := result.get("best_matching_policy")) else ""))
     rs = result.get("ranking_stability")
-    if rs:
+    if rs and rs.get("kendall_tau_min_blind_vs_informed") is None and rs.get("skipped"):
+        sens += f"<h2>Ranking stability</h2><p>Not studied: {e(rs['skipped'])}.</p>"
+    elif rs:
         nw = rs['windows']
         sens += (f"<h2>Ranking stability ({nw} busiest week{'' if nw == 1 else 's'}, {len(rs['variants'])} variants)</h2>"
                  f"<p>Kendall τ blind vs informed (min): {e(_fmt('', rs['kendall_tau_min_blind_vs_informed']))}; "

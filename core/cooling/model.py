@@ -253,7 +253,7 @@ def peak_heat_w(system) -> float:
     partition's nodes of their own type), through the conversion losses
     (:func:`core.power.peak_input_power_w`). 0 when the system has no power model."""
     return peak_input_power_w(system.power, system.nodes, system.cpus_per_node, system.gpus_per_node,
-                              system.node_types() if system.partitions else None)
+                              system.node_types())
 
 
 def cooling_model_for(system) -> CoolingModel:
