@@ -186,7 +186,7 @@ def held_jobs(schedule: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def first_starters(schedule: pd.DataFrame, grid: np.ndarray, startable=None,
+def first_starters(schedule: pd.DataFrame, grid: np.ndarray, max_limit=None,
                    latency_s: int = SCHED_LATENCY_S) -> np.ndarray:
     """At each time ``t`` of ``grid`` (ascending, s), the fewest nodes asked for by a job of the
     recorded queue that a FCFS scheduler with EASY or conservative backfilling would have started
@@ -200,8 +200,10 @@ def first_starters(schedule: pd.DataFrame, grid: np.ndarray, startable=None,
       (``t + limit <= min start``): it delays no reservation (an earlier job's reservation is
       never before its actual start), so a backfill pass starts it when it fits. A job with no
       known limit is never counted here; nor is a job behind that only EASY's drain keeps back.
-    With ``startable(limit, t)`` (a site's clock rules; the schedule then needs ``time_limit``),
-    only jobs the rules let start at ``t`` are in the queue. Returns a float64 array of len(grid).
+    With ``max_limit(t)`` (a site's clock rules, :meth:`core.backfill.windows.ClockRules.max_limit`:
+    the longest time limit, s, a job may have to start at ``t``; the schedule then needs
+    ``time_limit``), only jobs the rules let start at ``t`` are in the queue (a job with no known
+    limit always is). Returns a float64 array of len(grid).
     Reads ``submit_time``, ``start_time``, ``end_time``, ``nodes`` and ``time_limit`` (when
     present) of the schedule, i.e. the queue listing over time; a queue visited every grid point
     (cost O(grid × queue length) after :func:`held_from`)."""
@@ -223,8 +225,9 @@ def first_starters(schedule: pd.DataFrame, grid: np.ndarray, startable=None,
         if not q:
             continue
         qa = np.fromiter(q, dtype=np.int64, count=len(q))
-        if startable is not None:
-            qa = qa[[startable(int(lim[j]) if np.isfinite(lim[j]) else 0, t) for j in q]]
+        if max_limit is not None:
+            lq = lim[qa]
+            qa = qa[np.where(np.isfinite(lq), lq, 0.0) <= max_limit(t)]
             if not len(qa):
                 continue
         ahead = np.minimum.accumulate(st[qa])  # earliest recorded start among a job and those ahead
@@ -236,7 +239,7 @@ def first_starters(schedule: pd.DataFrame, grid: np.ndarray, startable=None,
 
 
 def block_down_nodes(schedule: pd.DataFrame, nodes: int, t0: int, t1: int,
-                     block_s: int = BLOCK_S, startable=None, grid_s: int = QUEUE_GRID_S,
+                     block_s: int = BLOCK_S, max_limit=None, grid_s: int = QUEUE_GRID_S,
                      latency_s: int = SCHED_LATENCY_S) -> tuple[np.ndarray, np.ndarray]:
     """Nodes inferred unusable per block of ``[t0, t1)``: the *fewest* of the nodes the log never
     used in the block (``idle = nodes − max busy``) that must have been down for the recorded
@@ -250,8 +253,8 @@ def block_down_nodes(schedule: pd.DataFrame, nodes: int, t0: int, t1: int,
     consistent with every look) when the bound is positive at more than :data:`MAJORITY` of the
     looks at which a job waited — a shortage is a state of the machine, not one moment — else 0.
     A head wider than the idle nodes with only jobs behind it that could delay it (EASY's drain
-    for a wide job) or an empty queue bounds nothing. With ``startable`` (a site's clock rules,
-    e.g. :meth:`core.backfill.windows.ClockRules.allowed`) only jobs the rules let start count.
+    for a wide job) or an empty queue bounds nothing. With ``max_limit`` (a site's clock rules,
+    :meth:`core.backfill.windows.ClockRules.max_limit`) only jobs the rules let start count.
     Reads ``time_limit`` when the schedule has it (holds and reservations compare limits). Never
     negative (a log busier than the machine's size gives 0). Returns ``(edges, down)``: block
     edges (int64, len = blocks + 1) and int64 counts. Raises ValueError on an empty window."""
@@ -266,7 +269,7 @@ def block_down_nodes(schedule: pd.DataFrame, nodes: int, t0: int, t1: int,
     grid, blk = grid[look], blk[look]
     # of the nodes never used in the block, at least idle - w + 1 were down at a look where a
     # would-be starter of w nodes waited (with idle - w + 1 down it would not fit)
-    bound = idle[blk] - first_starters(schedule, grid, startable, latency_s) + 1  # -inf: empty queue
+    bound = idle[blk] - first_starters(schedule, grid, max_limit, latency_s) + 1  # -inf: empty queue
     need = np.full(len(edges) - 1, -np.inf)
     np.maximum.at(need, blk, bound)
     # a shortage is a state of the machine: it must show at most of the looks at which a job
@@ -314,12 +317,12 @@ def layered_calendar(edges: np.ndarray, down: np.ndarray, nodes: int) -> tuple[t
 
 
 def queue_calendar(schedule: pd.DataFrame, nodes: int, t0: int, t1: int,
-                   block_s: int = BLOCK_S, startable=None, grid_s: int = QUEUE_GRID_S,
+                   block_s: int = BLOCK_S, max_limit=None, grid_s: int = QUEUE_GRID_S,
                    latency_s: int = SCHED_LATENCY_S) -> tuple[tuple[int, int, int], ...]:
     """The queue-evidence calendar of ``[t0, t1)`` (:func:`block_down_nodes`) as stacked periods
     (:func:`layered_calendar`). It reads the queue listing (which job waited when), so it is for a
     fitting window, or for inspecting a log; the informed mode uses :func:`telemetry_calendar`."""
-    edges, down = block_down_nodes(schedule, nodes, t0, t1, block_s, startable, grid_s, latency_s)
+    edges, down = block_down_nodes(schedule, nodes, t0, t1, block_s, max_limit, grid_s, latency_s)
     return layered_calendar(edges, np.where(down >= nodes, 0, down), nodes)  # none where nothing ran
 
 
@@ -354,7 +357,7 @@ def idle_nodes(t_busy: np.ndarray, busy: np.ndarray, nodes: int, edges: np.ndarr
 
 
 def fit_idle_share(schedule: pd.DataFrame, nodes: int, fit0: int, fit1: int, block_s: int = BLOCK_S,
-                   startable=None, grid_s: int = QUEUE_GRID_S, latency_s: int = SCHED_LATENCY_S) -> dict:
+                   max_limit=None, grid_s: int = QUEUE_GRID_S, latency_s: int = SCHED_LATENCY_S) -> dict:
     """The share of idle nodes that were down in pressured blocks, fitted on ``[fit0, fit1)``
     only: Σ nodes down by queue evidence (:func:`block_down_nodes`) over Σ idle nodes
     (:func:`idle_nodes`), both over the fitting window's pressured blocks (:func:`pressure`),
@@ -363,7 +366,7 @@ def fit_idle_share(schedule: pd.DataFrame, nodes: int, fit0: int, fit1: int, blo
     before ``fit1`` (:func:`censor_at`). Returns ``{"share", "down_node_blocks",
     "idle_node_blocks", "pressured_blocks", "blocks"}``. Raises ValueError on an empty window."""
     sched = censor_at(schedule, fit1)
-    edges, down = block_down_nodes(sched, nodes, fit0, fit1, block_s, startable, grid_s, latency_s)
+    edges, down = block_down_nodes(sched, nodes, fit0, fit1, block_s, max_limit, grid_s, latency_s)
     tb, busy, tq, queued = telemetry_counts(sched)
     hot = pressure(tq, queued, edges, grid_s)
     idle = idle_nodes(tb, busy, nodes, edges)
@@ -492,7 +495,7 @@ def censor_at(schedule: pd.DataFrame, t1: int) -> pd.DataFrame:
 
 
 def blind_constant(schedule: pd.DataFrame, nodes: int, fit0: int, fit1: int,
-                   block_s: int = BLOCK_S, startable=None, grid_s: int = QUEUE_GRID_S,
+                   block_s: int = BLOCK_S, max_limit=None, grid_s: int = QUEUE_GRID_S,
                    latency_s: int = SCHED_LATENCY_S) -> tuple[int, int]:
     """Nodes to take out of service for the whole trace, fitted on ``[fit0, fit1)`` only: the
     median (rounded down) over the fitting window's blocks of :func:`block_down_nodes`, clipped so
@@ -500,7 +503,7 @@ def blind_constant(schedule: pd.DataFrame, nodes: int, fit0: int, fit1: int,
     otherwise keep such a job queued for ever; requests are blind inputs). Only starts recorded
     before ``fit1`` are read (:func:`censor_at`): blind mode must not change when the starts of the
     reported window do. Returns ``(clipped, median)``."""
-    _, down = block_down_nodes(censor_at(schedule, fit1), nodes, fit0, fit1, block_s, startable, grid_s, latency_s)
+    _, down = block_down_nodes(censor_at(schedule, fit1), nodes, fit0, fit1, block_s, max_limit, grid_s, latency_s)
     med = int(np.floor(np.median(down))) if len(down) else 0
     n = schedule["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=0)
     fits = n <= nodes

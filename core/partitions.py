@@ -52,7 +52,7 @@ from .errors import ConfigError
 from .power import idle_node_power_w, job_node_power_w, traces_node_power
 
 __all__ = ["pool_rows", "pool_system", "with_pool_nodes", "pool_job_node_power_w", "merge_results",
-           "run_partitioned", "pool_traces_node_power", "serves_warnings", "run_warnings"]
+           "run_partitioned", "pool_traces_node_power", "serves_warnings", "run_warnings", "values_text"]
 
 
 def _values(partition: Sequence) -> np.ndarray:
@@ -63,6 +63,15 @@ def _values(partition: Sequence) -> np.ndarray:
 def _names(names: Mapping | None) -> dict[str, str]:
     """The trace's ``{code: name}`` partition map as str (empty when None)."""
     return {str(k): str(v) for k, v in (names or {}).items()}
+
+
+def values_text(values, counts, names: Mapping | None = None) -> str:
+    """``"1 (thin): 5,000 jobs, 2 (fat): 1 job, none: 3 jobs"``: partition values (str, ``""`` for
+    none) beside their job counts, each with the name the trace's header gives it (``names``:
+    ``{code: name}``). The one wording of a trace's partition values in errors, warnings and hints."""
+    names = _names(names)
+    return ", ".join(f"{v or 'none'}{f' ({names[v]})' if v in names else ''}: {int(c):,} job{'' if c == 1 else 's'}"
+                     for v, c in zip(values, counts))
 
 
 def pool_rows(system, partition: Sequence, names: Mapping[str, str] | None = None,
@@ -95,9 +104,7 @@ def pool_rows(system, partition: Sequence, names: Mapping[str, str] | None = Non
     lost = which < 0
     if lost.any():
         if not default:
-            u, c = np.unique(vals[lost], return_counts=True)
-            shown = ", ".join(f"{(repr(x) if x else 'none')}"
-                              f"{f' ({names[x]})' if x in names else ''}: {k:,} job(s)" for x, k in zip(u, c))
+            shown = values_text(*np.unique(vals[lost], return_counts=True), names)
             raise ConfigError(
                 f"{source or 'the trace'}: system {system.name!r} is partitioned "
                 f"({', '.join(p.name for p in system.partitions)}) and no partition serves these jobs' "
@@ -116,8 +123,7 @@ def serves_warnings(system, partition: Sequence, names: Mapping[str, str] | None
     names = _names(names)
     vals, counts = np.unique(_values(partition), return_counts=True)
     have = set(vals) | {names[v] for v in vals if v in names}
-    shown = ", ".join(f"{v or 'none'}{f' ({names[v]})' if v in names else ''}: {int(c):,} job(s)"
-                      for v, c in zip(vals, counts))
+    shown = values_text(vals, counts, names)
     default = next((p.name for p in system.partitions if p.default), None)
     return [f"{source or 'the trace'}: partition {p.name!r} of system {system.name!r} serves {v!r}, which no job of "
             f"the trace has (its partition values: {shown})"

@@ -314,10 +314,10 @@ def account_power(result, system: System, traces: dict | None,
         return result.jobs, result.steps, {}
     return apply_power_traces(result.jobs, result.steps,
                               traces_node_power(system, traces) if node_traces is None else node_traces,
-                              idle_node_power_w(system), result.t_end)
+                              result.t_end)
 
 
-def apply_power_traces(jobs: pd.DataFrame, steps: pd.DataFrame, traces: dict, idle_power_w: float,
+def apply_power_traces(jobs: pd.DataFrame, steps: pd.DataFrame, traces: dict,
                        t_end: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Replace the constant per-job power of traced jobs by their recorded power samples.
 
@@ -336,8 +336,6 @@ def apply_power_traces(jobs: pd.DataFrame, steps: pd.DataFrame, traces: dict, id
         traces: ``Workload.traces``: ``job_id -> {"period": s, "node_power_w": array}`` (W per node,
             DC, sample-wise mean over the job's nodes). Entries without ``node_power_w`` or with
             no samples are ignored.
-        idle_power_w: DC power of an idle node (not used for the rebuild, kept for symmetry of the
-            interface: the engine's idle base is unchanged).
         t_end: end of the simulated window (s).
 
     Returns:

@@ -283,6 +283,16 @@ class System:
         partition's (its own where it gives one) — what the power model sums over."""
         return [(n, cpus, gpus) for n, _, cpus, gpus in self._kinds()]
 
+    def partitions_summary(self) -> list[dict]:
+        """One JSON-able dict per partition, in the file's order: ``name``, ``nodes``, ``serves``
+        (list), ``default`` and its node type (``cores_per_node``, ``cpus_per_node``,
+        ``gpus_per_node``: its own where it gives one, :meth:`Partition.node_kind`). Empty for an
+        unpartitioned system. The one description of the pools a sweep's datasets.json and
+        validate's validation.json carry."""
+        return [{"name": p.name, "nodes": p.nodes, "serves": list(p.serves), "default": p.default,
+                 **p.node_kind(self.cores_per_node, self.cpus_per_node, self.gpus_per_node)}
+                for p in self.partitions]
+
     def _kinds(self) -> list[tuple[int, int, int, int]]:
         """``(nodes, cores, cpus, gpus)`` per node type (:meth:`Partition.node_kind`)."""
         return _node_kinds(self.partitions, self.nodes, self.cores_per_node, self.cpus_per_node, self.gpus_per_node)

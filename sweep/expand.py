@@ -91,11 +91,7 @@ class LoadedDataset:
                 "path": s.path,
                 "cooling": _cooling_description(s),
                 # a partitioned machine (core/partitions.py): its node pools, each its own node type
-                **({"partitions": [{"name": p.name, "nodes": p.nodes, "serves": list(p.serves), "default": p.default,
-                                    "cores_per_node": p.cores_per_node or s.cores_per_node,
-                                    "cpus_per_node": s.cpus_per_node if p.cpus_per_node is None else p.cpus_per_node,
-                                    "gpus_per_node": s.gpus_per_node if p.gpus_per_node is None else p.gpus_per_node}
-                                   for p in s.partitions]} if s.partitions else {}),
+                **({"partitions": s.partitions_summary()} if s.partitions else {}),
             },
         }
 

@@ -26,7 +26,6 @@ import dataclasses
 import hashlib
 import html
 import math
-import re
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -184,16 +183,17 @@ def _label_width(names: Sequence[str], size: float = 11) -> float:
 # ------------------------------------------------------------------------------------ box strips
 def box_strips(panels: Sequence[tuple[str, Mapping[str, np.ndarray]]], variants: Sequence[str],
                styles: Mapping[str, VariantStyle], ranges: Sequence[tuple[float, float]], axis_label: str,
-               label: str, cols: int = 3) -> str:
+               label: str, cols: int = 3, units: Sequence[str] | None = None) -> str:
     """One SVG of box strips: a panel per ``(title, {variant: values})`` (display units, NaNs
     dropped), one row per variant in ``variants`` order, on the value axis ``ranges[i]`` of panel i
     (from :func:`~twinsweep.sweep.plotting.axis_range`). Box: quartiles (type-7 quantiles, as
     ``numpy.quantile`` and the aggregate table); thick line: median; whiskers (in the variant's line
     style): the furthest values within 1.5 IQR of the box; dots: every value. Up to ``cols`` panels
     side by side, each row of panels with the variant labels on its left. ``label``: the chart's
-    accessible name. Returns the ``<svg>`` text."""
+    accessible name. ``units``: each panel's display unit (``"h"``, ``"%"``, ``"kW"``; None: none),
+    given in the boxes' hover texts. Returns the ``<svg>`` text."""
     cols = max(1, min(cols, len(panels) or 1))
-    unit = _unit_of(axis_label)
+    units = list(units) if units is not None else [""] * len(panels)
     lw = _label_width(variants)
     gap, rh, head, foot = 26.0, 17.0, 22.0, 34.0
     pw = (WIDTH - lw - (cols - 1) * gap - 8) / cols
@@ -222,7 +222,7 @@ def box_strips(panels: Sequence[tuple[str, Mapping[str, np.ndarray]]], variants:
             if not len(d):
                 body.append(_text(x0 + 8, cy + 4, "no runs", 10, color="#666666"))
                 continue
-            body.append(_box(sc, d, cy, styles[v], v, unit))
+            body.append(_box(sc, d, cy, styles[v], v, _suffix(units[k])))
     rows = -(-len(panels) // cols) if panels else 1
     return _svg(rows * (ph + 8), body, label)
 
@@ -239,13 +239,9 @@ def _quartiles(d: np.ndarray) -> tuple[float, float, float]:
 _QUARTILES = np.array([0.25, 0.5, 0.75])
 
 
-def _unit_of(axis_label: str) -> str:
-    """`` h`` of ``"mean wait [h]"`` (the last bracketed unit of an axis label, with a space before
-    it, ``%`` without); "" when the label names none."""
-    found = re.findall(r"\[([^\]]+)\]", axis_label)
-    if not found:
-        return ""
-    return found[-1] if found[-1] == "%" else f" {found[-1]}"
+def _suffix(unit: str) -> str:
+    """A display unit as written after a number: ``" h"``, ``"%"`` (no space), ``""``."""
+    return unit if unit in ("", "%") else f" {unit}"
 
 
 def _box(sc: _Scale, d: np.ndarray, cy: float, st: VariantStyle, name: str, unit: str = "") -> str:

@@ -64,7 +64,7 @@ from twinsweep.core.metrics import format_number
 from twinsweep.core.fidelity import (FIGURE_LABELS, FIGURES, SPLIT_FIGURES, compare, job_capacity, recorded_schedule,
                                      twin_schedule)
 from twinsweep.core.options import parse_options
-from twinsweep.core.partitions import pool_rows, with_pool_nodes
+from twinsweep.core.partitions import pool_rows, values_text, with_pool_nodes
 from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json, trace_system_warnings
 from twinsweep.core.scheduler import validate_scheduler
 from twinsweep.core.system import header_mismatch, run_setting
@@ -189,20 +189,31 @@ def _oversubscribed(reference: pd.DataFrame, nodes: int, partition: str | None =
             "compared all the same: none is left out for it)")
 
 
-def _check_comparable(reference: pd.DataFrame, t0: int, t1: int, nodes: int, data: str) -> None:
-    """Raise ConfigError, before any simulation, when no job submitted in ``[t0, t1)`` can be
-    compared: none has a recorded start (the log records no schedule there), or every one that
-    has asks for no nodes or for more than the machine's ``nodes`` (than its partition's, the
-    reference's ``capacity`` column, on a partitioned machine)."""
-    sub = reference["submit_time"].to_numpy(dtype="int64")
-    inw = (sub >= t0) & (sub < t1)
-    ran = inw & reference["start_time"].notna().to_numpy() & reference["end_time"].notna().to_numpy()
-    if not ran.any():
-        raise ConfigError(f"validate: {data}: none of the {int(inw.sum()):,} jobs submitted in the reported window "
+def _ran_sizes(reference: pd.DataFrame, nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(ran, none, wide, size)`` per row of the recorded schedule ``reference``: ``ran`` the
+    jobs with a recorded start and end (they ran in the log), ``none`` those of them asking for
+    no nodes, ``wide`` those asking for more than the machine's ``nodes`` (than their partition's,
+    the ``capacity`` column, on a partitioned machine), ``size`` the nodes asked for (float64,
+    NaN unknown). The twin rejects ``none`` and ``wide`` jobs at submit. One reading for the check
+    before any run and for the warnings."""
+    ran = reference["start_time"].notna().to_numpy() & reference["end_time"].notna().to_numpy()
+    size = reference["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
+    return ran, ran & ~(size > 0), ran & (size > job_capacity(reference, nodes)), size
+
+
+def _check_comparable(reference: pd.DataFrame, sizes: tuple, reported: np.ndarray, t0: int, t1: int,
+                      nodes: int, data: str) -> None:
+    """Raise ConfigError, before any simulation, when no job submitted in ``[t0, t1)`` (the
+    ``reported`` mask) can be compared: none has a recorded start (the log records no schedule
+    there), or every one that has asks for no nodes or for more than the machine's ``nodes`` (its
+    partition's) (``sizes``: :func:`_ran_sizes`)."""
+    ran, none, wide, _size = sizes
+    if not (ran & reported).any():
+        raise ConfigError(f"validate: {data}: none of the {int(reported.sum()):,} jobs submitted in the reported window "
                           f"{window_text((t0, t1))} has a recorded start (SWF field 3, wait, is -1, or no run time): the log "
                           "records no schedule there to validate against")
-    n = reference["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)[ran]
-    if not ((n > 0) & (n <= (np.broadcast_to(job_capacity(reference, nodes), ran.shape)[ran]))).any():
+    if not (ran & reported & ~none & ~wide).any():
+        ran = ran & reported
         raise ConfigError(f"validate: {data}: every one of the {int(ran.sum()):,} jobs of the reported window with a "
                           "recorded start asks for no nodes or for more than "
                           + ("its partition's nodes" if "capacity" in reference.columns else f"the machine's {nodes:,}")
@@ -240,9 +251,9 @@ def cleaning_warning(cleaning: dict) -> str:
                "not jobs the archive removed" if cleaning.get("lenient_skipped_lines") else ""))
 
 
-def _input_warnings(workload: Workload, reference: pd.DataFrame, submit: np.ndarray, limits: np.ndarray,
-                    reported: np.ndarray, fit: tuple[int, int], nodes: int, default_limit: int | None,
-                    grace: int | None) -> list[str]:
+def _input_warnings(workload: Workload, reference: pd.DataFrame, sizes: tuple, submit: np.ndarray,
+                    limits: np.ndarray, reported: np.ndarray, fit: tuple[int, int], nodes: int,
+                    default_limit: int | None, grace: int | None) -> list[str]:
     """What the log holds that the comparison cannot use as it is, said before any run (each a
     count of the reported window's jobs; nothing is left out silently):
 
@@ -256,21 +267,21 @@ def _input_warnings(workload: Workload, reference: pd.DataFrame, submit: np.ndar
       there (the kill grace reads run times and limits only).
 
     Arrays (``submit`` in s, ``limits`` requested in s, ``reported`` a mask) are per row of
-    ``reference`` (the recorded schedule of ``workload.jobs``, same order)."""
+    ``reference`` (the recorded schedule of ``workload.jobs``, same order); ``sizes`` is
+    :func:`_ran_sizes` of ``reference``."""
     out = []
     n_rep = int(reported.sum())
     jobs = workload.jobs
     run = jobs["run_time"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
     has_run = ~np.isnan(run)
     rec = jobs["recorded_start_time"].astype("Int64").notna().to_numpy()
-    ran = has_run & rec  # the recorded schedule has a start and an end exactly then (recorded_schedule)
+    ran, none, wide, size = sizes  # ran: a recorded start and a run time, hence an end (recorded_schedule)
     if k := int((reported & has_run & ~rec).sum()):
         out.append(f"{k:,} of the reported window's {n_rep:,} jobs have a run time but no recorded start (SWF field 3 "
                    "is -1; Slurm: Start Unknown): the twin runs them, but they are not compared, and the log's busy nodes (compared hour by "
                    "hour, and read by informed mode as telemetry) lack them")
-    size = reference["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
     parted = "capacity" in reference.columns  # a partitioned machine: each job's partition's nodes
-    none, wide = reported & ran & ~(size > 0), reported & ran & (size > job_capacity(reference, nodes))
+    none, wide = reported & none, reported & wide
     if none.any() or wide.any():
         parts = [f"{int(none.sum()):,} ask for no nodes (processors <= 0 or unknown)"] if none.any() else []
         parts += [(f"{int(wide.sum()):,} ask for more nodes than their partition has (up to {int(size[wide].max()):,})"
@@ -559,17 +570,18 @@ def class_workload(workload: Workload, class_field: str) -> Workload:
 
 
 def _clock_rules(config: RunConfig):
-    """``allowed(limit, t)`` of the site's clock rules when the run's backfill is ``windows``
-    with rules, else None (the availability estimators then count every queued job)."""
+    """``max_limit(t)`` of the site's clock rules (the longest time limit a job may have to start
+    at ``t``, :meth:`ClockRules.max_limit`) when the run's backfill is ``windows`` with rules,
+    else None (the availability estimators then count every queued job)."""
     if config.backfill != "windows":
         return None
     opts = {k: v for k, v in config.option_dict.items() if k in {f.name for f in dataclasses.fields(WindowsOptions)}}
     rules = ClockRules(parse_options("backfill", "windows", WindowsOptions, opts))
-    return rules.allowed if rules.active else None
+    return rules.max_limit if rules.active else None
 
 
 def _machine_estimates(sysobj, pools: list | None, reference: pd.DataFrame, reference_est: pd.DataFrame, nodes: int,
-                       fit: tuple, span0: int, end_all: int, startable, report: tuple) -> dict:
+                       fit: tuple, span0: int, end_all: int, max_limit, report: tuple) -> dict:
     """The blind and informed machines (:mod:`core.availability`), estimated per node pool: the
     machine, or each partition of a partitioned one (:mod:`core.partitions`) from its own jobs and
     nodes — a partition's busy and queued counts are its own telemetry (Slurm's ``sinfo`` and
@@ -583,7 +595,8 @@ def _machine_estimates(sysobj, pools: list | None, reference: pd.DataFrame, refe
     ``sys_informed`` (the systems the modes run on), ``site_cal`` (the calendar the system file
     gives when it gives every pool's: known machine state, nothing estimated; a pool whose calendar
     the file gives is not estimated, the others are), ``calendar_source`` (text) and ``partitions``
-    (per pool: name, nodes, cores_per_node, serves, default, jobs — of the whole trace —,
+    (per pool: :meth:`System.partitions_summary`'s name, nodes, serves, default and node type;
+    jobs — of the whole trace —,
     jobs_reported — submitted in the reported window ``report`` —, blind_nodes_down,
     informed_idle_share, informed_slots, informed_down_node_frac, calendar_source; None when
     unpartitioned)."""
@@ -597,13 +610,13 @@ def _machine_estimates(sysobj, pools: list | None, reference: pd.DataFrame, refe
     for n, r, cal in zip(sizes, rows, declared):
         ref = reference if r is None else reference.iloc[r]
         ref_est = reference_est if r is None else reference_est.iloc[r]
-        idle_fit = _avail.fit_idle_share(ref_est, n, fit[0], fit[1], startable=startable)
+        idle_fit = _avail.fit_idle_share(ref_est, n, fit[0], fit[1], max_limit=max_limit)
         if cal:
             est.append((0, 0, idle_fit, _avail.InformedMachine(
                 slots=n, calendar=cal, down_periods=len(cal),
                 down_frac=sum((b - a) * k for a, b, k in cal) / (span_nodes * n), added_ratio=0.0)))
             continue
-        down, median = _avail.blind_constant(ref_est, n, fit[0], fit[1], startable=startable)
+        down, median = _avail.blind_constant(ref_est, n, fit[0], fit[1], max_limit=max_limit)
         # the machine's telemetry counts the jobs that fit it (a wider one, which the twin rejects, is
         # no evidence of slots: as over_capacity counts)
         fitting = ref.loc[~(ref["nodes"].astype("float64").to_numpy(na_value=np.nan) > n)]
@@ -639,14 +652,12 @@ def _machine_estimates(sysobj, pools: list | None, reference: pd.DataFrame, refe
     return {"blind_down": sum(e[0] for e in est), "blind_median": sum(e[1] for e in est), "idle_fit": idle_fit,
             "informed": informed, "sys_blind": sys_blind, "sys_informed": sys_informed, "site_cal": site_cal,
             "calendar_source": source,
-            "partitions": [{"name": p.name, "nodes": p.nodes, "cores_per_node": p.cores_per_node or sysobj.cores_per_node,
-                            "serves": list(p.serves), "default": p.default,
-                            "jobs": int(len(r)),
+            "partitions": [{**desc, "jobs": int(len(r)),
                             "jobs_reported": int(_in_window(reference["submit_time"].to_numpy()[r], report).sum()),
                             "blind_nodes_down": e[0], "informed_idle_share": e[2]["share"],
                             "informed_slots": e[3].slots, "informed_down_node_frac": e[3].down_frac,
                             "calendar_source": "system file" if cal else "estimated"}
-                           for p, r, e, cal in zip(parts, pools, est, declared)]}
+                           for desc, r, e, cal in zip(sysobj.partitions_summary(), pools, est, declared)]}
 
 
 def _in_window(t: np.ndarray, window: tuple) -> np.ndarray:
@@ -668,8 +679,7 @@ def _undeclared_partitions(workload: Workload) -> str | None:
     big = counts[counts >= PARTITION_HINT_SHARE * max(1, len(workload.jobs))]
     if len(big) < 2:
         return None
-    names = {str(k): str(v) for k, v in (workload.header.get("Partition") or {}).items()}
-    shown = ", ".join(f"{v}{f' ({names[v]})' if v in names else ''}: {int(c):,} jobs" for v, c in big.items())
+    shown = values_text(big.index, big.to_numpy(), workload.header.get("Partition"))
     return (f"the trace's jobs name {len(big)} partitions ({shown}) and the system declares none: the twin runs them "
             "on one pool of its nodes; if they were disjoint node pools, declare them ([[system.partitions]] in the "
             "system file; docs/validation.md, \"Machine model: partitions\")")
@@ -841,7 +851,9 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         for p, r in zip(sysobj.partitions, pools):
             cap[r] = p.nodes
         reference = reference.assign(capacity=cap)
-    _check_comparable(reference, t0, t1, nominal, data)
+    sizes = _ran_sizes(reference, nominal)
+    reported = (submit >= t0) & (submit < t1)
+    _check_comparable(reference, sizes, reported, t0, t1, nominal, data)
     if time_shared:
         # a time-shared machine held more jobs at once than its nodes: the twin (space-shared) runs
         # on as many node slots as the fitting window's recorded use (core.availability)
@@ -868,14 +880,13 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                                  queue_cancelled=bool(queue_cancelled or sysobj.queue_cancelled))
     end_all = int(np.nanmax(reference["end_time"].astype("float64").to_numpy(na_value=np.nan), initial=span1)) + 1
     # a site whose rules hold jobs back by the clock: idle nodes while every queued job was held
-    # are not down (core/availability.py, startable); the rules are the site's declared policy
-    startable = _clock_rules(base_cfg)
-    if startable is not None and not workload.epoch:
+    # are not down (core/availability.py, max_limit); the rules are the site's declared policy
+    max_limit = _clock_rules(base_cfg)
+    if max_limit is not None and not workload.epoch:
         warns.append("the trace gives no absolute start time (no UnixStartTime in its header: time 0 is taken as "
                      "1970-01-01 00:00 UTC), yet the site's clock rules are applied on the site's clock: their "
                      "hours and dates are then not the log's")
     limits = wl_nodes.jobs["time_limit"].astype("float64").to_numpy(na_value=np.nan)  # requested, s
-    reported = (submit >= t0) & (submit < t1)
     # jobs the archive's cleaning took out: the recorded schedule ran with them, every mode without
     cleaning = cleaning_summary(workload.header, workload.jobs["job_id"], submit, t0, t1, also={"fitting": fit})
     if cleaning["cleaned"] and workload.skipped_lines:  # their numbers are missing too: not the archive's
@@ -887,8 +898,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                      "no requested time (SWF field 9 is -1; Slurm: Timelimit UNLIMITED or none): the twin gives them "
                      + (f"the system's default limit ({sysobj.default_time_limit:,} s)" if sysobj.default_time_limit
                         else "their own run time as the limit (perfect estimates: backfilling is then optimistic)"))
-    warns += _input_warnings(workload, reference, submit, limits, reported, fit, nominal, sysobj.default_time_limit,
-                             grace if kill else None)
+    warns += _input_warnings(workload, reference, sizes, submit, limits, reported, fit, nominal,
+                             sysobj.default_time_limit, grace if kill else None)
     # a log that records when each job became eligible (Slurm's Eligible): said, and read only when asked
     honor = run_setting("honor_eligible", base_cfg.option_dict, sysobj)
     later = np.zeros(len(submit), dtype=bool)
@@ -904,7 +915,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     # held for a reason of its own from one waiting for nodes (core.availability.held_from)
     reference_est = reference.assign(time_limit=limits)
     hold_groups = log_hold_groups(reference_est, pools)  # the log's own holds: what no machine model reproduces
-    est = _machine_estimates(sysobj, pools, reference, reference_est, nodes, fit, span0, end_all, startable, (t0, t1))
+    est = _machine_estimates(sysobj, pools, reference, reference_est, nodes, fit, span0, end_all, max_limit, (t0, t1))
     blind_down, blind_median, idle_fit, informed = est["blind_down"], est["blind_median"], est["idle_fit"], est["informed"]
     sys_blind, sys_informed, site_cal = est["sys_blind"], est["sys_informed"], est["site_cal"]
     informed_cal = informed.calendar
@@ -1029,10 +1040,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                                             f"the time-weighted quantile {_avail.TIME_SHARED_QUANTILE} of the "
                                             "fitting window's recorded busy-node count (core/availability.py)")}
                       if time_shared else {}),
-                   **({"partitions": [{"name": p.name, "nodes": p.nodes,
-                                       "cores_per_node": p.cores_per_node or sysobj.cores_per_node,
-                                       "serves": list(p.serves), "default": p.default} for p in sysobj.partitions]}
-                      if sysobj.partitions else {})},
+                   **({"partitions": sysobj.partitions_summary()} if sysobj.partitions else {})},
         "policy": policy, "backfill": backfill, "options": base_cfg.option_dict, "kill": kill,
         "queue_cancelled": sysobj.queue_cancelled,
         **({"queue_cancelled_jobs": n_cancel} if sysobj.queue_cancelled else {}),

@@ -95,9 +95,9 @@ def test_estimators_by_hand():
     # with a site rule that holds every job of limit > 50 s, the 2-node job (limit 100) does not
     # count, nor do the 10-node jobs: no head the rules let start
     s_lim = s.assign(time_limit=[100, 100, 100, 100])
-    _e, held = av.block_down_nodes(s_lim, 10, 0, 300, block_s=B, grid_s=G, startable=lambda lim, t: lim <= 50, latency_s=0)
+    _e, held = av.block_down_nodes(s_lim, 10, 0, 300, block_s=B, grid_s=G, max_limit=lambda t: 50, latency_s=0)
     assert held.tolist() == [0, 0, 0]
-    _e, free = av.block_down_nodes(s_lim, 10, 0, 300, block_s=B, grid_s=G, startable=lambda lim, t: True, latency_s=0)
+    _e, free = av.block_down_nodes(s_lim, 10, 0, 300, block_s=B, grid_s=G, max_limit=lambda t: np.inf, latency_s=0)
     assert free.tolist() == [3, 0, 0]
     # blind: median of [3, 0, 0] = 0 on the whole window; on [0, 100) alone 3, clipped to 0 as a
     # 10-node job was submitted in it (it must still fit)

@@ -128,7 +128,7 @@ def test_apply_power_traces_without_traces_is_identity():
                          "node_power_w": [150.0], "energy_j": [1500.0], "avg_power_w": [150.0]})
     steps = pd.DataFrame({"time": [0, 10], "it_power_w": [150.0, 100.0], "busy_nodes": [1, 0],
                           "queued_jobs": [0, 0], "running_jobs": [1, 0]})
-    j2, s2, c = apply_power_traces(jobs, steps, {}, 100.0, 20)
+    j2, s2, c = apply_power_traces(jobs, steps, {}, 20)
     assert s2 is steps and c["power_traced_jobs"] == 0 and not j2["power_traced"].any()
 
 

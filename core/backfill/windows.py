@@ -156,7 +156,7 @@ class WindowsOptions(BackfillOptions):
 class ClockRules:
     """The rules of :class:`WindowsOptions` as a predicate on (time limit, trace time): the one
     implementation both the ``windows`` backfill and the availability estimator use
-    (:func:`core.availability.block_down_nodes`, ``startable``)."""
+    (:func:`core.availability.block_down_nodes`, ``max_limit``)."""
 
     def __init__(self, options: WindowsOptions):
         self.sync = parse_sync(options.sync)
@@ -169,30 +169,39 @@ class ClockRules:
         # (the next point moves a period further) and the ends of cap periods
         self._turns = tuple(sorted(set(self.sync) | {b % _WEEK for _a, b, _c in self.caps}))
         self._untils = tuple(sorted(u for u in (self.sync_until, self.caps_until) if u is not None))
+        self._next: dict[int, tuple[int, int | None]] = {}  # limit -> (asked at, answer) of next_allowed
 
     @property
     def active(self) -> bool:
         """True when there is any rule."""
         return bool(self.sync or self.caps)
 
-    def allowed(self, limit: int, now: int) -> bool:
-        """True when a job with time limit ``limit`` (s) may start at ``now`` (s from the trace epoch)."""
+    def max_limit(self, now: int) -> float:
+        """The longest time limit (s) a job may have to start at ``now`` (s from the trace epoch):
+        the cap of the cap period containing the wall clock, and the time to the next
+        synchronization point, whichever is less (``inf`` when no rule applies then). The rules
+        are monotone in the time limit, so a job may start iff its limit is at most this: one
+        figure per pass instead of one test per queued job."""
         w = now + self.offset
         day = w // _DAY
         monday = (day - (day + 3) % 7) * _DAY  # 1970-01-01 was a Thursday
         pos = w - monday
+        most = float("inf")
         if self.caps and (self.caps_until is None or w < self.caps_until):
             k = bisect.bisect_right(self._cap_starts, pos) - 1
             if k >= 0:
                 a, b, cap = self.caps[k]
-                if a <= pos < b and limit > cap:
-                    return False
+                if a <= pos < b:
+                    most = cap
         if self.sync and (self.sync_until is None or w < self.sync_until):
             k = bisect.bisect_right(self.sync, pos)
             nxt = monday + (self.sync[k] if k < len(self.sync) else self.sync[0] + _WEEK)
-            if w + limit > nxt:
-                return False
-        return True
+            most = min(most, nxt - w)
+        return most
+
+    def allowed(self, limit: int, now: int) -> bool:
+        """True when a job with time limit ``limit`` (s) may start at ``now`` (s from the trace epoch)."""
+        return limit <= self.max_limit(now)
 
     def next_allowed(self, limit: int, now: int) -> int | None:
         """The earliest trace time ``w > now`` (s) at which a job with time limit ``limit`` (s)
@@ -205,7 +214,19 @@ class ClockRules:
         synchronization point, a cap period's end or an ``*_until`` date, and only those are
         tried (after ``now + 1``, for a job allowed already). Between two ``*_until`` dates the
         rules repeat every week: when no candidate of one week works, the next date is the only
-        hope."""
+        hope.
+
+        The answer ``r`` for ``(limit, now)`` is also the answer for any later ``now' < r`` (no
+        allowed time lies in ``(now, r)``), so the last answer per limit is kept and reused: a
+        queue held back over a night asks the same question at every pass."""
+        hit = self._next.get(limit)
+        if hit is not None and hit[0] <= now and (hit[1] is None or now < hit[1]):
+            return hit[1]
+        r = self._next_allowed(limit, now)
+        self._next[limit] = (now, r)
+        return r
+
+    def _next_allowed(self, limit: int, now: int) -> int | None:
         if self.allowed(limit, int(now) + 1):  # already inside an allowed interval
             return int(now) + 1
         w = int(now) + self.offset
@@ -242,15 +263,16 @@ class Windows(Backfill):
         self.inner = BACKFILLS.get(self.options.inner)(jobs, {}, self.context)
         self.stats = {"windows_held_passes": 0}
         self._held: tuple[int, list[int]] | None = None  # (now, jobs held back) of the last select()
+        self._inner_wakes = type(self.inner).next_wake is not Backfill.next_wake  # a variant with its own wake-ups
 
     def allowed(self, job: int, now: int) -> bool:
         """True when ``job`` may start at ``now`` (s from the trace epoch) under the rules."""
         return self.rules.allowed(self.jobs.time_limit[job], now)
 
     def select(self, now, queue, cluster):
-        ok, held = [], []
-        for j in queue:
-            (ok if self.allowed(j, now) else held).append(j)
+        most, limit = self.rules.max_limit(now), self.jobs.time_limit
+        held = [j for j in queue if limit[j] > most]
+        ok = [j for j in queue if limit[j] <= most] if held else list(queue)
         self._held = (now, held)
         self.stats["windows_held_passes"] += len(held)
         # the startable subset changes with the clock: a variant must not reuse state across passes
@@ -271,12 +293,15 @@ class Windows(Backfill):
         if cached is not None and cached[0] == now:  # select() at this pass: its held jobs, all still queued
             held = cached[1]
         else:
-            held = [j for j in queue if not self.allowed(j, now)]
-        nodes, limit, free = self.jobs.nodes, self.jobs.time_limit, cluster.free_nodes
-        shortest = min((limit[j] for j in held if nodes[j] <= free), default=None)
-        wake = self.rules.next_allowed(shortest, now) if shortest is not None else None
-        inner = None
-        if type(self.inner).next_wake is not Backfill.next_wake:
-            h = set(held)
-            inner = self.inner.next_wake(now, [j for j in queue if j not in h], cluster)
+            most, limit = self.rules.max_limit(now), self.jobs.time_limit
+            held = [j for j in queue if limit[j] > most]
+        wake = None
+        if held:
+            nodes, limit, free = self.jobs.nodes, self.jobs.time_limit, cluster.free_nodes
+            fits = [limit[j] for j in held if nodes[j] <= free]
+            wake = self.rules.next_allowed(min(fits), now) if fits else None
+        if not self._inner_wakes:
+            return wake
+        h = set(held)
+        inner = self.inner.next_wake(now, [j for j in queue if j not in h], cluster)
         return min((w for w in (wake, inner) if w is not None), default=None)
