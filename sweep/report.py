@@ -301,7 +301,7 @@ def _section_summary(pg: _Page, study: dict, runs: pd.DataFrame, root: Path, fai
         ("results folder", str(root)),
         ("runs complete / planned", f"{len(runs):,} / {plan_n:,}"),
         ("runs failed", f"{len(failed):,}"),
-        ("datasets", ", ".join(d["name"] for d in study.get("datasets", []))),
+        ("datasets: windows (jobs submitted in each; seed 0, the trace as recorded)", _datasets_text(study, runs)),
         ("grid", "; ".join(_axis_text(k, v) for k, v in grid.items())),
         ("seeds", ", ".join(map(str, study.get("seeds", [])))),
         ("perturbation (seed > 0)", f"run times × exp(σ·N(0,1)) with σ = {pert.get('runtime_sigma', 0)}; "
@@ -311,6 +311,25 @@ def _section_summary(pg: _Page, study: dict, runs: pd.DataFrame, root: Path, fai
         ("statistics", "exact (full sort); std is the sample standard deviation (ddof = 1)"),
     ]
     pg.table(pd.DataFrame(rows, columns=["", "value"]), cls="t wrap")
+
+
+def _datasets_text(study: dict, runs: pd.DataFrame) -> str:
+    """``"kth-sp2: day144 (1,021 jobs); sdsc-sp2: ..."``: each dataset's windows with the jobs
+    submitted in them (``count_jobs_in_window`` of the seed-0 run, else the median over the
+    window's runs; ``—`` when none ran or the column is absent)."""
+    out = []
+    for d in study.get("datasets", []):
+        wins = []
+        for w in d.get("windows") or []:
+            sel = runs[(runs["dataset"] == d["name"]) & (runs["window"] == w["name"])] if len(runs) else runs
+            n = None
+            if "count_jobs_in_window" in sel.columns and len(sel):
+                zero = sel.loc[sel["seed"] == 0, "count_jobs_in_window"] if "seed" in sel.columns else sel.iloc[:0]
+                vals = (zero if len(zero) else sel["count_jobs_in_window"]).dropna()
+                n = int(vals.median()) if len(vals) else None
+            wins.append(f"{w['name']} ({'—' if n is None else f'{n:,}'} jobs)")
+        out.append(f"{d['name']}: " + (", ".join(wins) or "—"))
+    return "; ".join(out)
 
 
 def _section_distributions(pg: _Page, runs: pd.DataFrame, variants: list[str], metrics: list[str]) -> None:
@@ -346,7 +365,8 @@ def _section_distributions(pg: _Page, runs: pd.DataFrame, variants: list[str], m
         else:
             head = (shown[0] if shown else m).header(assumed)
         panels = [tuple(p) for p in panels]
-        pg.svg(box_strips(panels, variants, pg.styles, ranges, head, f"{head} per variant across seeds"),
+        pg.svg(box_strips(panels, variants, pg.styles, ranges, head, f"{head} per variant across seeds",
+                          units=[d.display_unit for d in shown]),
                f"box_{metric}.svg", f"{head} per variant across seeds ({m.better})")
 
 
@@ -741,10 +761,12 @@ def _section_power(pg: _Page, datasets: dict) -> None:
             pg.table(pd.DataFrame(rows, columns=["cooling parameter", "value"], dtype=object), cls="t wrap")
 
 
-def _section_definitions(pg: _Page, metrics: list[str], rank: dict[str, str]) -> None:
+def _section_definitions(pg: _Page, metrics: list[str], rank: dict[str, str], grid: dict | None = None) -> None:
     """What each figure of the page means: every metric ranked or tabled, with its unit, which
     way is better (the study's ranking direction, else the metric's own), its definition and its
-    source, from the metric catalogue (:mod:`core.metrics`; a plug-in metric brings its own)."""
+    source, from the metric catalogue (:mod:`core.metrics`; a plug-in metric brings its own); then
+    what each ordering policy and backfill variant of the study's ``grid`` (axis -> values) does,
+    in the first sentence of its registered class's docstring (:func:`_plugin_summary`)."""
     pg.h(2, "What the figures mean", "definitions")
     rows = []
     for name in metrics:
@@ -752,6 +774,33 @@ def _section_definitions(pg: _Page, metrics: list[str], rank: dict[str, str]) ->
         rows.append({"figure": m.label, "unit": m.display_unit or "—", "better": "lower" if rank.get(name, m.direction) == "min"
                      else "higher", "definition": m.description or "—", "source": m.source or "—", "column": name})
     pg.table(pd.DataFrame(rows), cls="t wrap")
+    names = [(kind, v) for kind in ("policy", "backfill") for v in (grid or {}).get(kind, [])]
+    if names:
+        pg.p("A variant is named policy+backfill: the ordering policy sorts the queue, the backfill variant decides "
+             "which queued jobs start (DESIGN.md §3).")
+        pg.table(pd.DataFrame([{"": kind, "name": v, "what it does": _plugin_summary(kind, v)} for kind, v in names]),
+                 cls="t wrap")
+
+
+def _plugin_summary(kind: str, name: str) -> str:
+    """The first sentence of the docstring of the ``kind`` (``"policy"`` or ``"backfill"``)
+    plug-in registered as ``name``, without its leading ````name``:`` and reST markup; ``—`` when
+    the name is not registered here (the policy ``replay``: the recorded schedule) or has no
+    docstring."""
+    from twinsweep.core.backfill.base import BACKFILLS
+    from twinsweep.core.policies.base import POLICIES
+
+    if kind == "policy" and name == REFERENCE_POLICY:
+        return "The recorded schedule, replayed as the log ran it (the reference, not ranked)."
+    try:
+        doc = (POLICIES if kind == "policy" else BACKFILLS).get(name).__doc__ or ""
+    except Exception:  # an unknown name: the study ran without it, or a plug-in not installed here
+        return "—"
+    text = " ".join(doc.split())
+    text = re.sub(rf"^``{re.escape(name)}``:\s*", "", text)
+    m = re.match(r"(.+?\.)(\s|$)", text)
+    text = (m.group(1) if m else text).replace("``", "").replace("*", "")
+    return text[:1].upper() + text[1:] if text else "—"
 
 
 def _section_failures(pg: _Page, failed: list[dict]) -> None:
@@ -905,7 +954,8 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
             pg.p("No complete runs yet.")
     _section_provenance(pg, datasets)
     _section_power(pg, datasets)
-    _section_definitions(pg, list(dict.fromkeys(list(rank) + metrics)), rank)
+    _section_definitions(pg, list(dict.fromkeys(list(rank) + metrics)), rank,
+                         {g["axis"]: g["values"] for g in study.get("grid", [])})
     _section_failures(pg, failed)
     atomic_write_text(out_dir / "runs.csv", runs.drop(columns=["variant"], errors="ignore").to_csv(index=False),
                       sync=False)

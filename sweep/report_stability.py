@@ -44,6 +44,12 @@ def _rows(df: pd.DataFrame) -> list[types.SimpleNamespace]:
     return [types.SimpleNamespace(**r) for r in df.to_dict("records")]
 
 
+def _p_text(p: float) -> str:
+    """A sign test's p as shown: 2 significant digits, ``< 0.001`` below that (24 blocks that all
+    agree give p = 1.2e-7, which 2 digits would round to 0)."""
+    return "< 0.001" if p < 0.001 else f"= {format_number(p, 2)}"
+
+
 def _obj(o: str, directions: dict[str, str]) -> str:
     return "the stated trade-off" if o == TRADEOFF else objective_label(o, directions)
 
@@ -51,7 +57,8 @@ def _obj(o: str, directions: dict[str, str]) -> str:
 def conclusion_text(r, directions: dict[str, str], test: bool = True) -> str:
     """One row of :func:`sweep.stability.conclusions` as a sentence, e.g. ``"sjf+easy is ahead of
     fcfs+easy (the baseline) on mean wait (minimise) in 100 % of blocks (6 of 6): survives (sign test
-    p = 0.031)"`` or ``"the order of X and Y (the runner-up) on ... flips in 40 % of blocks (2 of 5)"``;
+    p = 0.031)"`` or ``"the order of X and Y (the runner-up) on ... flips in 40 % of blocks (2 of 5):
+    does not survive"``;
     with ``test``, the sign test's p, or that there are too few blocks for one."""
     obj = _obj(r.objective, directions)
     who = f"{r.b} (the {r.against})"
@@ -63,12 +70,12 @@ def conclusion_text(r, directions: dict[str, str], test: bool = True) -> str:
         text = f"{r.a} and {who} tie on {obj} in every block ({r.blocks})"
     else:
         text = (f"the order of {r.a} and {who} on {obj} flips in {_pct(r.flip_share)} of blocks "
-                f"({r.b_better} of {r.blocks})")
+                f"({r.b_better} of {r.blocks}): does not survive")
     if not test:
         return text
     if r.blocks < MIN_BLOCKS:
         return text + f" — too few blocks for a sign test at 5 % (need ≥ {MIN_BLOCKS})"
-    return text + f" (sign test p = {format_number(r.p_sign, 2)})"
+    return text + f" (sign test p {_p_text(r.p_sign)})"
 
 
 def _cell(r) -> str:
@@ -78,8 +85,8 @@ def _cell(r) -> str:
     elif r.a_better == 0 and r.b_better == 0:
         verdict = f"tied in all {r.blocks}"
     else:
-        verdict = f"reversed in {r.b_better} of {r.blocks} ({_pct(r.flip_share)})"
-    p = f"; p = {format_number(r.p_sign, 2)}" if r.blocks >= MIN_BLOCKS else ""
+        verdict = f"reversed in {r.b_better} of {r.blocks} ({_pct(r.flip_share)}) — does not survive"
+    p = f"; p {_p_text(r.p_sign)}" if r.blocks >= MIN_BLOCKS else ""
     return f"{r.b}: {verdict}{p}"
 
 

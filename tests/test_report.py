@@ -125,6 +125,35 @@ def test_the_report_defines_every_figure_it_ranks(small_sweep):
     assert by_col["wait_censored_mean_s"][:3] == [m.label, "h", "lower"]
     assert "can be below 'mean wait'" in by_col["wait_censored_mean_s"][3]
     assert by_col["utilization"][1:3] == ["%", "higher"]
+    # what each policy and backfill of the grid does, from its registered class's docstring
+    what = {(c[0], c[1]): c[2] for c in cells if len(c) == 3}
+    assert set(what) == {("policy", p) for p in ("fcfs", "sjf", "ljf")} | {("backfill", b) for b in ("none", "easy")}
+    assert what[("policy", "sjf")].startswith("Shortest job first by requested time limit")
+    assert "shadow time" in what[("backfill", "easy")] and "``" not in "".join(what.values())
+
+
+def test_report_states_each_window_and_its_jobs(small_sweep):
+    """The study table names every dataset's windows with the jobs submitted in them (seed 0, the
+    trace as recorded: write_spec's 40-job trace, whole-trace window)."""
+    html = small_sweep.report.read_text()
+    sec = html[html.index('id="summary"'):html.index('id="ranks"')]
+    assert "tiny: all (40 jobs)" in sec
+
+
+def test_stability_sentences_say_what_does_not_survive_and_tiny_p_values():
+    import types
+
+    from twinsweep.sweep.report_stability import conclusion_text
+
+    row = dict(objective="wait_mean_s", a="sjf+easy", b="fcfs+easy", against="runner-up", ties=0)
+    flip = conclusion_text(types.SimpleNamespace(**row, survives=False, a_better=7, b_better=1, blocks=8,
+                                                 flip_share=1 / 8, holds_share=7 / 8, p_sign=0.0703),
+                           {"wait_mean_s": "min"})
+    assert flip.endswith("flips in 12 % of blocks (1 of 8): does not survive (sign test p = 0.070)")
+    held = conclusion_text(types.SimpleNamespace(**row, survives=True, a_better=24, b_better=0, blocks=24,
+                                                 flip_share=0.0, holds_share=1.0, p_sign=2 * 0.5 ** 24),
+                           {"wait_mean_s": "min"})
+    assert held.endswith("(24 of 24): survives (sign test p < 0.001)")  # 1.2e-7, not "p = 0"
 
 
 def test_report_has_every_section(small_sweep):
@@ -290,5 +319,5 @@ def test_a_box_hover_text_carries_the_axis_unit():
     from twinsweep.sweep.svgchart import box_strips
 
     svg = box_strips([("d / w", {"a": np.array([1.0, 2.0, 3.0])})], ["a"], variant_styles(["a"]), [(0.0, 4.0)],
-                     "mean wait [h]", "waits")
+                     "mean wait [h]", "waits", units=["h"])
     assert "a: median 2.00 h, quartiles 1.50–2.50 h, range 1.00–3.00 h, 3 run(s)" in svg

@@ -19,9 +19,9 @@ __all__ = ["Conservative"]
 
 @BACKFILLS.register("conservative")
 class Conservative(Backfill):
-    """``conservative``: reservations for every queued job, rebuilt at every pass in queue order
-    (as WRENCH does); ``stats["reservation_delays"]`` counts how often a job's reservation moved
-    later than the one it held at the previous pass."""
+    """``conservative``: every queued job gets a reservation, rebuilt at every pass in queue order
+    (as WRENCH does), and a job starts early only if it delays none of them. ``stats["reservation_delays"]``
+    counts how often a job's reservation moved later than the one it held at the previous pass."""
 
     name = "conservative"
 
