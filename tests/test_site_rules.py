@@ -92,6 +92,14 @@ def test_next_allowed_is_the_first_allowed_minute(rules):
             got = r.next_allowed(limit, now)
             scan = next((w for w in [now + 1, *range(now + 60, now + 21 * 86400, 60)] if r.allowed(limit, w)), None)
             assert got == scan, (rules, limit, now)
+    # next_allowed keeps its last answer per limit: asked in any order, the same rules answer as a fresh
+    # instance does (no answer reused where it does not hold)
+    import random
+
+    asks = [(limit, now) for limit in (1800, 4 * H, 63 * H) for now in range(0, 18 * 86400, 5 * 3600 + 60)]
+    random.Random(rules).shuffle(asks)
+    assert [r.next_allowed(*a) for a in asks] == [
+        ClockRules(WindowsOptions(clock_offset_s=MONDAY, **_RULE_SETS[rules])).next_allowed(*a) for a in asks]
 
 
 def test_windows_wakes_the_engine_at_a_synchronization_point():
