@@ -67,21 +67,26 @@ def _timed(name: str, fn):
     return wrapper
 
 
-@contextlib.contextmanager
-def _instrumented():
-    """Wrap the run path's phases (module attributes, restored afterwards)."""
+def _patches() -> list[tuple]:
+    """(object, attribute, phase name) of every run-path function :func:`_instrumented` wraps."""
     import pyarrow.parquet as pq
 
     from twinsweep.core import cooling, engine, run
     from twinsweep.sweep import runner, store
 
-    patches = [
-        (run, "perturb", "perturb"), (run, "select_window", "window"), (run, "job_node_power_w", "node power"),
+    return [
+        (run, "perturb", "perturb"), (run, "select_window", "window"), (run, "pool_job_node_power_w", "node power"),
         (engine.Engine, "run", "engine"), (run, "build_timeline", "timeline"), (cooling, "apply_cooling", "cooling"),
         (run, "compute_stats", "stats"), (run, "simulate", "simulate (rest)"), (run, "_jobs_table", "Arrow tables"), (run, "_timeline_table", "Arrow tables"),
         (pq, "write_table", "parquet writes"), (run, "to_json", "JSON"), (run, "write_run", "write (rest)"),
         (runner, "commit_run_dir", "store commit"),
     ]
+
+
+@contextlib.contextmanager
+def _instrumented():
+    """Wrap the run path's phases (module attributes, restored afterwards)."""
+    patches = _patches()
     saved = [(obj, attr, getattr(obj, attr)) for obj, attr, _ in patches]
     try:
         for obj, attr, name in patches:

@@ -54,3 +54,20 @@ def test_bench_slurm_without_slurm_exits_nonzero(figures, monkeypatch):
     monkeypatch.setattr(slurm, "slurm_ready", lambda *a, **k: (False, "no sinfo (test)"))
     assert importlib.import_module("bench_slurm").main([]) == 1
     assert not figures.exists()
+
+
+def test_bench_phases_times_every_phase_it_names(tmp_path, figures):
+    """Each phase bench_overhead wraps still exists on the run path and is called (a renamed function
+    once broke ``phases`` with an AttributeError no test saw): two runs of one quickstart dataset (the
+    window, its perturbation and node power are prepared once and shared by both)."""
+    spec = tmp_path / "tiny.toml"
+    spec.write_text('[study]\nname = "tiny"\noutput = "out"\nseeds = 1\n\n'
+                    '[[datasets]]\nname = "kth-sp2"\ntrace = "pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz"\n'
+                    'windows = [{ name = "day144", start = "144d", duration = "1d" }]\n\n'
+                    '[grid]\npolicy = ["fcfs"]\nbackfill = ["none", "easy"]\nsample_period = ["1m"]\n'
+                    'cooling = [true]\n')
+    mod = importlib.import_module("bench_overhead")
+    mod.bench_phases(spec, tmp_path / "work")
+    names = {name for _, _, name in mod._patches()}
+    calls = {name: rec[2] for name, rec in mod._T.items()}
+    assert names == set(calls) and min(calls.values()) >= 1 and calls["engine"] == 2, calls
