@@ -371,6 +371,26 @@ def load_object(path: str, kind: str = "plug-in"):
     return obj
 
 
+def check_plugin_class(name: str, obj, *, kind: str, base: type, options_base: type, public_base: str,
+                       public_options: str, implement: str) -> None:
+    """The contract a class-based plug-in kind (policies, backfill variants) checks when a class is
+    registered under ``name``: ``obj`` is a concrete subclass of ``base`` (no abstract method left;
+    ``implement`` names what to write) whose ``Options`` subclasses ``options_base``; a class
+    without a ``name`` of its own takes ``name``. Use it as a :class:`Registry`'s ``check`` with the
+    keywords bound (``functools.partial``).
+
+    Raises ConfigError naming ``kind``, ``name`` and what is wrong, with the import paths a plug-in
+    author uses (``public_base``, ``public_options``)."""
+    if not (isinstance(obj, type) and issubclass(obj, base)):
+        raise ConfigError(f"{kind} {name!r}: a {kind} plug-in must be a subclass of {public_base}, got {obj!r}")
+    if getattr(obj, "__abstractmethods__", None):
+        raise ConfigError(f"{kind} {name!r}: {obj.__qualname__} is abstract (implement {implement})")
+    if not (isinstance(obj.Options, type) and issubclass(obj.Options, options_base)):
+        raise ConfigError(f"{kind} {name!r}: {obj.__qualname__}.Options must subclass {public_options}")
+    if not obj.__dict__.get("name"):
+        obj.name = name
+
+
 def _same_definition(a, b) -> bool:
     """The same class or function imported twice (e.g. a module loaded under two names)."""
     return (getattr(a, "__qualname__", None) is not None

@@ -29,11 +29,7 @@ def add_parsers(sub) -> None:
         "the output folder are executed; failing runs are recorded in failed/<key>/error.json and retried. "
         "Ends by building the report."))
     p.add_argument("spec", help="study spec (TOML)")
-    p.add_argument("--out", default=None, help="output folder (overrides [study] output)")
-    p.add_argument("--backend", default=None, type=backend_name, metavar="NAME",
-                   help="local, ray, slurm or an installed backend plug-in (overrides [backend] name)")
-    p.add_argument("--workers", type=int, default=None, help="parallel workers (overrides [backend] workers)")
-    p.add_argument("--address", default=None, help="Ray cluster address (default: embedded local Ray)")
+    add_backend_args(p, workers_help="parallel workers (overrides [backend] workers)")
     p.add_argument("--retries", type=int, default=None, help="extra attempts of a failing run (overrides [study] retries)")
     p.add_argument("--dry-run", action="store_true", help="print the grid size and a few run keys; run nothing")
     p.add_argument("--no-report", action="store_true", help="do not build the report at the end")
@@ -68,6 +64,17 @@ def add_parsers(sub) -> None:
                    help="a dask.distributed scheduler (tcp://host:8786, e.g. from dask-jobqueue on Slurm) or, "
                         "with --dask-scheduler ray, a Ray cluster")
     r.set_defaults(func=_cmd_report)
+
+
+def add_backend_args(p, workers_help: str) -> None:
+    """The options ``sweep`` and ``tune`` share before their own: ``--out`` (overrides ``[study]
+    output``), ``--backend`` (checked against the backend registry), ``--workers`` (help text
+    ``workers_help``) and ``--address`` (a Ray cluster)."""
+    p.add_argument("--out", default=None, help="output folder (overrides [study] output)")
+    p.add_argument("--backend", default=None, type=backend_name, metavar="NAME",
+                   help="local, ray, slurm or an installed backend plug-in (overrides [backend] name)")
+    p.add_argument("--workers", type=int, default=None, help=workers_help)
+    p.add_argument("--address", default=None, help="Ray cluster address (default: embedded local Ray)")
 
 
 def add_slurm_args(p, detach: bool = False) -> None:

@@ -78,16 +78,22 @@ PAST_END = "window_past_last_submit"
 BLOCK_COLS = ("dataset", "window", "seed")
 
 
-def block_ranks(values: np.ndarray, direction: str) -> np.ndarray:
-    """Ranks within each block (row) of ``values`` (blocks x variants): 1 = best under
-    ``direction`` (``"min"``: smaller is better, ``"max"``: larger), ties -> average rank, NaN
-    (metric undefined) ranks worst (tied among NaNs)."""
+def _lower_is_better(values, direction: str) -> np.ndarray:
+    """``values`` as float64 with smaller = better (negated when ``direction`` is ``"max"``) and
+    NaN as +inf (worst). Raises ValueError for a direction other than ``"min"`` / ``"max"``."""
     v = np.asarray(values, dtype="float64")
     if direction == "max":
         v = -v
     elif direction != "min":
         raise ValueError(f"direction must be 'min' or 'max', got {direction!r}")
-    v = np.where(np.isnan(v), np.inf, v)
+    return np.where(np.isnan(v), np.inf, v)
+
+
+def block_ranks(values: np.ndarray, direction: str) -> np.ndarray:
+    """Ranks within each block (row) of ``values`` (blocks x variants): 1 = best under
+    ``direction`` (``"min"``: smaller is better, ``"max"``: larger), ties -> average rank, NaN
+    (metric undefined) ranks worst (tied among NaNs)."""
+    v = _lower_is_better(values, direction)
     return average_ranks(v) if len(v) else v
 
 
@@ -115,12 +121,7 @@ def win_counts(values: np.ndarray, direction: str) -> tuple[np.ndarray, int]:
     """``(C, m)``: ``C[i, j]`` = number of blocks (rows of ``values``, blocks x variants) in which
     variant i is strictly better than variant j under ``direction`` (NaN never wins; two NaNs tie),
     ``m`` = number of blocks. ``m - C[i, j] - C[j, i]`` blocks are ties; the diagonal is 0."""
-    v = np.asarray(values, dtype="float64")
-    if direction == "max":
-        v = -v
-    elif direction != "min":
-        raise ValueError(f"direction must be 'min' or 'max', got {direction!r}")
-    v = np.where(np.isnan(v), np.inf, v)
+    v = _lower_is_better(values, direction)
     m = v.shape[0]
     return (v[:, :, None] < v[:, None, :]).sum(axis=0).astype("int64"), m
 

@@ -57,6 +57,38 @@ def test_check_hook_runs_at_registration():
     assert reg.names() == []
 
 
+@pytest.mark.parametrize("kind", ["policy", "backfill"])
+def test_class_plugins_are_checked_against_their_contract_when_registered(kind):
+    """POLICIES and BACKFILLS share one check (core.registry.check_plugin_class): not a subclass,
+    abstract, or Options outside the options model each raise one ConfigError naming the kind, the
+    name and the public class to use; a class without a name of its own takes the registered one.
+    Nothing half-registered is left behind."""
+    from twinsweep.core.backfill import BACKFILLS, Backfill, BackfillOptions
+    from twinsweep.core.policies import POLICIES, Policy, PolicyOptions
+
+    reg, base, opts, method, public = {
+        "policy": (POLICIES, Policy, PolicyOptions, "key", "twinsweep.core.policies"),
+        "backfill": (BACKFILLS, Backfill, BackfillOptions, "select", "twinsweep.core.backfill")}[kind]
+    with pytest.raises(ConfigError, match=rf"^{kind} 'x-not': a {kind} plug-in must be a subclass of "
+                                          rf"{public}\.{base.__name__}, got <class"):
+        reg.register("x-not", _A)
+    abstract = type("Half", (base,), {})
+    with pytest.raises(ConfigError, match=rf"^{kind} 'x-half': Half is abstract \(implement {method}\)$"):
+        reg.register("x-half", abstract)
+    concrete = {method: lambda self, *a, **k: None}
+    bad_opts = type("BadOpts", (base,), {**concrete, "Options": _A})
+    with pytest.raises(ConfigError, match=rf"^{kind} 'x-opts': BadOpts\.Options must subclass "
+                                          rf"{public}\.{opts.__name__}$"):
+        reg.register("x-opts", bad_opts)
+    assert not {"x-not", "x-half", "x-opts"} & set(reg.names())
+    good = type("Good", (base,), dict(concrete))
+    try:
+        reg.register("x-good", good)
+        assert reg.get("x-good") is good and good.name == "x-good"
+    finally:
+        reg.unregister("x-good")
+
+
 def test_dotted_path_is_imported_and_registered(monkeypatch):
     mod = types.ModuleType("tw_fake_plugin")
     mod.Thing = _A

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 from typing import Any, ClassVar, Mapping, Sequence
 
-from ..errors import ConfigError
 from ..jobview import JobView, SchedulerContext
 from ..options import PluginOptions, parse_options
-from ..registry import Registry
+from ..registry import Registry, check_plugin_class
 
 __all__ = ["Backfill", "BackfillOptions", "BACKFILLS"]
 
@@ -109,17 +109,9 @@ class Backfill(abc.ABC):
         two passes the queue may lose jobs this way as well as gain submissions. No-op by default."""
 
 
-def _check_backfill(name: str, obj) -> None:
-    if not (isinstance(obj, type) and issubclass(obj, Backfill)):
-        raise ConfigError(f"backfill {name!r}: a backfill plug-in must be a subclass of "
-                          f"twinsweep.core.backfill.Backfill, got {obj!r}")
-    if getattr(obj, "__abstractmethods__", None):
-        raise ConfigError(f"backfill {name!r}: {obj.__qualname__} is abstract (implement select)")
-    if not (isinstance(obj.Options, type) and issubclass(obj.Options, PluginOptions)):
-        raise ConfigError(f"backfill {name!r}: {obj.__qualname__}.Options must subclass "
-                          "twinsweep.core.backfill.BackfillOptions")
-    if not obj.__dict__.get("name"):
-        obj.name = name
+_check_backfill = functools.partial(check_plugin_class, kind="backfill", base=Backfill, options_base=PluginOptions,
+                                    public_base="twinsweep.core.backfill.Backfill",
+                                    public_options="twinsweep.core.backfill.BackfillOptions", implement="select")
 
 
 #: Every backfill variant: built-ins (registered when :mod:`core.backfill` is imported) and

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 from typing import Any, ClassVar, Mapping, Sequence
 
-from ..errors import ConfigError
 from ..jobview import JobView, SchedulerContext
 from ..options import PluginOptions, RunOptions, parse_options
-from ..registry import Registry
+from ..registry import Registry, check_plugin_class
 
 __all__ = ["Policy", "PolicyOptions", "POLICIES"]
 
@@ -95,17 +95,10 @@ class Policy(abc.ABC):
         by default."""
 
 
-def _check_policy(name: str, obj) -> None:
-    if not (isinstance(obj, type) and issubclass(obj, Policy)):
-        raise ConfigError(f"policy {name!r}: a policy plug-in must be a subclass of "
-                          f"twinsweep.core.policies.Policy, got {obj!r}")
-    if getattr(obj, "__abstractmethods__", None):
-        raise ConfigError(f"policy {name!r}: {obj.__qualname__} is abstract (implement key)")
-    if not (isinstance(obj.Options, type) and issubclass(obj.Options, RunOptions)):
-        raise ConfigError(f"policy {name!r}: {obj.__qualname__}.Options must subclass "
-                          "twinsweep.core.policies.PolicyOptions")
-    if not obj.__dict__.get("name"):
-        obj.name = name
+#: RunOptions, not only PolicyOptions: a policy may take the run-level options model as it is.
+_check_policy = functools.partial(check_plugin_class, kind="policy", base=Policy, options_base=RunOptions,
+                                  public_base="twinsweep.core.policies.Policy",
+                                  public_options="twinsweep.core.policies.PolicyOptions", implement="key")
 
 
 #: Every queue policy: built-ins (registered when :mod:`core.policies` is imported) and plug-ins

@@ -6,7 +6,7 @@ import sys
 
 from twinsweep.core.errors import ConfigError
 
-from ..cli_sweep import add_slurm_args, backend_name, slurm_overrides
+from ..cli_sweep import add_backend_args, add_slurm_args, slurm_overrides
 
 __all__ = ["add_parser"]
 
@@ -19,12 +19,8 @@ def add_parser(sub) -> None:
         "backends; running the same command again resumes the study. Writes best.json, trials.csv, "
         "pareto.png/history.png, importances, and winners.toml (a sweep spec re-running the winners)."))
     p.add_argument("spec", help="tune spec (TOML), e.g. studies/tune-incentives.toml")
-    p.add_argument("--out", default=None, help="output folder (overrides [study] output)")
-    p.add_argument("--backend", default=None, type=backend_name, metavar="NAME",
-                   help="local, ray, slurm or an installed backend plug-in (overrides [backend] name)")
-    p.add_argument("--workers", type=int, default=None,
-                   help="parallel workers (overrides [backend] workers; slurm: Optuna worker array tasks, default 4)")
-    p.add_argument("--address", default=None, help="Ray cluster address (default: embedded local Ray)")
+    add_backend_args(p, workers_help="parallel workers (overrides [backend] workers; slurm: Optuna worker array "
+                                     "tasks, default 4)")
     p.add_argument("--trials", type=int, default=None, help="finished trials wanted (overrides tune.trials)")
     p.add_argument("--storage", default=None,
                    help="Optuna storage: a journal file path or a SQLAlchemy URL (overrides tune.storage)")
