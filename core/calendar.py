@@ -52,7 +52,10 @@ class Calendar:
         self._next = 0
         self.times = [e[0] for e in events]
         self._pending = [0] * len(self.periods)
-        self._held: list[list[tuple[int, int, object]]] = [[] for _ in self.periods]  # (hold, time taken, ids)
+        # per period, each drain's holds: (first hold, count, time taken, node ids); holds numbered
+        # first hold .. first hold + count - 1 (one node each), their nodes allocated together
+        self._held: list[list[tuple[int, int, int, object]]] = [[] for _ in self.periods]
+        self._n_held = [0] * len(self.periods)
         self.draining: list[int] = []
         self.held = 0
         self._down_node_s = 0
@@ -69,14 +72,17 @@ class Calendar:
             self._next += 1
             if kind == 0:
                 b = self.periods[pi][1]
-                for h, taken, ids in self._held[pi]:
+                back = 0
+                for h0, count, taken, ids in self._held[pi]:
                     pool.release(ids)
-                    cluster.remove_running(b, h)
-                    self._down_node_s += b - taken
-                if self._held[pi] and self.listener is not None:
-                    self.listener.nodes_up(len(self._held[pi]), b, t)
-                self.held -= len(self._held[pi])
+                    cluster.remove_running_many([(b, h) for h in range(h0, h0 + count)])
+                    self._down_node_s += (b - taken) * count
+                    back += count
+                if back and self.listener is not None:
+                    self.listener.nodes_up(back, b, t)
+                self.held -= back
                 self._held[pi] = []
+                self._n_held[pi] = 0
                 self._pending[pi] = 0
                 if pi in self.draining:
                     self.draining.remove(pi)
@@ -85,16 +91,19 @@ class Calendar:
                 self.draining.append(pi)
 
     def drain(self, t: int, pool, cluster) -> None:
-        """Take free nodes, one hold each, for the draining periods (in the order they started)."""
+        """Take free nodes, one hold each, for the draining periods (in the order they started).
+        A period takes what it still lacks, up to the free nodes, in one allocation (the lowest
+        free node ids, as taking them one at a time would) and one merge into the running list."""
         pending = self._pending
         for pi in self.draining:
-            taken = 0
-            while pending[pi] and pool.free:
-                h = self.base[pi] + len(self._held[pi])
-                self._held[pi].append((h, t, pool.allocate(1)))
-                cluster.add_running(self.periods[pi][1], h)
-                pending[pi] -= 1
-                taken += 1
+            taken = min(pending[pi], pool.free)
+            if taken:
+                h0 = self.base[pi] + self._n_held[pi]
+                self._held[pi].append((h0, taken, t, pool.allocate(taken)))
+                b = self.periods[pi][1]
+                cluster.add_running_many([(b, h) for h in range(h0, h0 + taken)])
+                self._n_held[pi] += taken
+                pending[pi] -= taken
             self.held += taken
             if taken and self.listener is not None:
                 self.listener.nodes_down(taken, self.periods[pi][1], t)
@@ -106,5 +115,5 @@ class Calendar:
         ``t_end``, periods still holding nodes counted up to it)."""
         down = self._down_node_s
         for pi, (_a, b, _k) in enumerate(self.periods):
-            down += sum(max(0, min(b, t_end) - taken) for _h, taken, _ids in self._held[pi])
+            down += sum(max(0, min(b, t_end) - taken) * count for _h, count, taken, _ids in self._held[pi])
         return {"availability_periods": len(self.periods), "availability_down_node_s": int(down)}

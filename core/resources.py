@@ -230,6 +230,29 @@ class Cluster:
         bisect.insort(self.running, (expected_end, job))
         self.changes += 1
 
+    def add_running_many(self, entries: Sequence[tuple[int, int]]) -> None:
+        """Engine side: :meth:`add_running` of every ``(expected_end, job)`` of ``entries`` at once
+        (an availability period's holds taken in one drain): one merge instead of one insertion
+        each, so that taking k nodes costs O(k + running), not O(k x running)."""
+        if entries:
+            self.running.extend(entries)
+            self.running.sort()
+            self.changes += len(entries)
+
+    def remove_running_many(self, entries: Sequence[tuple[int, int]]) -> None:
+        """Engine side: :meth:`remove_running` of every ``(expected_end, job)`` of ``entries`` at
+        once, in one pass over ``running``. Raises RuntimeError naming a job that is not running
+        (and changes nothing)."""
+        gone = set(entries)
+        if not gone:
+            return
+        kept = [e for e in self.running if e not in gone]
+        if len(self.running) - len(kept) != len(gone):
+            missing = sorted(gone - set(self.running))
+            raise RuntimeError(f"job {missing[0][1]} is not running")
+        self.running[:] = kept
+        self.changes += len(gone)
+
     def remove_running(self, expected_end: int, job: int) -> None:
         """Engine side: a running entry leaves (a job ended, a hold gave its node back)."""
         i = bisect.bisect_left(self.running, (expected_end, job))

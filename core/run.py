@@ -31,7 +31,7 @@ from .config import RunConfig, run_key
 from .engine import Engine, select_window
 from .accounts import Accounts, account_names, accounts_of_run, load_accounts
 from .atomic import atomic_write, atomic_write_files, bytes_writer, foreign_folder
-from .availability import over_capacity
+from .availability import busy_and_queued, over_capacity
 from .errors import ConfigError
 from .partitions import (pool_job_node_power_w, pool_rows, pool_traces_node_power, run_partitioned, run_warnings,
                          serves_warnings, with_pool_nodes)
@@ -113,8 +113,8 @@ def load_run_inputs(config: RunConfig, system: System | None = None) -> tuple[Wo
     local times is ``config.tz``, else the file's own, else the system file's, else
     ``$TWINSWEEP_TZ``); only a generic system is built from the loaded trace's header.
     Relative trace paths resolve against the data directory. A system its file name chose whose
-    size the trace header contradicts is said in the workload's warnings
-    (:func:`core.system.header_mismatch`). Raises as :func:`resolve_system` and
+    size the trace header contradicts, and a header's machine far larger than the log asks for,
+    are said in the workload's warnings (:func:`trace_system_warnings`). Raises as :func:`resolve_system` and
     :func:`core.loaders.load_workload` do.
     """
     from .data import resolve_data_path
@@ -124,10 +124,10 @@ def load_run_inputs(config: RunConfig, system: System | None = None) -> tuple[Wo
     named = system if system is not None else named_system(config.system, path)
     wl = load_workload(path, format=config.format, lenient=config.lenient, tz=config.tz,
                        system_tz=getattr(named, "timezone", None))
-    if named is None:
-        named = system_from_swf_header(wl.header, wl.source, wl.procs_unit)
-    elif more := trace_system_warnings(named, wl, "its file name" if system is None and config.system is None
-                                       else None):
+    chosen_by = "its file name" if system is None and config.system is None else None
+    if named is None:  # the header's machine: nothing to hold it against but the log itself
+        named, chosen_by = system_from_swf_header(wl.header, wl.source, wl.procs_unit), None
+    if more := trace_system_warnings(named, wl, chosen_by):
         wl = dataclasses.replace(wl, warnings=[*wl.warnings, *more])
     return wl, named
 
@@ -136,13 +136,58 @@ def trace_system_warnings(system: System, workload: Workload, chosen_by: str | N
     """What a trace says against the system it runs on, before any work: its header's size against
     the system's when ``chosen_by`` names how the system was chosen (``"its file name"``,
     ``"--system"``; None: not checked — :func:`core.system.header_mismatch`), and the served values
-    of a partitioned system that no job of the trace has (:func:`core.partitions.serves_warnings`).
-    The one check :func:`load_run_inputs`, a sweep's datasets and ``validate`` make."""
+    of a partitioned system that no job of the trace has (:func:`core.partitions.serves_warnings`),
+    and a machine taken from the header alone that dwarfs what the log asks for
+    (:func:`_header_size_warning`). The one check :func:`load_run_inputs`, a sweep's datasets and ``validate`` make."""
     out = []
     if chosen_by and (m := header_mismatch(system, workload.header, workload.procs_unit, workload.source, chosen_by)):
         out.append(m)
+    if getattr(system, "generic", False) and (m := _header_size_warning(system, workload)):
+        out.append(m)
     return out + serves_warnings(system, workload.jobs["partition"].tolist(), workload.header.get("Partition"),
                                  workload.source)
+
+
+#: A machine taken from a trace's header alone is questioned when it has more than this many times
+#: the nodes the log ever asks for at once (its widest job, the recorded schedule's peak): no log
+#: of the data folder with a recorded schedule comes near it (generic machines from their headers:
+#: KTH-SP2 to CEA-Curie, the ALCF Theta job sets).
+HEADER_SIZE_FACTOR = 10
+
+
+def _header_size_warning(system: System, workload: Workload) -> str | None:
+    """A warning when the generic machine built from ``workload``'s header (``system.generic``) has
+    more than :data:`HEADER_SIZE_FACTOR` times the nodes of both the widest job and the most nodes
+    the recorded schedule holds at once (:func:`core.availability.busy_and_queued` of the
+    recorded starts and run times), else None; None too for a log without a recorded schedule
+    (e.g. LCG-2005's grid of 24,515 processors ran serial jobs only: its size is no typo, and
+    nothing says how many of them were ever busy). A header's ``MaxNodes`` / ``MaxProcs``
+    can be wrong (a typo, a placeholder such as 2147483647): the twin simulates every node, so
+    time and memory grow with them, and a machine that size never queues a job."""
+    wl = workload.with_nodes(system.cores_per_node)
+    jobs = wl.jobs
+    n = jobs["nodes"].astype("float64").to_numpy(na_value=np.nan)
+    ok = n > 0
+    if not ok.any():
+        return None
+    widest = int(n[ok].max())
+    start = jobs["recorded_start_time"].astype("float64").to_numpy(na_value=np.nan)
+    run = jobs["run_time"].astype("float64").to_numpy(na_value=np.nan)
+    ran = ok & np.isfinite(start) & np.isfinite(run) & (run > 0)
+    peak = 0
+    if ran.any():
+        sched = pd.DataFrame({"submit_time": jobs["submit_time"].to_numpy(dtype="int64")[ran],
+                              "start_time": start[ran].astype("int64"),
+                              "end_time": (start[ran] + run[ran]).astype("int64"), "nodes": n[ran].astype("int64")})
+        peak = int(busy_and_queued(sched)[1].max())
+    demand = max(widest, peak)
+    if not peak or system.nodes <= HEADER_SIZE_FACTOR * demand:
+        return None
+    return (f"{workload.source}: the machine comes from the trace's header ({system.nodes:,} nodes), "
+            f"{system.nodes / demand:,.0f} times the most the log asks for (its widest job: {widest:,} node(s); "
+            f"the most its recorded schedule holds at once: {peak:,}); the twin simulates every node (time and memory grow with them) and a machine that "
+            "size never queues a job: if the header's MaxNodes / MaxProcs are wrong, give the machine "
+            "with --system")
 
 
 def load_run_workload(config: RunConfig) -> Workload:

@@ -367,3 +367,33 @@ def test_idle_share_is_fitted_on_the_fitting_window_only():
     assert av.fit_idle_share(later, 10, 0, 100, block_s=100, grid_s=10, latency_s=0) == fit
     quiet = _sched([(0, 0, 100, 6)]).assign(time_limit=[100.0])
     assert av.fit_idle_share(quiet, 10, 0, 100, block_s=100, grid_s=10, latency_s=0)["share"] == 1.0
+
+
+def test_holds_taken_and_given_back_in_batches_match_one_at_a_time():
+    """Cluster.add_running_many / remove_running_many (what a calendar's drain and period end use:
+    k holds in one merge, not k insertions) leave ``running`` as k single calls would, count every
+    entry in ``changes``, and refuse an entry that is not running without changing anything."""
+    import random
+
+    from twinsweep.core.resources import Cluster, NodePool
+
+    rng = random.Random(3)
+    jobs = [(rng.randrange(0, 10_000), j) for j in range(40)]
+    holds = [(5_000, h) for h in range(100, 130)]
+    one, many = Cluster(NodePool(8), [1] * 130, [0] * 130), Cluster(NodePool(8), [1] * 130, [0] * 130)
+    for c in (one, many):
+        for e in jobs:
+            c.add_running(*e)
+    for e in holds:
+        one.add_running(*e)
+    many.add_running_many(holds)
+    assert many.running == one.running == sorted(jobs + holds) and many.changes == one.changes == 70
+    gone = holds[::2] + jobs[:5]
+    for e in gone:
+        one.remove_running(*e)
+    many.remove_running_many(gone)
+    assert many.running == one.running and many.changes == one.changes == 70 + len(gone)
+    before = list(many.running)
+    with pytest.raises(RuntimeError, match="job 100 is not running"):
+        many.remove_running_many([holds[1], holds[0]])
+    assert many.running == before and many.changes == 70 + len(gone)

@@ -286,3 +286,27 @@ def test_a_dataset_tz_key_and_the_cli_flag(tmp_path):
                  "--tz", "Europe/Paris", "--out", str(tmp_path / "o")]) == 0
     m = json.loads((tmp_path / "o" / "manifest.json").read_text())
     assert m["workload"]["timezone"] == "Europe/Paris" and m["config"]["tz"] == "Europe/Paris"
+
+
+@pytest.mark.parametrize("max_nodes, waits, warned", [
+    (1000, (0, 10, 0), True),     # 3 jobs of 4 nodes, two at once: peak 8, 1000 > 10 x 8
+    (80, (0, 10, 0), False),      # exactly 10 x the peak: no warning
+    (1000, (-1, -1, -1), False),  # no recorded schedule: the header's size cannot be judged
+])
+def test_a_header_machine_far_beyond_the_log_is_questioned(tmp_path, max_nodes, waits, warned):
+    """A machine built from the header alone (no system file) with more than 10 x the nodes the
+    log ever holds at once, and than its widest job, is named in the run's warnings before any
+    work: jobs 1 and 2 overlap on [110, 200) with 4 nodes each, job 3 runs alone later."""
+    from tests.twin_helpers import write_swf_rows
+
+    rows = [(1, 100, waits[0], 100, 4), (2, 100, waits[1], 100, 4), (3, 1000, waits[2], 50, 4)]
+    path = write_swf_rows(tmp_path / "XYZ.swf", rows, max_nodes=max_nodes, header=["; UnixStartTime: 1000000000"])
+    wl, system = load_run_inputs(RunConfig(data=str(path), policy="fcfs", backfill="easy"))
+    said = [w for w in wl.warnings if "comes from the trace's header" in w]
+    assert system.nodes == max_nodes and len(said) == warned
+    if warned:
+        assert said[0] == (f"{path}: the machine comes from the trace's header (1,000 nodes), 125 times the most the "
+                           "log asks for (its widest job: 4 node(s); the most its recorded schedule holds at once: 8); "
+                           "the twin simulates every node (time and memory grow with them) and a machine that size "
+                           "never queues a job: if the header's MaxNodes / MaxProcs are wrong, give the machine with "
+                           "--system")
