@@ -138,11 +138,12 @@ def trace_system_warnings(system: System, workload: Workload, chosen_by: str | N
     ``"--system"``; None: not checked — :func:`core.system.header_mismatch`), and the served values
     of a partitioned system that no job of the trace has (:func:`core.partitions.serves_warnings`),
     and a machine taken from the header alone that dwarfs what the log asks for
-    (:func:`_header_size_warning`). The one check :func:`load_run_inputs`, a sweep's datasets and ``validate`` make."""
+    (:func:`_header_size_check`, which refuses one beyond belief: ConfigError). The one check
+    :func:`load_run_inputs`, a sweep's datasets and ``validate`` make."""
     out = []
     if chosen_by and (m := header_mismatch(system, workload.header, workload.procs_unit, workload.source, chosen_by)):
         out.append(m)
-    if getattr(system, "generic", False) and (m := _header_size_warning(system, workload)):
+    if getattr(system, "generic", False) and (m := _header_size_check(system, workload)):
         out.append(m)
     return out + serves_warnings(system, workload.jobs["partition"].tolist(), workload.header.get("Partition"),
                                  workload.source)
@@ -153,9 +154,12 @@ def trace_system_warnings(system: System, workload: Workload, chosen_by: str | N
 #: of the data folder with a recorded schedule comes near it (generic machines from their headers:
 #: KTH-SP2 to CEA-Curie, the ALCF Theta job sets).
 HEADER_SIZE_FACTOR = 10
+#: ... and refused above this many times (a placeholder such as MaxNodes 2147483647 would take the
+#: memory of the machine running the twin): a system file (``--system``) is the way to run it anyway.
+HEADER_SIZE_REFUSED = 1000
 
 
-def _header_size_warning(system: System, workload: Workload) -> str | None:
+def _header_size_check(system: System, workload: Workload) -> str | None:
     """A warning when the generic machine built from ``workload``'s header (``system.generic``) has
     more than :data:`HEADER_SIZE_FACTOR` times the nodes of both the widest job and the most nodes
     the recorded schedule holds at once (:func:`core.availability.busy_and_queued` of the
@@ -163,7 +167,8 @@ def _header_size_warning(system: System, workload: Workload) -> str | None:
     (e.g. LCG-2005's grid of 24,515 processors ran serial jobs only: its size is no typo, and
     nothing says how many of them were ever busy). A header's ``MaxNodes`` / ``MaxProcs``
     can be wrong (a typo, a placeholder such as 2147483647): the twin simulates every node, so
-    time and memory grow with them, and a machine that size never queues a job."""
+    time and memory grow with them, and a machine that size never queues a job. Raises ConfigError
+    (naming the trace, the header's size and the log's) above :data:`HEADER_SIZE_REFUSED` times."""
     wl = workload.with_nodes(system.cores_per_node)
     jobs = wl.jobs
     n = jobs["nodes"].astype("float64").to_numpy(na_value=np.nan)
@@ -183,9 +188,13 @@ def _header_size_warning(system: System, workload: Workload) -> str | None:
     demand = max(widest, peak)
     if not peak or system.nodes <= HEADER_SIZE_FACTOR * demand:
         return None
-    return (f"{workload.source}: the machine comes from the trace's header ({system.nodes:,} nodes), "
+    what = (f"{workload.source}: the machine comes from the trace's header ({system.nodes:,} nodes), "
             f"{system.nodes / demand:,.0f} times the most the log asks for (its widest job: {widest:,} node(s); "
-            f"the most its recorded schedule holds at once: {peak:,}); the twin simulates every node (time and memory grow with them) and a machine that "
+            f"the most its recorded schedule holds at once: {peak:,})")
+    if system.nodes > HEADER_SIZE_REFUSED * demand:
+        raise ConfigError(f"{what}: refused, the header's MaxNodes / MaxProcs cannot be this machine's; give the "
+                          "machine with --system (a system file) to run the log on it anyway")
+    return (f"{what}; the twin simulates every node (time and memory grow with them) and a machine that "
             "size never queues a job: if the header's MaxNodes / MaxProcs are wrong, give the machine "
             "with --system")
 

@@ -310,3 +310,18 @@ def test_a_header_machine_far_beyond_the_log_is_questioned(tmp_path, max_nodes, 
                            "the twin simulates every node (time and memory grow with them) and a machine that size "
                            "never queues a job: if the header's MaxNodes / MaxProcs are wrong, give the machine with "
                            "--system")
+
+
+def test_a_header_machine_beyond_belief_is_refused_before_any_work(tmp_path):
+    """More than 1000 x what the log holds at once (a placeholder MaxNodes): one ConfigError naming
+    the trace and both sizes, from load_run_inputs; the same log with a system file runs."""
+    from tests.twin_helpers import write_swf_rows
+
+    rows = [(1, 100, 0, 100, 4), (2, 100, 10, 100, 4)]
+    path = write_swf_rows(tmp_path / "XYZ.swf", rows, max_nodes=2147483647, header=["; UnixStartTime: 1000000000"])
+    with pytest.raises(ConfigError, match=r"XYZ\.swf: the machine comes from the trace's header \(2,147,483,647 "
+                                          r"nodes\), 268,435,456 times .* holds at once: 8\): refused"):
+        load_run_inputs(RunConfig(data=str(path), policy="fcfs", backfill="easy"))
+    (tmp_path / "big.toml").write_text('[system]\nname = "big"\nnodes = 16\n')
+    wl, system = load_run_inputs(RunConfig(data=str(path), policy="fcfs", backfill="easy", system=str(tmp_path / "big.toml")))
+    assert system.nodes == 16 and len(wl) == 2
