@@ -184,6 +184,21 @@ def test_bad_windows_are_one_clear_error(tmp_path, capsys):
     assert not (tmp_path / "x").exists()
 
 
+def test_one_outlier_submit_time_refuses_the_default_windows(tmp_path):
+    """Jobs 1-3 submitted at 100 s, 200 s and 300 s, job 99 at 10,000,100 s (a corrupt field): the
+    gap of 9,999,800 s is 99.997 % of the span, so the halves would put three jobs in the fitting
+    window and one in the reported one, and cost the span. One error naming both jobs and the
+    counts on each side, before any work; explicit windows run."""
+    rows = [(1, 100, 0, 50, 1), (2, 200, 0, 50, 1), (3, 300, 0, 50, 1), (99, 10_000_100, 0, 50, 1)]
+    log = write_swf_rows(tmp_path / "gap.swf", rows, max_nodes=NODES)
+    with pytest.raises(ConfigError, match=r"3 job\(s\) are submitted in \[0.0 h, 0.1 h\) and 1 in .*a gap of 115.7 days "
+                                          r"between job 3 and job 99, 100% of the span.*give --calibrate and --report-window"):
+        validate(str(log), noise_seeds=0, sensitivity=False, windows=0, out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    res = validate(str(log), calibrate="0:150s", report_window="150s:400s", noise_seeds=0, sensitivity=False, windows=0)
+    assert res["modes"]["blind"]["jobs_compared"] == 2
+
+
 def test_jobs_the_log_held_are_reported_apart(tmp_path):
     """A log whose user held one job: A (job 1, 2 nodes, 1 h limit) waited 5 h on an idle machine
     while B (job 2, submitted 10 s later, as large) started at once. A is 'held' (B overtook it),
