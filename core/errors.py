@@ -10,11 +10,12 @@ class TwinError(Exception):
 class TraceFormatError(TwinError, ValueError):
     """A trace file cannot be read: names the file and (when known) the 1-based line.
 
-    Attributes: ``path`` (str), ``line`` (int or None), ``detail`` (str).
+    Attributes: ``path`` (str), ``line`` (int or None), ``detail`` (str), ``skippable`` (bool:
+    a job line that lenient reading may skip; False for a header line, which it never skips).
     """
 
-    def __init__(self, path: str, line: int | None, detail: str):
-        self.path, self.line, self.detail = str(path), line, detail
+    def __init__(self, path: str, line: int | None, detail: str, skippable: bool = True):
+        self.path, self.line, self.detail, self.skippable = str(path), line, detail, skippable
         where = f"{path}:{line}" if line is not None else str(path)
         super().__init__(f"{where}: {detail}")
 

@@ -548,13 +548,28 @@ GENERIC_POWER = PowerModel(
 def header_count(header: dict, key: str, source: str = "") -> int | None:
     """An SWF header's size field ``key`` (``MaxNodes``, ``MaxProcs``, ``MaxRuntime``): its first
     word, thousands separators allowed (``1,024``) and ``64.0`` read as 64; None when absent or -1
-    (SWF's "unknown"). Raises ConfigError naming ``source`` and the field for any other text. The
-    strict reader of a machine's size; the loaders' ``core.loaders._swfcore.header_int`` reads a
-    leading integer leniently (``UnixStartTime``), where a size must not be guessed from
-    ``1,024`` as 1."""
+    (SWF's "unknown"). Raises ConfigError naming ``source`` and the field for any other text, and
+    for a field given on several lines with different numbers (``"64\n32"``, as
+    ``core.loaders._swfcore.parse_swf_header`` joins repeated keys): never the first one silently.
+    The SWF loaders check these fields with the file and line already
+    (``core.loaders._swfcore.read_swf_header``); this guards headers built otherwise."""
     v = header.get(key)
     if v is None or not str(v).strip():
         return None
+    rows = [ln.split() for ln in str(v).splitlines() if ln.strip()]
+    # the first line's first word, and every later line that is one number alone (a repeated
+    # value; a continuation line of text such as "352 batch)" is not)
+    words = [rows[0][0]] + [r[0] for r in rows[1:] if len(r) == 1]
+    nums = set()
+    for w in words:
+        try:
+            nums.add(float(w.replace(",", "").replace("_", "")))
+        except ValueError:
+            pass
+    if len(nums) > 1:
+        raise ConfigError(f"{source or 'trace'}: SWF header field {key} is given more than once with different values "
+                          f"({', '.join(repr(ln.strip()) for ln in str(v).splitlines() if ln.strip())}); keep the right "
+                          "one in the header or pass --system NAME (see `twinsweep systems`)")
     word = str(v).split()[0].replace(",", "").replace("_", "")  # "1,024" as written by people
     try:
         x = float(word)

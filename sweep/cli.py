@@ -708,8 +708,8 @@ def _lenient_hint(exc, args) -> str:
     command that has it, a dataset's ``lenient = true`` for a sweep; "" otherwise."""
     from twinsweep.core.errors import TraceFormatError
 
-    if not isinstance(exc, TraceFormatError) or exc.line is None:
-        return ""
+    if not isinstance(exc, TraceFormatError) or exc.line is None or not exc.skippable:
+        return ""  # no line, or a header line: --lenient skips job lines only
     if getattr(args, "lenient", None):  # already given: the line is one --lenient does not skip
         return ""
     if hasattr(args, "lenient"):

@@ -472,9 +472,12 @@ def test_theta_synthetic(tmp_path):
     # without UnixStartTime the first (smallest) submit is the epoch
     p2 = write(tmp_path, "th2.swf", "; Note: DRAS\n" + lines)
     assert load_workload(p2).epoch == 1600000000
-    # 19 fields but no Theta/DRAS header: not detected as anything
-    with pytest.raises(TraceFormatError, match="cannot detect"):
-        load_workload(write(tmp_path, "th3.swf", "; Version: 2.2\n" + lines))
+    # 19 fields but no Theta/DRAS header: an SWF header, so SWF, whose load names the line and count
+    th3 = write(tmp_path, "th3.swf", "; Version: 2.2\n" + lines)
+    assert detect_format(read_trace(th3)) == "swf"
+    with pytest.raises(TraceFormatError) as ei:
+        load_workload(th3)
+    assert ei.value.line == 2 and "expected 18 whitespace-separated fields, found 19" in ei.value.detail
     bad = write(tmp_path, "th4.swf", THETA_HEADER + lines + "3 1600000100 0 5 1 -1 -1 1 60 -1 1 5 6 -1 -1 -1 -1 -1\n")
     with pytest.raises(TraceFormatError) as ei:
         load_workload(bad, format="swf-theta")

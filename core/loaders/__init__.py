@@ -4,7 +4,8 @@ Built-in formats (detected from the first lines when ``format`` is None; highest
 
 ===================  ========================================================================
 ``swf``              Parallel Workloads Archive SWF: >= 80 % of the first 20 job lines have 18
-                     numeric fields (score 1); a header-only SWF file scores 0.5
+                     numeric fields (score 1); a header-only SWF file scores 0.5; SWF header
+                     keys with job lines of another shape 0.25 (the load names the bad line)
 ``swf-theta``        ALCF Theta DRAS job sets: 19 fields (first 18 numeric) and the header
                      mentions Theta or DRAS (score 2)
 ``swf-metacentrum``  MetaCentrum/Alea dialect: 21 fields, field 19 a ``{id,...}`` node list

@@ -33,6 +33,9 @@ from ..registry import Registry
 from ..workload import WORKLOAD_COLUMNS, Workload, coerce_jobs_frame, mark_running_at_dump
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: The UTF-8 byte-order mark some editors put at the start of a text file; :func:`read_trace`
+#: removes it (after gunzipping), so every text format's first line reads as written.
+UTF8_BOM = b"\xef\xbb\xbf"
 
 #: How many job (non-comment) lines :attr:`TraceText.sample_jobs` holds.
 SAMPLE_JOB_LINES = 20
@@ -46,8 +49,9 @@ class TraceText:
 
     Attributes:
         path: the file's path (str), as opened.
-        data: the uncompressed bytes.
-        checksum: ``"sha256:<hex>"`` of :attr:`data`.
+        data: the uncompressed bytes, without a leading UTF-8 byte-order mark (:data:`UTF8_BOM`).
+        checksum: ``"sha256:<hex>"`` of the uncompressed file bytes (a byte-order mark included,
+            so it is the file's own checksum).
         compressed: True when the file was gzip-compressed (detected by its magic bytes).
         tz: the IANA zone the caller asks for (``twinsweep run --tz``, a dataset's ``tz`` key):
             wins over the zone the file itself states. None = not given.
@@ -100,7 +104,8 @@ class TraceText:
 
 
 def read_trace(path: str | os.PathLike) -> TraceText:
-    """Read a trace file (plain or gzip, detected by the magic bytes ``1f 8b``) into memory.
+    """Read a trace file (plain or gzip, detected by the magic bytes ``1f 8b``) into memory; a
+    leading UTF-8 byte-order mark of the (uncompressed) text is removed.
 
     Raises:
         TraceFormatError: the file cannot be opened or is a corrupt gzip stream (names the file).
@@ -124,7 +129,10 @@ def _trace_text(p: str, raw: bytes) -> TraceText:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as exc:
             raise TraceFormatError(p, None, f"corrupt gzip data: {exc}") from exc
-    return TraceText(p, raw, "sha256:" + hashlib.sha256(raw).hexdigest(), compressed)
+    checksum = "sha256:" + hashlib.sha256(raw).hexdigest()
+    if raw[:3] == UTF8_BOM:  # a text editor's byte-order mark is not part of the first line
+        raw = raw[3:]
+    return TraceText(p, raw, checksum, compressed)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -62,6 +62,10 @@ def parse_swf_header(lines: Iterable[str]) -> dict:
       ``header["Partition"]["2"] == "batch"``), so the numeric ``queue``/``partition`` columns can be
       translated for display.
     * A bare ``;`` line ends a continuation.
+
+    No value is checked here (detection calls it on a file's first lines, and raises nothing); the
+    loaders read a header through :func:`read_swf_header`, which checks the numeric fields and
+    refuses a field repeated with another value, naming the file and lines.
     """
     header: dict = {}
     last: str | None = None
@@ -96,14 +100,147 @@ def parse_swf_header(lines: Iterable[str]) -> dict:
 
 
 def header_int(header: dict, key: str) -> int | None:
-    """``header[key]`` as int (leading number of a str value), or None."""
+    """``header[key]`` as int, or None when absent. Strict: the whole value must be a whole number
+    (``1500000000``, or an integral float such as ``1.5e9``; see :func:`header_number`), never the
+    leading digits of other text. Raises ValueError for any other value (a header read by
+    :func:`read_swf_header` has been checked already, with the file and line in the error)."""
     v = header.get(key)
     if v is None:
         return None
-    if isinstance(v, int):
+    if isinstance(v, int) and not isinstance(v, bool):
         return v
-    m = re.match(r"^\s*([+-]?\d+)", str(v))
-    return int(m.group(1)) if m else None
+    x = header_number(str(v))
+    if x is None:
+        raise ValueError(f"SWF header field {key} is {str(v).strip()!r}, not a whole number")
+    return x
+
+
+def header_epoch(header: dict) -> int | None:
+    """The header's ``UnixStartTime`` (Unix s, UTC) as int; None when absent or -1 (SWF's
+    "unknown"). Raises ValueError as :func:`header_int`."""
+    v = header_int(header, "UnixStartTime")
+    return None if v == -1 else v
+
+
+# --------------------------------------------------------------------------------------------
+# strict header check (file + line in every error)
+
+#: ``UnixStartTime`` must lie in ``[0, SWF_UNIX_START_MAX]`` (Unix s): 1970-01-01 to
+#: 2200-01-01 00:00 UTC; -1 means unknown.
+SWF_UNIX_START_MAX = 7_258_118_400
+
+
+@dataclasses.dataclass(frozen=True)
+class HeaderField:
+    """What a numeric SWF header field may hold: a whole number in ``[lo, hi]``, or -1 (SWF's
+    "unknown") when ``unknown_ok``. ``first_word``: only the value's first word is the number
+    (``MaxNodes: 400 (48 interactive, 352 batch)``) and thousands separators are allowed
+    (``1,024``); otherwise the whole value must be the number. ``what`` names it in errors."""
+
+    lo: int
+    hi: int
+    unknown_ok: bool
+    first_word: bool
+    what: str
+
+
+#: The numeric fields of an SWF header (PWA SWF v2.2 definition,
+#: https://www.cs.huji.ac.il/labs/parallel/workload/swf.html), checked by :func:`read_swf_header`.
+#: A machine has at least one node, one processor, a run-time limit of at least 1 s and some
+#: memory (0 is refused: -1 is the format's "unknown"); job, record, queue and partition counts
+#: may be 0. ``TimeZone`` is an offset from UTC in seconds, within one day.
+SWF_HEADER_NUMERIC: dict[str, HeaderField] = {
+    "UnixStartTime": HeaderField(0, SWF_UNIX_START_MAX, True, False,
+                                 "a Unix time in s, 1970-01-01 to 2200-01-01 UTC"),
+    "TimeZone": HeaderField(-86_400, 86_400, False, False, "an offset from UTC in s"),
+    "MaxJobs": HeaderField(0, 2**53, True, True, "a count of jobs"),
+    "MaxRecords": HeaderField(0, 2**53, True, True, "a count of lines"),
+    "MaxNodes": HeaderField(1, 2**31 - 1, True, True, "a count of nodes"),
+    "MaxProcs": HeaderField(1, 2**31 - 1, True, True, "a count of processors"),
+    "MaxRuntime": HeaderField(1, 2**31 - 1, True, True, "a time limit in s"),
+    "MaxMemory": HeaderField(1, 2**53, True, True, "an amount of memory in KB"),
+    "MaxQueues": HeaderField(0, 2**31 - 1, True, True, "a count of queues"),
+    "MaxPartitions": HeaderField(0, 2**31 - 1, True, True, "a count of partitions"),
+}
+
+
+def header_number(text: str, first_word: bool = False) -> int | None:
+    """A header value as a whole number, or None when it is not one. Accepted: an integer
+    (``-1``, ``1500000000``) or a finite integral float (``64.0``, ``1.5e9`` -> 1500000000) of
+    magnitude <= 2^53; with ``first_word`` only the first word counts and ``,``/``_`` thousands
+    separators are allowed (``1,024``). Anything else (``abc``, ``1.5``, ``12abc``, ``inf``) -> None."""
+    text = text.strip()
+    if first_word:
+        parts = text.split()
+        text = parts[0].replace(",", "").replace("_", "") if parts else ""
+    if _INT_RE.match(text):
+        return int(text)
+    if not _NUM_RE.match(text):
+        return None
+    x = float(text)
+    if not (np.isfinite(x) and x == np.rint(x) and abs(x) <= 2**53):
+        return None
+    return int(x)
+
+
+def read_swf_header(trace: TraceText, absent_means: str = "times count from time 0 = 1970-01-01 00:00 UTC",
+                    ) -> tuple[dict, list[str]]:
+    """The header of an SWF-family file (the ``;`` lines before the first job line), checked.
+
+    The dict is :func:`parse_swf_header`'s, with the numeric fields of
+    :data:`SWF_HEADER_NUMERIC` checked line by line:
+
+    * each must be a whole number (:func:`header_number`; ``UnixStartTime: 1.5e9`` is accepted as
+      1500000000 and stored as that int) within its range, or -1 ("unknown") where allowed;
+    * a field given on several lines must give the same number each time (an identical repeat is
+      kept once); free-text fields (``Note``, ``Information`` …) are joined as before;
+    * ``UnixStartTime: -1`` is treated as absent (the epoch is then the loader's default,
+      ``absent_means`` says which) and said in a warning.
+
+    Returns ``(header, warnings)``: warnings are one-line texts for ``Workload.warnings``.
+
+    Raises:
+        TraceFormatError: (whatever the lenient flag: the header is not a job line) a numeric
+            field that is not a whole number or out of range, naming the file, the header line
+            and the field; or a field repeated with a different value, naming both lines.
+    """
+    lines = leading_comment_lines(trace.data)
+    header = parse_swf_header(lines)
+    seen: dict[str, tuple[int, str, int]] = {}  # key -> (line, value as written, number)
+    repeated: set[str] = set()
+    for no, line in enumerate(lines, 1):
+        m = _KEY_RE.match(line)
+        if not m or m.group(1) not in SWF_HEADER_NUMERIC:
+            continue
+        key, raw = m.group(1), m.group(2).strip()
+        spec = SWF_HEADER_NUMERIC[key]
+        x = header_number(raw, spec.first_word)
+        unknown = "; -1 = unknown" if spec.unknown_ok else ""
+        if x is None:
+            raise TraceFormatError(trace.path, no, f"header field {key} is {raw[:60]!r}, not a whole number "
+                                   f"({spec.what}{unknown})", skippable=False)
+        if not (spec.lo <= x <= spec.hi or (spec.unknown_ok and x == -1)):
+            raise TraceFormatError(trace.path, no, f"header field {key} is {x}, outside [{spec.lo:,}, {spec.hi:,}] "
+                                   f"({spec.what}{unknown})", skippable=False)
+        if key in seen:
+            first_no, first_raw, first_x = seen[key]
+            if x != first_x:
+                raise TraceFormatError(trace.path, no, f"header field {key} is given twice with different values: "
+                                       f"line {first_no} says {first_raw[:40]!r}, line {no} says {raw[:40]!r}; "
+                                       "keep the right one", skippable=False)
+            repeated.add(key)
+            continue
+        seen[key] = (no, raw, x)
+    for key, (no, raw, x) in seen.items():
+        if not SWF_HEADER_NUMERIC[key].first_word:  # the whole value is the number: stored as int
+            header[key] = x
+        elif key in repeated:  # an identical repeat is kept once, as the first line wrote it
+            header[key] = int(raw) if _INT_RE.match(raw) else raw
+    warnings: list[str] = []
+    if "UnixStartTime" in seen and seen["UnixStartTime"][2] == -1:
+        warnings.append(f"{trace.name}: header UnixStartTime is -1 (unknown, line {seen['UnixStartTime'][0]}): "
+                        f"treated as absent, so {absent_means}")
+    return header, warnings
 
 
 # --------------------------------------------------------------------------------------------

@@ -27,8 +27,7 @@ import numpy as np
 from ..workload import Workload
 from ._registry import TraceText, register_loader
 from ._swfcore import (
-    build_frame, header_int, int_col, leading_comment_lines, obj_array, parse_swf_header, parse_table,
-    swf_jobs_frame,
+    build_frame, header_epoch, int_col, obj_array, parse_table, read_swf_header, swf_jobs_frame,
 )
 from .swf import _share_with_fields
 
@@ -49,9 +48,10 @@ def detect_frontier_swf(trace: TraceText) -> float:
 
 
 def load_frontier_swf(trace: TraceText, lenient: bool = False) -> Workload:
-    """Load a Frontier SWF file (21 fields). Raises TraceFormatError on a malformed line unless
-    ``lenient``."""
-    header = parse_swf_header(leading_comment_lines(trace.data))
+    """Load a Frontier SWF file (21 fields). Raises TraceFormatError on a bad header (see
+    :func:`core.loaders._swfcore.read_swf_header`) and, unless ``lenient``, on a malformed line.
+    ``UnixStartTime: -1`` (unknown) is treated as absent (epoch 0), with a warning."""
+    header, notes = read_swf_header(trace)
     df, skipped = parse_table(trace, FRONTIER_FIELDS, (20,), lenient)
     a = df[list(range(20))].to_numpy(dtype=np.float64)
     desc = df[20].astype(str).tolist() if len(df) else []
@@ -77,9 +77,10 @@ def load_frontier_swf(trace: TraceText, lenient: bool = False) -> Workload:
     cols["swf_procs"] = int_col(a[:, 4] if n else np.zeros(0), (a[:, 4] > 0) if n else np.zeros(0, dtype=bool))
     header["loader_descriptor_fallbacks"] = int(fallback.sum())
     return Workload(
-        jobs=build_frame(cols), epoch=header_int(header, "UnixStartTime") or 0, checksum=trace.checksum,
+        jobs=build_frame(cols), epoch=header_epoch(header) or 0, checksum=trace.checksum,
         source=trace.path, format="swf-frontier", header=header, procs_unit="nodes", skipped_lines=skipped,
         provenance=PROVENANCE, finished_only=True,  # an SWF log records jobs as they end
+        warnings=notes,
     )
 
 

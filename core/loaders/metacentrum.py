@@ -102,7 +102,7 @@ def read_machines(path: Path) -> tuple[tuple[int, str, int, int], ...]:
     ``id name nodes cpus_per_node …`` (TAB or space separated).
     """
     out = []
-    for no, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+    for no, line in enumerate(path.read_text(encoding="utf-8-sig", errors="replace").splitlines(), 1):
         s = line.strip()
         if not s or s.startswith((";", "#")):
             continue

@@ -25,8 +25,7 @@ import numpy as np
 from ..workload import Workload
 from ._registry import TraceText, register_loader
 from ._swfcore import (
-    build_frame, header_int, int_col, leading_comment_lines, parse_swf_header, parse_table, swf_jobs_frame,
-    swf_ranges,
+    build_frame, header_epoch, int_col, parse_table, read_swf_header, swf_jobs_frame, swf_ranges,
 )
 from .swf import _share_with_fields
 
@@ -49,12 +48,15 @@ def detect_theta(trace: TraceText) -> float:
 def load_theta(trace: TraceText, lenient: bool = False) -> Workload:
     """Load an ALCF Theta DRAS job set (19 fields, absolute submit times, node counts).
 
-    Raises TraceFormatError(path, line, detail) on a malformed job line unless ``lenient``.
+    Raises TraceFormatError(path, line, detail) on a bad header (a numeric field that is not a
+    whole number, out of range or repeated with another value; see
+    :func:`core.loaders._swfcore.read_swf_header`) and, unless ``lenient``, on a malformed job line.
+    ``UnixStartTime: -1`` (unknown) is treated as absent, with a warning.
     """
-    header = parse_swf_header(leading_comment_lines(trace.data))
+    header, notes = read_swf_header(trace, "the smallest submit time is taken as the epoch")
     df, skipped = parse_table(trace, THETA_FIELDS, (), lenient, swf_ranges(absolute_submit=True))
     a = df.to_numpy(dtype=np.float64)[:, :18]
-    epoch = header_int(header, "UnixStartTime")
+    epoch = header_epoch(header)
     if epoch is None:
         epoch = int(np.rint(a[:, 1].min())) if len(a) else 0
     cols, _ = swf_jobs_frame(a, epoch)
@@ -71,6 +73,7 @@ def load_theta(trace: TraceText, lenient: bool = False) -> Workload:
         skipped_lines=skipped,
         provenance=PROVENANCE,
         finished_only=True,  # an SWF log records jobs as they end (twinsweep.core.workload)
+        warnings=notes,
     )
 
 
