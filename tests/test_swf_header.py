@@ -230,3 +230,16 @@ def test_the_lenient_hint_follows_job_line_errors_only(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{bad_job}:3: expected 18" in err and "(--lenient skips such lines" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_standard_field_in_another_case_is_that_field(tmp_path):
+    """``; maxnodes: 64`` after ``; TimeZoneString: Europe/Berlin`` is MaxNodes (it used to extend
+    the zone's text); a continuation line with a colon (a URL) still continues its field."""
+    from twinsweep.core.loaders._swfcore import parse_swf_header
+
+    h = parse_swf_header(["; TimeZoneString: Europe/Berlin", "; maxnodes: 64", "; MAXPROCS: 128",
+                          "; Information: http://a.org/", ";   http://b.org/x"])
+    assert h["TimeZoneString"] == "Europe/Berlin" and h["MaxNodes"] == 64 and h["MaxProcs"] == 128
+    assert h["Information"] == "http://a.org/\nhttp://b.org/x"
+    with pytest.raises(TraceFormatError, match=r"t\.swf:2: header field MaxNodes is 0"):
+        load_workload(swf(tmp_path, ["; UnixStartTime: 0", "; maxnodes: 0"]), format="swf")

@@ -27,6 +27,29 @@ from ._registry import TraceText
 #: ``; Key: value`` — a key starts with an upper-case letter right after ``;`` (at most one
 #: space), so indented continuation lines such as ``;\tsee: http://...`` are not taken as keys.
 _KEY_RE = re.compile(r"^; ?([A-Z][A-Za-z0-9_]*)\s*:\s?(.*)$")
+_ANY_CASE_KEY_RE = re.compile(r"^; ?([a-z][A-Za-z0-9_]*)\s*:\s?(.*)$")
+
+#: The header fields of SWF v2.2 (https://www.cs.huji.ac.il/labs/parallel/workload/swf.html), by
+#: their lower-case spelling: a key written in another case (``; maxnodes: 64``) is read as the
+#: standard one instead of continuing the previous field's text.
+_STANDARD_KEYS = {k.lower(): k for k in (
+    "Version", "Computer", "Installation", "Acknowledge", "Information", "Conversion", "MaxJobs", "MaxRecords",
+    "Preemption", "UnixStartTime", "TimeZone", "TimeZoneString", "StartTime", "EndTime", "MaxNodes", "MaxProcs",
+    "MaxRuntime", "MaxMemory", "AllowOveruse", "MaxQueues", "Queues", "Queue", "MaxPartitions", "Partitions",
+    "Partition", "Note")}
+
+
+def _key_value(body: str) -> tuple[str, str] | None:
+    """``(key, value)`` of a ``; Key: value`` header line, else None (a continuation line). A
+    standard field in any case gets its standard spelling (``MAXPROCS`` -> ``MaxProcs``); another
+    key counts only when it starts in upper case (a continuation such as ``;   http://…`` is no key)."""
+    m = _KEY_RE.match(body) or _ANY_CASE_KEY_RE.match(body)
+    if not m:
+        return None
+    key = _STANDARD_KEYS.get(m.group(1).lower())
+    if key is None and not m.group(1)[0].isupper():
+        return None
+    return key or m.group(1), m.group(2)
 _INT_RE = re.compile(r"^[+-]?\d+$")
 
 #: Header keys whose repeated lines map an id to a name (``; Queue:  1  batch``).
@@ -62,6 +85,8 @@ def parse_swf_header(lines: Iterable[str]) -> dict:
       ``header["Partition"]["2"] == "batch"``), so the numeric ``queue``/``partition`` columns can be
       translated for display.
     * A bare ``;`` line ends a continuation.
+    * A standard field written in another case (``; maxnodes: 64``) is read under its standard
+      name (until 2026-12-07 it continued the previous field's text, silently).
 
     No value is checked here (detection calls it on a file's first lines, and raises nothing); the
     loaders read a header through :func:`read_swf_header`, which checks the numeric fields and
@@ -73,9 +98,9 @@ def parse_swf_header(lines: Iterable[str]) -> dict:
         body = raw.strip()
         if not body.startswith(";"):
             continue
-        m = _KEY_RE.match(body)
-        if m:
-            key, val = m.group(1), m.group(2).strip()
+        kv = _key_value(body)
+        if kv:
+            key, val = kv[0], kv[1].strip()
             if key in _ID_MAP_KEYS:
                 parts = val.split(None, 1)
                 ident = parts[0] if parts else ""
@@ -209,10 +234,10 @@ def read_swf_header(trace: TraceText, absent_means: str = "times count from time
     seen: dict[str, tuple[int, str, int]] = {}  # key -> (line, value as written, number)
     repeated: set[str] = set()
     for no, line in enumerate(lines, 1):
-        m = _KEY_RE.match(line)
-        if not m or m.group(1) not in SWF_HEADER_NUMERIC:
+        kv = _key_value(line)
+        if not kv or kv[0] not in SWF_HEADER_NUMERIC:
             continue
-        key, raw = m.group(1), m.group(2).strip()
+        key, raw = kv[0], kv[1].strip()
         spec = SWF_HEADER_NUMERIC[key]
         x = header_number(raw, spec.first_word)
         unknown = "; -1 = unknown" if spec.unknown_ok else ""
