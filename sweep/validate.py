@@ -263,6 +263,7 @@ def _input_warnings(workload: Workload, reference: pd.DataFrame, sizes: tuple, s
       twin rejects them at submit; they count on neither side;
     - with ``grace`` (kill on): jobs that ran longer in the log than the limit the twin gives them
       (requested, else ``default_limit``) plus the kill grace: the twin kills them early;
+    - a reported window whose jobs that ran all ran for 0 s: no busy node to compare or to read;
     - a fitting window in which no job has a recorded start: nothing is fitted from the schedule
       there (the kill grace reads run times and limits only).
 
@@ -300,6 +301,11 @@ def _input_warnings(workload: Workload, reference: pd.DataFrame, sizes: tuple, s
                        f"the limit the twin gives them (their requested time, else the system's default) plus the kill "
                        f"grace ({grace:,} s): the twin kills them at that point, shorter than they ran (--no-kill lets "
                        "them run to their recorded length)")
+    held = reported & ran & (run > 0)
+    if (reported & ran).any() and not held.any():
+        out.append(f"every one of the reported window's {int((reported & ran).sum()):,} jobs that ran in the log ran for "
+                   "0 s: the log's schedule holds no node busy there, so the hourly busy-node comparison has nothing to "
+                   "correlate, and informed mode reads any queue in it as nodes down (a log without run times?)")
     in_fit = (submit >= fit[0]) & (submit < fit[1])
     if in_fit.any() and not (in_fit & ran).any():
         out.append(f"no job submitted in the fitting window {window_text(fit)} has a recorded start: nothing is fitted "

@@ -922,3 +922,20 @@ def test_a_partitioned_machines_log_validates_to_zero_error_on_its_partitions(tm
                   'source = "test"\n')
     with pytest.raises(ConfigError, match="not inferred per partition"):
         validate(str(log), system=str(ts), noise_seeds=0, sensitivity=False, windows=0)
+
+
+def test_a_reported_window_of_zero_run_times_is_said(tmp_path):
+    """Every job of the reported window ran 0 s in the log (run time field 0): no busy node to
+    compare or to read, said before any run; a log with its run times says nothing of it."""
+    jobs = _jobs()
+    log = _log_of(tmp_path, "easy", jobs, "fcfs", "easy")
+    half = jobs[-1][1] // 2
+    zero = _edit_swf(log, tmp_path / "zero.swf", lambda x: x if int(x[1]) < half else [*x[:3], "0", *x[4:]])
+    kw = dict(calibrate=f"0:{half}", report_window=f"{half}:{jobs[-1][1] + 1}", noise_seeds=0, sensitivity=False,
+              windows=0)
+    said = [w for w in validate(str(zero), **kw)["warnings"] if "ran for 0 s" in w]
+    n = sum(1 for j in jobs if j[1] >= half)
+    assert said == [f"every one of the reported window's {n:,} jobs that ran in the log ran for 0 s: the log's schedule "
+                    "holds no node busy there, so the hourly busy-node comparison has nothing to correlate, and informed "
+                    "mode reads any queue in it as nodes down (a log without run times?)"]
+    assert not any("ran for 0 s" in w for w in validate(str(log), **kw)["warnings"])
