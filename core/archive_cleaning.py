@@ -19,6 +19,16 @@ removed jobs on the machine; a twin replaying the cleaned log runs without them 
 the recorded busy-node counts it may read in informed mode lack them too. Where the cleaning took
 much of a window's jobs (OSC-Clust: user 174, 55 % of the log's jobs), the twin queues less than the
 log did for a reason no machine model can recover. :func:`cleaning_summary` states it per window.
+
+A missing number is a removed job only as far as the header accounts for it: a counter can also
+skip numbers the site never used, or a log be renumbered (one job numbered 99999 after jobs 1..40).
+Where the header's filters state how many jobs they removed, the count placed between kept jobs is
+at most that total, less the filters whose job range lies wholly before the first kept number or
+after the last (``job<=14``: they removed no job between kept ones); the missing numbers beyond it
+are ``unexplained_number_gaps``, not removed jobs (:func:`cap_gaps` trims the largest gaps first:
+a single absurd gap goes before the small ones a flurry leaves). Where the header states no count
+(a cleaning note without filter lines), the missing numbers are all counted, as an upper bound from
+the numbering alone, and the summary says so (``removed_is_upper_bound``, ``removed_basis``).
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ import pandas as pd
 #: The cleaning note's marker in an SWF header's ``Note`` (PWA wording).
 CLEANED_MARK = "THIS IS A CLEANED VERSION"
 _FILTER_RE = re.compile(r"^(?P<expr>.+?)\s*\((?P<n>\d+) jobs? removed\)\s*$")
+_JOB_BOUND_RE = re.compile(r"\bjob\s*(?P<op><=|>=|<|>|=)\s*(?P<n>\d+)\b")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +52,25 @@ class CleaningFilter:
 
     expression: str
     jobs_removed: int
+
+    def job_range(self) -> tuple[float, float]:
+        """The job numbers the filter can have removed, ``(lo, hi)`` inclusive, from the ``job``
+        comparisons of an expression that is a conjunction (``user=50 and (job>=24439 and
+        job<=64542)``, ``job<=10``); ``(-inf, inf)`` when it bounds none or has an ``or`` / ``not``."""
+        lo, hi = -np.inf, np.inf
+        if re.search(r"\b(or|not)\b|!|\|", self.expression, flags=re.IGNORECASE):
+            return lo, hi
+        for m in _JOB_BOUND_RE.finditer(self.expression):
+            op, n = m.group("op"), float(m.group("n"))
+            if op in ("<=", "="):
+                hi = min(hi, n)
+            if op in (">=", "="):
+                lo = max(lo, n)
+            if op == "<":
+                hi = min(hi, n - 1)
+            if op == ">":
+                lo = max(lo, n + 1)
+        return lo, hi
 
 
 def cleaning_filters(header: dict[str, Any]) -> list[CleaningFilter]:
@@ -62,12 +92,18 @@ def cleaning_filters(header: dict[str, Any]) -> list[CleaningFilter]:
 class RemovedGaps:
     """Missing job numbers between kept jobs: ``count[i]`` jobs removed, submitted in
     ``[after[i], before[i]]`` (s from the trace epoch: the submit times of the kept jobs on either
-    side). ``numbered``: jobs with a numeric job id (the others are not placed)."""
+    side). ``numbered``: jobs with a numeric job id (the others are not placed); ``first`` / ``last``:
+    the lowest and highest job number (-1 when not given); ``after_job`` / ``before_job``: the
+    kept job numbers on either side of each gap (None when not given)."""
 
     after: np.ndarray
     before: np.ndarray
     count: np.ndarray
     numbered: int
+    first: int = -1
+    last: int = -1
+    after_job: np.ndarray | None = None
+    before_job: np.ndarray | None = None
 
     @property
     def total(self) -> int:
@@ -99,7 +135,35 @@ def removed_job_gaps(job_id, submit_time) -> RemovedGaps | None:
         return None
     step = np.diff(n) - 1
     gap = step > 0
-    return RemovedGaps(after=s[:-1][gap], before=s[1:][gap], count=step[gap], numbered=int(ok.sum()))
+    return RemovedGaps(after=s[:-1][gap], before=s[1:][gap], count=step[gap], numbered=int(ok.sum()),
+                       first=int(n[0]), last=int(n[-1]), after_job=n[:-1][gap], before_job=n[1:][gap])
+
+
+def cap_gaps(gaps: RemovedGaps, limit: int) -> RemovedGaps:
+    """``gaps`` with at most ``limit`` missing numbers in all: the largest gaps trimmed first, each to a
+    common level (the largest whole level ``L`` with ``sum(min(count, L)) <= limit``; the remainder,
+    one each to the first trimmed gaps in submit order), so the total is exactly ``limit``. Gaps at
+    or under the level keep their count; a gap trimmed to 0 is dropped. Unchanged when the gaps'
+    total is within ``limit``."""
+    c = gaps.count.astype(np.int64)
+    limit = max(int(limit), 0)
+    if int(c.sum()) <= limit:
+        return gaps
+    lo, hi = 0, int(c.max())  # sum(min(c, lo)) <= limit < sum(min(c, hi))
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if int(np.minimum(c, mid).sum()) <= limit:
+            lo = mid
+        else:
+            hi = mid
+    new = np.minimum(c, lo)
+    rest = limit - int(new.sum())
+    trimmed = np.flatnonzero(c > lo)
+    new[trimmed[:rest]] += 1
+    keep = new > 0
+    return dataclasses.replace(gaps, after=gaps.after[keep], before=gaps.before[keep], count=new[keep],
+                               after_job=None if gaps.after_job is None else gaps.after_job[keep],
+                               before_job=None if gaps.before_job is None else gaps.before_job[keep])
 
 
 def removed_in_window(gaps: RemovedGaps, t0: float, t1: float) -> float:
@@ -125,7 +189,18 @@ def cleaning_summary(header: dict[str, Any], job_id, submit_time, t0: float, t1:
     rounded to a whole job; None as before), ``kept_in_window`` (jobs of the log submitted in it)
     and ``removed_share_in_window`` = removed / (removed + kept) (None without both). ``also``: other
     windows by name, each summarised the same way (its three ``*_in_window`` figures) under its
-    name, from the same gaps (the ids are read once)."""
+    name, from the same gaps (the ids are read once).
+
+    How far the header accounts for the missing numbers (the module docstring; all None when the
+    ids are not placed): ``missing_numbers_between_kept_jobs`` (every missing number),
+    ``stated_between_kept_jobs`` (the filters' total less the filters whose job range lies wholly
+    outside the kept numbers; None when the header states no count), ``removed_between_kept_jobs``
+    (the missing numbers, capped at the stated count: the figure every window's count comes from),
+    ``unexplained_number_gaps`` (missing numbers beyond the stated count: never used, or a
+    renumbering; None when nothing is stated), ``largest_gap`` ({jobs, after_job, before_job,
+    share}: the largest run of missing numbers and its share of all of them),
+    ``removed_is_upper_bound`` (no count stated: the figures are from the numbering alone) and
+    ``removed_basis`` (the same, in words)."""
     filters = cleaning_filters(header)
     note = header.get("Note")
     cleaned = bool(filters) or (isinstance(note, str) and CLEANED_MARK in note)
@@ -133,6 +208,9 @@ def cleaning_summary(header: dict[str, Any], job_id, submit_time, t0: float, t1:
     # missing numbers mean removed jobs only where the header says jobs were removed: a log whose
     # ids are another counter (Slurm's, shared by several machines or by job steps) has gaps too
     gaps = removed_job_gaps(job_id, sub) if cleaned else None
+    account = _accounting(filters, gaps)
+    if gaps is not None and account["stated_between_kept_jobs"] is not None:
+        gaps = cap_gaps(gaps, account["stated_between_kept_jobs"])
 
     def in_window(a: float, b: float) -> dict[str, Any]:
         kept = int(((sub >= a) & (sub < b)).sum())
@@ -145,6 +223,55 @@ def cleaning_summary(header: dict[str, Any], job_id, submit_time, t0: float, t1:
         "filters": [dataclasses.asdict(f) for f in filters],
         "jobs_removed": sum(f.jobs_removed for f in filters),
         "removed_between_kept_jobs": None if gaps is None else gaps.total,
+        **account,
         **in_window(t0, t1),
         **{name: in_window(a, b) for name, (a, b) in (also or {}).items()},
     }
+
+
+def _accounting(filters: list[CleaningFilter], gaps: RemovedGaps | None) -> dict[str, Any]:
+    """:func:`cleaning_summary`'s fields on how far the header's counts account for the missing
+    numbers of ``gaps`` (uncapped)."""
+    keys = ("missing_numbers_between_kept_jobs", "stated_between_kept_jobs", "unexplained_number_gaps",
+            "largest_gap", "removed_is_upper_bound", "removed_basis")
+    if gaps is None:
+        return dict.fromkeys(keys)
+    missing = gaps.total
+    largest = None
+    if len(gaps.count):
+        i = int(np.argmax(gaps.count))  # the first of the largest
+        largest = {"jobs": int(gaps.count[i])}
+        if gaps.after_job is not None:
+            largest.update(after_job=int(gaps.after_job[i]), before_job=int(gaps.before_job[i]))
+        largest["share"] = int(gaps.count[i]) / missing
+    if not filters:
+        text = (f"the header states no count of removed jobs: the {missing:,} job numbers missing between kept jobs "
+                "are an upper bound from the numbering alone (numbers the site never used count too)")
+        if largest and largest["share"] >= 0.5:
+            text += (f"; one gap of {largest['jobs']:,} numbers"
+                     + (f" (between jobs {largest['after_job']:,} and {largest['before_job']:,})"
+                        if "after_job" in largest else "")
+                     + f" holds {largest['share'] * 100:.0f} % of them")
+        return {"missing_numbers_between_kept_jobs": missing, "stated_between_kept_jobs": None,
+                "unexplained_number_gaps": None, "largest_gap": largest, "removed_is_upper_bound": True,
+                "removed_basis": text}
+    total = sum(f.jobs_removed for f in filters)
+    outside = [f for f in filters if f.jobs_removed and gaps.first >= 0 and
+               ((r := f.job_range())[1] < gaps.first or r[0] > gaps.last)]
+    stated = total - sum(f.jobs_removed for f in outside)
+    out_text = "" if not outside else (
+        f" ({total:,} in all, less {sum(f.jobs_removed for f in outside):,} by "
+        + ", ".join(f.expression for f in outside) + ", wholly before the first kept job or after the last)")
+    if missing <= stated:
+        text = (f"the {missing:,} job numbers missing between kept jobs are "
+                + ("as many as" if missing == stated else "within") + f" the {stated:,} jobs the header's "
+                f"filters state they removed between them{out_text}: each missing number is counted as a removed job")
+    else:
+        counted = (f"{stated:,} are counted as removed jobs (the largest gaps trimmed first) and the other "
+                   f"{missing - stated:,}" if stated else "none is counted as a removed job: they")
+        text = (f"the header's filters state {stated:,} jobs removed between kept jobs{out_text}, but {missing:,} job "
+                f"numbers are missing there: {counted} are numbers never used or a renumbering, not removed jobs "
+                "(unexplained_number_gaps)")
+    return {"missing_numbers_between_kept_jobs": missing, "stated_between_kept_jobs": stated,
+            "unexplained_number_gaps": max(missing - stated, 0), "largest_gap": largest,
+            "removed_is_upper_bound": False, "removed_basis": text}

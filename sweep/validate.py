@@ -248,7 +248,9 @@ def cleaning_warning(cleaning: dict) -> str:
             "window were made with them on the machine; the twin runs without them in every mode, so its absolute "
             f"waits there are not comparable with the log's (it will wait less){fit_text}"
             + (f"; up to {cleaning['lenient_skipped_lines']:,} of the missing numbers are the lines --lenient skipped, "
-               "not jobs the archive removed" if cleaning.get("lenient_skipped_lines") else ""))
+               "not jobs the archive removed" if cleaning.get("lenient_skipped_lines") else "")
+            + (f" ({cleaning['removed_basis']})" if cleaning.get("removed_basis") and (
+                cleaning.get("removed_is_upper_bound") or cleaning.get("unexplained_number_gaps")) else ""))
 
 
 def _input_warnings(workload: Workload, reference: pd.DataFrame, sizes: tuple, submit: np.ndarray,
@@ -1293,6 +1295,8 @@ def _cleaning_section(ac: dict) -> str:
 
     flist = "".join(f"<li>{e(f['expression'])}: {f['jobs_removed']:,} jobs</li>" for f in ac.get("filters", []))
     places = [where(ac, "Reported window")] + ([where(ac["fitting"], "Fitting window")] if ac.get("fitting") else [])
+    if ac.get("removed_basis"):  # how the count was bounded: by the header's totals, or by the numbering alone
+        places.append(ac["removed_basis"].rstrip("."))
     note = ac.get("note", "")
     return (f"<h2>What the archive removed</h2><p>The archive's filters (expressions as in the header):</p>"
             f"<ul>{flist}</ul><ul>" + "".join(f"<li>{e(x)}.</li>" for x in places) + "</ul>"

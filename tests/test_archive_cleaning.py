@@ -129,3 +129,113 @@ def test_lines_lenient_skipped_in_a_cleaned_log_are_said_beside_the_removed_jobs
     assert v["archive_cleaning"]["lenient_skipped_lines"] == 1
     assert any("the archive's cleaning removed" in w and "up to 1 of the missing numbers are the lines --lenient skipped"
                in w for w in v["warnings"])
+
+
+def _cleaned_header(*filters: str) -> dict:
+    """A cleaned log's header with the given filter lines (none: the cleaning note alone)."""
+    lines = ["; Note: THIS IS A CLEANED VERSION OF THE LOG!"]
+    if filters:
+        lines.append(";       The filters used to produce it were")
+        lines += [f";         {f}" for f in filters]
+    return parse_swf_header(lines)
+
+
+def test_job_range_of_a_filter():
+    from twinsweep.core.archive_cleaning import CleaningFilter
+
+    assert CleaningFilter("user=50 and (job>=24439 and job<=64542)", 1).job_range() == (24439, 64542)
+    assert CleaningFilter("job<=10", 1).job_range() == (-np.inf, 10)
+    assert CleaningFilter("job>7", 1).job_range() == (8, np.inf)
+    assert CleaningFilter("user=2", 1).job_range() == (-np.inf, np.inf)
+    assert CleaningFilter("job<5 or job>100", 1).job_range() == (-np.inf, np.inf)  # not a conjunction
+
+
+def test_cap_gaps_trims_the_largest_gaps_first():
+    from twinsweep.core.archive_cleaning import cap_gaps
+
+    g = removed_job_gaps([4, 5, 8, 9, 13, 14, 33], [40, 50, 80, 90, 130, 140, 330])  # gaps of 2, 3, 18
+    assert g.count.tolist() == [2, 3, 18] and g.after_job.tolist() == [5, 9, 14] and g.first == 4 and g.last == 33
+    # limit 5: level 1 (3 <= 5 < 6 at level 2), the 2 left over to the first two gaps: 2, 2, 1
+    assert cap_gaps(g, 5).count.tolist() == [2, 2, 1]
+    assert cap_gaps(g, 20).count.tolist() == [2, 3, 15]  # level 15: only the absurd gap is trimmed
+    assert cap_gaps(g, 23) is g and cap_gaps(g, 99) is g
+    z = cap_gaps(g, 0)
+    assert z.total == 0 and len(z.after) == 0 and removed_in_window(z, 0, 1000) == 0.0
+
+
+def test_header_totalling_0_counts_no_gap_as_removed_jobs():
+    """`job<=0 (0 jobs removed)` and one job numbered 99999 after jobs 1..40: the 99,958 missing
+    numbers are unexplained, not removed jobs (a tester's log said 'removed about 99,958 jobs')."""
+    ids = list(range(1, 41)) + [99999]
+    sub = [600.0 * i for i in range(1, 42)]
+    s = cleaning_summary(_cleaned_header("job<=0 (0 jobs removed)"), ids, sub, 0, 10**6, also={"fit": (0, 12000)})
+    assert s["cleaned"] and s["jobs_removed"] == 0 and s["stated_between_kept_jobs"] == 0
+    assert s["missing_numbers_between_kept_jobs"] == 99958 and s["unexplained_number_gaps"] == 99958
+    assert s["removed_between_kept_jobs"] == 0 and s["removed_in_window"] == 0 and s["removed_share_in_window"] == 0.0
+    assert s["fit"] == {"removed_in_window": 0, "kept_in_window": 19, "removed_share_in_window": 0.0}
+    assert s["largest_gap"] == {"jobs": 99958, "after_job": 40, "before_job": 99999, "share": 1.0}
+    assert not s["removed_is_upper_bound"] and "none is counted as a removed job" in s["removed_basis"]
+
+
+def test_header_totals_smaller_than_the_gaps_cap_them():
+    """Filters totalling 12, of which `job<=3` (3) lies before the first kept job (4) and the range
+    40..45 (4) after the last (33): 5 stated between kept jobs, 23 numbers missing (gaps 2, 3, 18).
+    Counted: 2, 2, 1 (cap_gaps), 18 unexplained."""
+    header = _cleaned_header("job<=3 (3 jobs removed)", "user=9 and (job>=40 and job<=45) (4 jobs removed)",
+                             "user=7 (5 jobs removed)")
+    ids = [4, 5, 8, 9, 13, 14, 33]
+    s = cleaning_summary(header, ids, [10.0 * i for i in ids], 0, 135, also={"fitting": (135, 400)})
+    assert s["jobs_removed"] == 12 and s["stated_between_kept_jobs"] == 5
+    assert s["missing_numbers_between_kept_jobs"] == 23 and s["unexplained_number_gaps"] == 18
+    assert s["removed_between_kept_jobs"] == 5
+    # gaps [50, 80] (2) and [90, 130] (2 of 3) lie in [0, 135); [140, 330] (1 of 18) in [135, 400)
+    assert s["removed_in_window"] == 4 and s["kept_in_window"] == 5 and s["removed_share_in_window"] == 4 / 9
+    assert s["fitting"] == {"removed_in_window": 1, "kept_in_window": 2, "removed_share_in_window": 1 / 3}
+    assert "state 5 jobs removed between kept jobs (12 in all, less 7 by job<=3" in s["removed_basis"]
+    assert "the other 18 are numbers never used or a renumbering" in s["removed_basis"]
+    # a filter range only partly outside the kept numbers is not taken off: 40..45 -> 30..45 states 9
+    part = _cleaned_header("job<=3 (3 jobs removed)", "user=9 and (job>=30 and job<=45) (4 jobs removed)",
+                           "user=7 (5 jobs removed)")
+    assert cleaning_summary(part, ids, [10.0 * i for i in ids], 0, 400)["removed_between_kept_jobs"] == 9
+
+
+def test_no_header_totals_and_one_huge_gap_is_an_upper_bound():
+    """A cleaning note with no filter lines: every missing number is counted, as today, but the
+    summary says the figure is an upper bound from the numbering alone and names the gap."""
+    ids = list(range(1, 41)) + [99999]
+    sub = [600.0 * i for i in range(1, 42)]  # the gap 40 -> 99999 lies in [24000, 24600]
+    s = cleaning_summary(_cleaned_header(), ids, sub, 0, 24300)
+    assert s["cleaned"] and s["filters"] == [] and s["stated_between_kept_jobs"] is None
+    assert s["removed_between_kept_jobs"] == 99958 == s["missing_numbers_between_kept_jobs"]
+    assert s["unexplained_number_gaps"] is None and s["removed_is_upper_bound"]
+    assert s["removed_in_window"] == 49979 and s["kept_in_window"] == 40  # half the gap's interval
+    assert "upper bound from the numbering alone" in s["removed_basis"]
+    assert "one gap of 99,958 numbers (between jobs 40 and 99,999) holds 100 % of them" in s["removed_basis"]
+
+
+def test_header_totals_consistent_with_the_gaps_change_nothing():
+    """`job<=2` (2) before the first kept job 3, `user=3` (5) between: gaps of 2 and 3, all counted."""
+    header = _cleaned_header("user=3 (5 jobs removed)", "job<=2 (2 jobs removed)")
+    ids = [3, 4, 7, 8, 12]
+    s = cleaning_summary(header, ids, [10.0 * i for i in ids], 0, 1000)
+    assert s["stated_between_kept_jobs"] == 5 == s["missing_numbers_between_kept_jobs"]
+    assert s["removed_between_kept_jobs"] == 5 == s["removed_in_window"] and s["unexplained_number_gaps"] == 0
+    assert s["removed_share_in_window"] == 5 / 10 and not s["removed_is_upper_bound"]
+    assert "as many as the 5 jobs" in s["removed_basis"]
+
+
+def test_validate_does_not_warn_of_removed_jobs_the_header_does_not_state(tmp_path):
+    """The tester's log: `job<=0 (0 jobs removed)`, jobs 1..40 and one job 99999: no cleaning
+    warning, archive_cleaning counts 0 removed jobs and 99,958 unexplained numbers."""
+    from twin_helpers import write_swf_rows
+    from twinsweep.sweep.validate import validate
+
+    rows = [(1 + i, 900 * i, 0, 600, 1 + i % 3) for i in range(40)] + [(99999, 900 * 40, 0, 600, 1)]
+    log = write_swf_rows(tmp_path / "m-clean.swf", rows, max_nodes=4)
+    log.write_text("; Note: THIS IS A CLEANED VERSION OF THE LOG!\n;         job<=0 (0 jobs removed)\n"
+                   + log.read_text())
+    v = validate(str(log), policy="fcfs", backfill="easy", noise_seeds=0, sensitivity=False, windows=0)
+    ac = v["archive_cleaning"]
+    assert ac["removed_between_kept_jobs"] == 0 and ac["removed_in_window"] == 0
+    assert ac["unexplained_number_gaps"] == 99958 and ac["fitting"]["removed_in_window"] == 0
+    assert not any("cleaning" in w for w in v["warnings"])
