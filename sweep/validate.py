@@ -701,30 +701,42 @@ def _sensitivity_policies(workload: Workload) -> list[str]:
 
 
 #: The default windows (the submit-time span in halves) are refused when one gap between two
-#: consecutive submissions exceeds this share of the span: one outlier submit time (a corrupt
-#: field) would leave nearly every job in one half and make the run cost the span, not the jobs.
-#: The logs of the data folder stay below 0.07 (NASA-iPSC's largest gap; 0.03 or less elsewhere).
+#: consecutive submissions exceeds this share of the span *and* leaves one half with fewer than
+#: :data:`SUBMIT_GAP_MIN_HALF` of the jobs: one outlier submit time (a corrupt field) put every job
+#: but one in the fitting half and made the run cost the span, not the jobs. A long gap between
+#: two halves of work (a shutdown) is no such case. The logs of the data folder have no gap above
+#: 0.07 of their span (NASA-iPSC's; 0.03 or less elsewhere).
 SUBMIT_GAP_MAX_SHARE = 0.25
+SUBMIT_GAP_MIN_HALF = 0.05
 
 
 def _check_submit_gap(workload, data, span0: int, span1: int) -> None:
-    """Raise ConfigError when the largest gap between consecutive submit times exceeds
-    :data:`SUBMIT_GAP_MAX_SHARE` of the span ``[span0, span1)`` (s from the trace epoch), naming
-    the two jobs (SWF job numbers) and how many are on each side of it."""
+    """Raise ConfigError when the default windows would be one outlier's: the largest gap between
+    consecutive submit times exceeds :data:`SUBMIT_GAP_MAX_SHARE` of the span ``[span0, span1)``
+    (s from the trace epoch) and one half of the span holds fewer than :data:`SUBMIT_GAP_MIN_HALF`
+    of the jobs. The error names the two jobs around the gap and the counts on each side."""
     jobs = workload.jobs
     order = np.argsort(jobs["submit_time"].to_numpy(dtype="int64"), kind="stable")
     sub = jobs["submit_time"].to_numpy(dtype="int64")[order]
     gaps = np.diff(sub)
     k = int(np.argmax(gaps))
-    if gaps[k] <= SUBMIT_GAP_MAX_SHARE * (span1 - span0):
+    first_half = int(np.sum(sub < span0 + (span1 - span0) // 2))
+    if (gaps[k] <= SUBMIT_GAP_MAX_SHARE * (span1 - span0)
+            or min(first_half, len(sub) - first_half) >= SUBMIT_GAP_MIN_HALF * len(sub)):
         return
     ids = jobs["job_id"].to_numpy()[order]
+
+    def side(n: int, a: int, b: int) -> str:
+        return f"{n:,} job(s) " + (f"at {window_text((a, a + 1))[1:].split(',')[0]}" if a == b
+                                   else f"in {window_text((a, b + 1))}")
+
+    gap = f"{gaps[k] / 86400:,.1f} days" if gaps[k] >= 2 * 86400 else f"{gaps[k] / 3600:,.1f} h"
     raise ConfigError(
-        f"validate: {data}: {k + 1:,} job(s) are submitted in {window_text((span0, int(sub[k]) + 1))} and "
-        f"{len(sub) - k - 1:,} in {window_text((int(sub[k + 1]), span1))} (from the trace epoch): a gap of "
-        f"{gaps[k] / 86400:,.1f} days between job {ids[k]} and job {ids[k + 1]}, {gaps[k] / (span1 - span0):.0%} of "
-        "the span, so the default windows (the span in halves) would put nearly every job in one of them (a corrupt "
-        "submit time?): give --calibrate and --report-window")
+        f"validate: {data}: {side(k + 1, span0, int(sub[k]))} and {side(len(sub) - k - 1, int(sub[k + 1]), span1 - 1)} "
+        f"(from the trace epoch): a gap of {gap} between job {ids[k]} and job {ids[k + 1]}, "
+        f"{gaps[k] / (span1 - span0):.0%} of the span, so the default windows (the span in halves) would hold "
+        f"{first_half:,} and {len(sub) - first_half:,} job(s) (a corrupt submit time?): give --calibrate and "
+        "--report-window")
 
 
 def validate(data: str, system: str | None = None, policy: str | None = None, backfill: str | None = None,
@@ -771,8 +783,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
             validation (``validation.json``); without it such a folder is refused, as
             ``twinsweep run`` refuses one that is not a run folder.
     Raises: ConfigError (bad window, restart period, output folder, policy, trace; a trace with
-    fewer than two distinct submit times; default windows across one gap of submissions longer
-    than :data:`SUBMIT_GAP_MAX_SHARE` of the span), UnknownNameError. Every check is made before any
+    fewer than two distinct submit times; default windows made lopsided by one gap of submissions,
+    :func:`_check_submit_gap`), UnknownNameError. Every check is made before any
     simulation, and nothing is written unless the whole validation succeeds.
     """
     t_wall = time.perf_counter()

@@ -185,18 +185,23 @@ def test_bad_windows_are_one_clear_error(tmp_path, capsys):
 
 
 def test_one_outlier_submit_time_refuses_the_default_windows(tmp_path):
-    """Jobs 1-3 submitted at 100 s, 200 s and 300 s, job 99 at 10,000,100 s (a corrupt field): the
-    gap of 9,999,800 s is 99.997 % of the span, so the halves would put three jobs in the fitting
-    window and one in the reported one, and cost the span. One error naming both jobs and the
-    counts on each side, before any work; explicit windows run."""
-    rows = [(1, 100, 0, 50, 1), (2, 200, 0, 50, 1), (3, 300, 0, 50, 1), (99, 10_000_100, 0, 50, 1)]
-    log = write_swf_rows(tmp_path / "gap.swf", rows, max_nodes=NODES)
-    with pytest.raises(ConfigError, match=r"3 job\(s\) are submitted in \[0.0 h, 0.1 h\) and 1 in .*a gap of 115.7 days "
-                                          r"between job 3 and job 99, 100% of the span.*give --calibrate and --report-window"):
+    """Jobs 1-30 submitted every 100 s from 100 s, job 99 at 10,003,000 s (a corrupt field): the
+    gap of 10,000,000 s is 99.97 % of the span and the halves would hold 30 and 1 jobs (3 % < 5 %),
+    and cost the span. One error naming both jobs and the counts, before any work; explicit windows
+    run. The same 30 jobs with the last 15 moved 100 days on (a shutdown: 15 and 15) run."""
+    rows = [(j, 100 * j, 0, 50, 1) for j in range(1, 31)]
+    log = write_swf_rows(tmp_path / "gap.swf", rows + [(99, 10_003_000, 0, 50, 1)], max_nodes=NODES)
+    with pytest.raises(ConfigError, match=r"30 job\(s\) in \[0.0 h, 0.8 h\) and 1 job\(s\) at .*a gap of 115.7 days "
+                                          r"between job 30 and job 99, 100% of the span, so the default windows .* would "
+                                          r"hold 30 and 1 job\(s\).*give --calibrate and --report-window"):
         validate(str(log), noise_seeds=0, sensitivity=False, windows=0, out=tmp_path / "out")
     assert not (tmp_path / "out").exists()
-    res = validate(str(log), calibrate="0:150s", report_window="150s:400s", noise_seeds=0, sensitivity=False, windows=0)
-    assert res["modes"]["blind"]["jobs_compared"] == 2
+    res = validate(str(log), calibrate="0:1500s", report_window="1500s:3001s", noise_seeds=0, sensitivity=False,
+                   windows=0)
+    assert res["modes"]["blind"]["jobs_compared"] == 16  # jobs 15..30, submitted at 1500..3000 s
+    shut = write_swf_rows(tmp_path / "shut.swf", [(j, s + (8_640_000 if j > 15 else 0), w, r, p)
+                                                    for j, s, w, r, p in rows], max_nodes=NODES)
+    assert validate(str(shut), noise_seeds=0, sensitivity=False, windows=0)["modes"]["blind"]["jobs_compared"] == 15
 
 
 def test_jobs_the_log_held_are_reported_apart(tmp_path):
