@@ -19,6 +19,9 @@ class TraceFormatError(TwinError, ValueError):
         where = f"{path}:{line}" if line is not None else str(path)
         super().__init__(f"{where}: {detail}")
 
+    def __reduce__(self):  # picklable across processes (a worker's error reaches the driver)
+        return (type(self), (self.path, self.line, self.detail, self.skippable))
+
 
 class ConfigError(TwinError, ValueError):
     """A run option, system file or name is invalid: names the key and the allowed values."""
@@ -31,6 +34,9 @@ class UnknownNameError(ConfigError):
     def __init__(self, kind: str, name: str, valid, hint: str = ""):
         self.kind, self.name, self.valid, self.hint = kind, name, sorted(valid), hint
         super().__init__(f"unknown {kind} {name!r}; valid {kind} names: {', '.join(self.valid)}{hint}")
+
+    def __reduce__(self):  # picklable across processes (a worker's error reaches the driver)
+        return (type(self), (self.kind, self.name, self.valid, self.hint))
 
 
 class DiskFullError(TwinError, OSError):

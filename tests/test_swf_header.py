@@ -243,3 +243,20 @@ def test_a_standard_field_in_another_case_is_that_field(tmp_path):
     assert h["Information"] == "http://a.org/\nhttp://b.org/x"
     with pytest.raises(TraceFormatError, match=r"t\.swf:2: header field MaxNodes is 0"):
         load_workload(swf(tmp_path, ["; UnixStartTime: 0", "; maxnodes: 0"]), format="swf")
+
+
+def test_errors_with_several_fields_cross_processes_intact():
+    """A worker's TraceFormatError or UnknownNameError reaches the driver through pickle (pool
+    workers, Ray): both took several arguments and failed to unpickle (TypeError) until
+    2026-12-07; they now come back with every field and the same message."""
+    import pickle
+
+    from twinsweep.core.errors import UnknownNameError
+
+    e = pickle.loads(pickle.dumps(TraceFormatError("f.swf", 3, "bad header", skippable=False)))
+    assert (type(e), e.path, e.line, e.detail, e.skippable, str(e)) == (
+        TraceFormatError, "f.swf", 3, "bad header", False, "f.swf:3: bad header")
+    u = pickle.loads(pickle.dumps(UnknownNameError("policy", "fcsf", ["sjf", "fcfs"], "; close names: fcfs")))
+    assert (type(u), u.kind, u.name, u.valid, str(u)) == (
+        UnknownNameError, "policy", "fcsf", ["fcfs", "sjf"], "unknown policy 'fcsf'; valid policy names: fcfs, sjf; "
+                                                              "close names: fcfs")
