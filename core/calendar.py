@@ -73,11 +73,12 @@ class Calendar:
             if kind == 0:
                 b = self.periods[pi][1]
                 back = 0
-                for h0, count, taken, ids in self._held[pi]:
+                for _h0, count, taken, ids in self._held[pi]:
                     pool.release(ids)
-                    cluster.remove_running_many([(b, h) for h in range(h0, h0 + count)])
                     self._down_node_s += (b - taken) * count
                     back += count
+                # the period's holds are numbered base .. base + back - 1: given back in one pass
+                cluster.remove_running_many([(b, h) for h in range(self.base[pi], self.base[pi] + back)])
                 if back and self.listener is not None:
                     self.listener.nodes_up(back, b, t)
                 self.held -= back

@@ -64,6 +64,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -545,6 +547,32 @@ GENERIC_POWER = PowerModel(
 )
 
 
+#: A whole number, and a decimal number as SWF headers write them (:func:`header_number`).
+_WHOLE_RE = re.compile(r"^[+-]?\d+$")
+_DECIMAL_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+
+
+def header_number(text: str, first_word: bool = False) -> int | None:
+    """An SWF header value as a whole number, or None when it is not one. Accepted: an integer
+    (``-1``, ``1500000000``) or a finite integral float (``64.0``, ``1.5e9`` -> 1500000000) of
+    magnitude <= 2^53; with ``first_word`` only the first word counts and ``,``/``_`` thousands
+    separators are allowed (``1,024``). Anything else (``abc``, ``1.5``, ``12abc``, ``inf``) -> None.
+    The one reading of header numbers: :func:`header_count` and the loaders'
+    ``core.loaders._swfcore.read_swf_header``."""
+    text = text.strip()
+    if first_word:
+        parts = text.split()
+        text = parts[0].replace(",", "").replace("_", "") if parts else ""
+    if _WHOLE_RE.match(text):
+        return int(text)
+    if not _DECIMAL_RE.match(text):
+        return None
+    x = float(text)
+    if not (math.isfinite(x) and x == round(x) and abs(x) <= 2**53):
+        return None
+    return int(x)
+
+
 def header_count(header: dict, key: str, source: str = "") -> int | None:
     """An SWF header's size field ``key`` (``MaxNodes``, ``MaxProcs``, ``MaxRuntime``): its first
     word, thousands separators allowed (``1,024``) and ``64.0`` read as 64; None when absent or -1
@@ -560,27 +588,18 @@ def header_count(header: dict, key: str, source: str = "") -> int | None:
     # the first line's first word, and every later line that is one number alone (a repeated
     # value; a continuation line of text such as "352 batch)" is not)
     words = [rows[0][0]] + [r[0] for r in rows[1:] if len(r) == 1]
-    nums = set()
-    for w in words:
-        try:
-            nums.add(float(w.replace(",", "").replace("_", "")))
-        except ValueError:
-            pass
+    nums = {x for w in words if (x := header_number(w, first_word=True)) is not None}
     if len(nums) > 1:
         raise ConfigError(f"{source or 'trace'}: SWF header field {key} is given more than once with different values "
                           f"({', '.join(repr(ln.strip()) for ln in str(v).splitlines() if ln.strip())}); keep the right "
                           "one in the header or pass --system NAME (see `twinsweep systems`)")
-    word = str(v).split()[0].replace(",", "").replace("_", "")  # "1,024" as written by people
-    try:
-        x = float(word)
-    except ValueError:
-        x = float("nan")
+    x = header_number(str(v), first_word=True)  # "1,024" as written by people
     if x == -1:  # SWF's "unknown"
         return None
-    if not (x == x and x >= 0 and x == int(x)):
+    if x is None or x < 0:
         raise ConfigError(f"{source or 'trace'}: SWF header field {key} is {str(v).strip()!r}, not a whole number >= 0; "
                           "correct the header or pass --system NAME (see `twinsweep systems`)")
-    return int(x)
+    return x
 
 
 #: How far (relative) a trace header's machine size may be from the system its file name chose

@@ -303,8 +303,7 @@ def _input_warnings(workload: Workload, reference: pd.DataFrame, sizes: tuple, s
                        f"the limit the twin gives them (their requested time, else the system's default) plus the kill "
                        f"grace ({grace:,} s): the twin kills them at that point, shorter than they ran (--no-kill lets "
                        "them run to their recorded length)")
-    held = reported & ran & (run > 0)
-    if (reported & ran).any() and not held.any():
+    if (reported & ran).any() and not (reported & ran & (run > 0)).any():
         out.append(f"every one of the reported window's {int((reported & ran).sum()):,} jobs that ran in the log ran for "
                    "0 s: the log's schedule holds no node busy there, so the hourly busy-node comparison has nothing to "
                    "correlate, and informed mode reads any queue in it as nodes down (a log without run times?)")
@@ -710,21 +709,21 @@ SUBMIT_GAP_MAX_SHARE = 0.25
 SUBMIT_GAP_MIN_HALF = 0.05
 
 
-def _check_submit_gap(workload, data, span0: int, span1: int) -> None:
+def _check_submit_gap(submit: np.ndarray, job_id: np.ndarray, data, span0: int, span1: int) -> None:
     """Raise ConfigError when the default windows would be one outlier's: the largest gap between
     consecutive submit times exceeds :data:`SUBMIT_GAP_MAX_SHARE` of the span ``[span0, span1)``
     (s from the trace epoch) and one half of the span holds fewer than :data:`SUBMIT_GAP_MIN_HALF`
-    of the jobs. The error names the two jobs around the gap and the counts on each side."""
-    jobs = workload.jobs
-    order = np.argsort(jobs["submit_time"].to_numpy(dtype="int64"), kind="stable")
-    sub = jobs["submit_time"].to_numpy(dtype="int64")[order]
+    of the jobs (``submit``: s from the trace epoch, ``job_id``: the SWF job numbers, one per job).
+    The error names the two jobs around the gap and the counts on each side."""
+    order = np.argsort(submit, kind="stable")
+    sub = submit[order]
     gaps = np.diff(sub)
     k = int(np.argmax(gaps))
     first_half = int(np.sum(sub < span0 + (span1 - span0) // 2))
     if (gaps[k] <= SUBMIT_GAP_MAX_SHARE * (span1 - span0)
             or min(first_half, len(sub) - first_half) >= SUBMIT_GAP_MIN_HALF * len(sub)):
         return
-    ids = jobs["job_id"].to_numpy()[order]
+    ids = job_id[order]
 
     def side(n: int, a: int, b: int) -> str:
         return f"{n:,} job(s) " + (f"at {window_text((a, a + 1))[1:].split(',')[0]}" if a == b
@@ -821,12 +820,12 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     if period is not None and period <= 0:
         raise ConfigError(f"--restart: the period must be > 0 s, got {restart!r}")
     submit = workload.jobs["submit_time"].to_numpy(dtype="int64")
-    if len(np.unique(submit)) < 2:
-        raise ConfigError(f"validate: {data}: the trace holds {len(submit)} job(s) with {len(np.unique(submit))} "
+    if (distinct := len(np.unique(submit))) < 2:
+        raise ConfigError(f"validate: {data}: the trace holds {len(submit)} job(s) with {distinct} "
                           "distinct submit time(s); a fitting and a reported window need at least two")
     span0, span1 = int(submit.min()), int(submit.max()) + 1
     if calibrate is None and report_window is None:
-        _check_submit_gap(workload, data, span0, span1)
+        _check_submit_gap(submit, workload.jobs["job_id"].to_numpy(), data, span0, span1)
     fit = _window_arg(calibrate, "--calibrate")
     if fit is None:
         fit = (span0, span0 + (span1 - span0) // 2)

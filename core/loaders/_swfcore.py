@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceFormatError
+from ..system import header_number  # noqa: F401  (re-exported: the loaders' name for it)
 from ._registry import TraceText
 
 # --------------------------------------------------------------------------------------------
@@ -26,8 +27,7 @@ from ._registry import TraceText
 
 #: ``; Key: value`` — a key starts with an upper-case letter right after ``;`` (at most one
 #: space), so indented continuation lines such as ``;\tsee: http://...`` are not taken as keys.
-_KEY_RE = re.compile(r"^; ?([A-Z][A-Za-z0-9_]*)\s*:\s?(.*)$")
-_ANY_CASE_KEY_RE = re.compile(r"^; ?([a-z][A-Za-z0-9_]*)\s*:\s?(.*)$")
+_KEY_RE = re.compile(r"^; ?([A-Za-z][A-Za-z0-9_]*)\s*:\s?(.*)$")
 
 #: The header fields of SWF v2.2 (https://www.cs.huji.ac.il/labs/parallel/workload/swf.html), by
 #: their lower-case spelling: a key written in another case (``; maxnodes: 64``) is read as the
@@ -43,7 +43,7 @@ def _key_value(body: str) -> tuple[str, str] | None:
     """``(key, value)`` of a ``; Key: value`` header line, else None (a continuation line). A
     standard field in any case gets its standard spelling (``MAXPROCS`` -> ``MaxProcs``); another
     key counts only when it starts in upper case (a continuation such as ``;   http://…`` is no key)."""
-    m = _KEY_RE.match(body) or _ANY_CASE_KEY_RE.match(body)
+    m = _KEY_RE.match(body)
     if not m:
         return None
     key = _STANDARD_KEYS.get(m.group(1).lower())
@@ -187,25 +187,6 @@ SWF_HEADER_NUMERIC: dict[str, HeaderField] = {
     "MaxQueues": HeaderField(0, 2**31 - 1, True, True, "a count of queues"),
     "MaxPartitions": HeaderField(0, 2**31 - 1, True, True, "a count of partitions"),
 }
-
-
-def header_number(text: str, first_word: bool = False) -> int | None:
-    """A header value as a whole number, or None when it is not one. Accepted: an integer
-    (``-1``, ``1500000000``) or a finite integral float (``64.0``, ``1.5e9`` -> 1500000000) of
-    magnitude <= 2^53; with ``first_word`` only the first word counts and ``,``/``_`` thousands
-    separators are allowed (``1,024``). Anything else (``abc``, ``1.5``, ``12abc``, ``inf``) -> None."""
-    text = text.strip()
-    if first_word:
-        parts = text.split()
-        text = parts[0].replace(",", "").replace("_", "") if parts else ""
-    if _INT_RE.match(text):
-        return int(text)
-    if not _NUM_RE.match(text):
-        return None
-    x = float(text)
-    if not (np.isfinite(x) and x == np.rint(x) and abs(x) <= 2**53):
-        return None
-    return int(x)
 
 
 def read_swf_header(trace: TraceText, absent_means: str = "times count from time 0 = 1970-01-01 00:00 UTC",

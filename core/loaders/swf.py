@@ -102,7 +102,13 @@ def load_swf(trace: TraceText, lenient: bool = False) -> Workload:
     a = df.to_numpy(dtype=np.float64)
     cols, code = swf_jobs_frame(a, 0)
     keep, dropped = drop_partial_lines(cols, code)
-    line_of = lambda: job_line_numbers(trace.data, skipped)  # noqa: E731  (row -> file line, when needed)
+    lines: list = []  # row -> file line, computed once when a warning first needs it (a scan of the file)
+
+    def line_of():
+        if not lines:
+            lines.append(job_line_numbers(trace.data, skipped))
+        return lines[0]
+
     if dropped:
         rows = np.flatnonzero(~keep)
         first = int(line_of()[rows[0]])
