@@ -381,7 +381,7 @@ def _add_data_parser(sub):
                                     "verified against the SHA-256 and size in the catalogue (PWA logs, ALCF Theta "
                                     "job sets, LLNL LAST) or the size and MD5 its Zenodo record publishes; a "
                                     "mismatch is an error and the bytes are removed. A file with nothing to check "
-                                    "against is downloaded with a warning (`twinsweep data list`, column 'verified').")
+                                    "against is downloaded with a warning (column 'downloads checked by' of `twinsweep data list`).")
     f.add_argument("name", help="dataset name, or one file of it by name (KTH-SP2-1996-2.1-cln); "
                                 "see `twinsweep data list`")
     f.add_argument("--dest", default=None, help="target folder (default: the data folder's subfolder)")
@@ -631,9 +631,10 @@ def _cmd_validate(args) -> int:
         def num(v, fmt):
             return "n/a" if v is None else format(v, fmt)
         n = rs["windows"]
+        top3 = "n/a" if rs["top3_same_frac"] is None else f"{rs['top3_same_frac'] * 100:.0f} %"
         print(f"rankings over the {n} busiest week{'s' if n != 1 else ''}: Kendall tau blind vs informed >= "
-              f"{num(rs['kendall_tau_min_blind_vs_informed'], '.2f')}, seeds >= "
-              f"{num(rs['kendall_tau_min_seeds'], '.2f')}, top-3 the same in {num(rs['top3_same_frac'], '.0%')} "
+              f"{num(rs['kendall_tau_min_blind_vs_informed'], '.2f')} (goal >= 0.7; 1 = the same order), seeds >= "
+              f"{num(rs['kendall_tau_min_seeds'], '.2f')}, top-3 the same in {top3} "
               "of week x metric pairs"
               + (f" ({k} week x metric pair(s) left out: every variant ties there)"
                  if (k := rs.get("unranked_window_metrics")) else ""))

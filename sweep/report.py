@@ -777,14 +777,15 @@ def _section_definitions(pg: _Page, metrics: list[str], rank: dict[str, str], gr
     names = [(kind, v) for kind in ("policy", "backfill") for v in (grid or {}).get(kind, [])]
     if names:
         pg.p("A variant is named policy+backfill: the ordering policy sorts the queue, the backfill variant decides "
-             "which queued jobs start (DESIGN.md §3).")
+             "which queued jobs start (docs/architecture.md, \"Engine and scheduler\").")
         pg.table(pd.DataFrame([{"": kind, "name": v, "what it does": _plugin_summary(kind, v)} for kind, v in names]),
                  cls="t wrap")
 
 
 def _plugin_summary(kind: str, name: str) -> str:
     """The first sentence of the docstring of the ``kind`` (``"policy"`` or ``"backfill"``)
-    plug-in registered as ``name``, without its leading ````name``:`` and reST markup; ``—`` when
+    plug-in registered as ``name``, without its leading ````name``:``, reST markup and references to
+    the team's design notes (DESIGN.md, not shipped); ``—`` when
     the name is not registered here (the policy ``replay``: the recorded schedule) or has no
     docstring."""
     from twinsweep.core.backfill.base import BACKFILLS
@@ -798,6 +799,8 @@ def _plugin_summary(kind: str, name: str) -> str:
         return "—"
     text = " ".join(doc.split())
     text = re.sub(rf"^``{re.escape(name)}``:\s*", "", text)
+    # the design notes a docstring cites are not shipped with a report: the reference is dropped
+    text = re.sub(r",?\s*\(?DESIGN\.md §[\d.]+\)?", "", text)
     m = re.match(r"(.+?\.)(\s|$)", text)
     text = (m.group(1) if m else text).replace("``", "").replace("*", "")
     return text[:1].upper() + text[1:] if text else "—"

@@ -185,7 +185,8 @@ def _oversubscribed(reference: pd.DataFrame, nodes: int, partition: str | None =
     whose = f"the machine's {nodes:,} nodes" if partition is None else f"the {nodes:,} nodes of partition {partition!r}"
     return (f"the recorded schedule holds more than {whose} busy in {periods:,} period(s), "
             f"{length} in all (peak {peak:,} nodes): the log's machine was larger then, or ran "
-            "jobs time-shared (see time_shared); no twin of this size can follow those periods (their jobs are "
+            "jobs time-shared (see time_shared in the system file's [site] table, docs/validation.md "
+            "\"Time-shared machines\"); no twin of this size can follow those periods (their jobs are "
             "compared all the same: none is left out for it)")
 
 
