@@ -90,6 +90,10 @@ class Metric:
         rewards_idle: the metric falls when the machine does less work in the fixed window
             (energy totals, mean power): ranking it as "min" rewards leaving nodes idle. The report
             says so and points to a per-work metric (:data:`ENERGY_PER_WORK`).
+        finished_only: computed over the jobs that finished in the window only: a policy that leaves
+            more jobs queued at the window end is not penalised for them (survivorship), so the report's
+            verdict warns when the variant it recommends on such a metric leaves more jobs queued
+            (``wait_censored_mean_s`` counts them).
         summary: summarised by default by the aggregation and shown in the report's details
             (plug-ins: yes unless they say otherwise).
         compute: plug-ins only: ``compute(MetricInputs) -> float | None`` (None = undefined for
@@ -116,6 +120,7 @@ class Metric:
     min_span: float = 0.0
     compare: str = "ratio"
     rewards_idle: bool = False
+    finished_only: bool = False
     summary: bool = True
     compute: Callable[[MetricInputs], float | None] | None = dataclasses.field(default=None, compare=False,
                                                                                repr=False)
@@ -235,11 +240,12 @@ def si_power(watts: float) -> tuple[float, str]:
     scale, unit = _power_unit(abs(w)) if w else _POWER_UNITS[0]
     return w / scale, unit
 _b("wait_mean_s", "s", "min", "mean wait", "h", _H, summary=True,
-   description="Mean of start − submit over the finished jobs. " + _WAIT)
-_b("wait_median_s", "s", "min", "median wait", "h", _H, description="Median wait of the finished jobs.")
+   finished_only=True, description="Mean of start − submit over the finished jobs. " + _WAIT)
+_b("wait_median_s", "s", "min", "median wait", "h", _H, finished_only=True,
+   description="Median wait of the finished jobs.")
 _b("wait_p95_s", "s", "min", "p95 wait", "h", _H, summary=True,
-   description="95th percentile (linear interpolation) of the finished jobs' waits.")
-_b("wait_max_s", "s", "min", "max wait", "h", _H, description="Longest wait of a finished job.")
+   finished_only=True, description="95th percentile (linear interpolation) of the finished jobs' waits.")
+_b("wait_max_s", "s", "min", "max wait", "h", _H, finished_only=True, description="Longest wait of a finished job.")
 _b("wait_censored_mean_s", "s", "min", "mean wait incl. still queued (wait so far)", "h", _H, summary=True,
    description="Mean wait over every job that queued in the window, a job still queued at the end counting its "
                "wait so far (a lower bound), so that leaving jobs in the queue is not rewarded as "
@@ -248,16 +254,18 @@ _b("wait_censored_mean_s", "s", "min", "mean wait incl. still queued (wait so fa
                "before the window. Jobs already running at the window start (placed at their recorded "
                "start) are not in it: their wait was not the policy's.")
 _b("turnaround_mean_s", "s", "min", "mean turnaround", "h", _H,
-   description="Mean of wait + run time over the finished jobs.")
+   finished_only=True, description="Mean of wait + run time over the finished jobs.")
 _b("slowdown_mean", "1", "min", "mean slowdown", digits=3,
-   description="Mean of (wait + run) / run over the finished jobs with run > 0.", source=_FEITELSON)
+   finished_only=True, description="Mean of (wait + run) / run over the finished jobs with run > 0.",
+   source=_FEITELSON)
 _b("bsld_mean", "1", "min", "mean bounded slowdown", summary=True,
-   description="Mean of max(1, (wait + run) / max(run, τ)) with τ = 10 s over the finished jobs.",
+   finished_only=True, description="Mean of max(1, (wait + run) / max(run, τ)) with τ = 10 s over the finished jobs.",
    source=_FEITELSON)
 _b("awrt_s", "s", "min", "average weighted response time (AWRT)", "h", _H, summary=True,
-   description="Σ nodes·run·(wait + run) / Σ nodes·run: response time weighted by resource use.", source=_AWRT)
+   finished_only=True, description="Σ nodes·run·(wait + run) / Σ nodes·run over the finished jobs: response time "
+                                   "weighted by resource use.", source=_AWRT)
 _b("awwt_s", "s", "min", "average weighted wait time (AWWT)", "h", _H,
-   description="Σ nodes·run·wait / Σ nodes·run.", source=_AWRT)
+   finished_only=True, description="Σ nodes·run·wait / Σ nodes·run over the finished jobs.", source=_AWRT)
 _b("utilization", "1", "max", "utilisation", "%", 0.01, summary=True, compare="difference",
    description="Busy node-time / (nodes × window length); a fraction in files, a percentage on pages "
                "(differences in percentage points).")

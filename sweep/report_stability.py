@@ -17,7 +17,7 @@ import pandas as pd
 from twinsweep.core.metrics import format_number, metric
 
 from .report_verdict import objective_label
-from .stability import conclusions, pair_flips, window_stability
+from .stability import SIGN_LEVEL, conclusions, pair_flips, window_stability
 from .twin_error import METRIC_FIGURES, TwinError, difference_table
 from .verdict import MIN_BLOCKS, OVERALL, TRADEOFF, Verdict
 
@@ -54,23 +54,51 @@ def _obj(o: str, directions: dict[str, str]) -> str:
     return "the stated trade-off" if o == TRADEOFF else objective_label(o, directions)
 
 
+def _standing(r) -> tuple[str, str]:
+    """How a conclusion stands, as (counts, verdict), from both criteria of the section: whether
+    any block reverses it (``survives``) and, from :data:`MIN_BLOCKS` blocks, whether the sign test
+    is significant at :data:`SIGN_LEVEL`. Four outcomes, so that "does not survive" never sits beside
+    a significant p unexplained, nor "survives" beside a large one:
+
+    - never reversed, significant or too few blocks to test: ``survives``;
+    - never reversed, not significant (most blocks tie): ``never reversed, but not significant: the
+      blocks mostly tie``;
+    - reversed in some block, significant: ``holds on balance (significant), not in every block``;
+    - reversed, not significant: ``does not survive``.
+
+    ``counts`` gives ahead / reversed / tied out of the blocks, ties always shown."""
+    tied = f", tied in {r.ties}" if r.ties else ""
+    testable = r.blocks >= MIN_BLOCKS
+    significant = testable and r.p_sign < SIGN_LEVEL
+    if r.survives:
+        counts = f"ahead in {r.a_better} of {r.blocks}{tied}"
+        if testable and not significant:
+            return counts, "never reversed, but not significant: the blocks mostly tie"
+        return counts, "survives"
+    counts = f"reversed in {r.b_better} of {r.blocks} ({_pct(r.flip_share)}), ahead in {r.a_better}{tied}"
+    if significant:
+        return counts, "holds on balance (significant), not in every block"
+    return counts, "does not survive"
+
+
 def conclusion_text(r, directions: dict[str, str], test: bool = True) -> str:
     """One row of :func:`sweep.stability.conclusions` as a sentence, e.g. ``"sjf+easy is ahead of
     fcfs+easy (the baseline) on mean wait (minimise) in 100 % of blocks (6 of 6): survives (sign test
-    p = 0.031)"`` or ``"the order of X and Y (the runner-up) on ... flips in 40 % of blocks (2 of 5):
-    does not survive"``;
+    p = 0.031)"`` or ``"the order of X and Y (the runner-up) on ... flips in 40 % of blocks (2 of 5,
+    ahead in 3): does not survive"`` (the four outcomes: :func:`_standing`);
     with ``test``, the sign test's p, or that there are too few blocks for one."""
     obj = _obj(r.objective, directions)
     who = f"{r.b} (the {r.against})"
+    _, verdict = _standing(r)
+    tied = f", tied in {r.ties}" if r.ties else ""
     if r.survives:
-        tied = f", tied in {r.ties}" if r.ties else ""
         text = (f"{r.a} is ahead of {who} on {obj} in {_pct(r.holds_share)} of blocks ({r.a_better} of "
-                f"{r.blocks}{tied}): survives")
+                f"{r.blocks}{tied}): {verdict}")
     elif r.a_better == 0 and r.b_better == 0:
         text = f"{r.a} and {who} tie on {obj} in every block ({r.blocks})"
     else:
         text = (f"the order of {r.a} and {who} on {obj} flips in {_pct(r.flip_share)} of blocks "
-                f"({r.b_better} of {r.blocks}): does not survive")
+                f"({r.b_better} of {r.blocks}, ahead in {r.a_better}{tied}): {verdict}")
     if not test:
         return text
     if r.blocks < MIN_BLOCKS:
@@ -79,13 +107,13 @@ def conclusion_text(r, directions: dict[str, str], test: bool = True) -> str:
 
 
 def _cell(r) -> str:
-    """One conclusion as a table cell: the opponent, then how often it holds / is reversed."""
-    if r.survives:
-        verdict = f"ahead in {r.a_better} of {r.blocks}" + (f", tied in {r.ties}" if r.ties else "") + " — survives"
-    elif r.a_better == 0 and r.b_better == 0:
+    """One conclusion as a table cell: the opponent, then how often it holds / is reversed / ties
+    and how it stands (:func:`_standing`)."""
+    if not r.survives and r.a_better == 0 and r.b_better == 0:
         verdict = f"tied in all {r.blocks}"
     else:
-        verdict = f"reversed in {r.b_better} of {r.blocks} ({_pct(r.flip_share)}) — does not survive"
+        counts, standing = _standing(r)
+        verdict = f"{counts} — {standing}"
     p = f"; p {_p_text(r.p_sign)}" if r.blocks >= MIN_BLOCKS else ""
     return f"{r.b}: {verdict}{p}"
 
@@ -194,7 +222,10 @@ def section_stability(pg, runs: pd.DataFrame, variants: list[str], verdict: Verd
          "(paired comparison as in J. Demšar, \"Statistical comparisons of classifiers over multiple data "
          "sets\", JMLR 7, 2006). A conclusion of the verdict — the recommended variant ahead of the runner-up or "
          "the baseline — <b>survives</b> when no block of its scope reverses it. The two-sided exact sign test "
-         f"(ties split evenly) can reach the 5 % level only from {MIN_BLOCKS} blocks. Every pair of variants "
+         f"(ties split evenly) can reach the 5 % level only from {MIN_BLOCKS} blocks. The two criteria can "
+         "disagree, and the wording says so: a conclusion never reversed whose sign test is not significant "
+         "(most blocks tie) is <i>never reversed, but not significant</i>; one reversed in a few blocks whose "
+         "sign test is significant <i>holds on balance, not in every block</i>. Every pair of variants "
          "of every window is in stability_pairs.csv.", raw=True)
     directions = verdict.directions
     conc = conclusions(runs, verdict, variants)

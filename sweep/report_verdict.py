@@ -12,6 +12,8 @@ import pandas as pd
 
 from twinsweep.core.metrics import ENERGY_PER_WORK, format_number, metric
 
+from .ranking import BLOCK_COLS
+from .stability import SIGN_LEVEL, sign_test
 from .verdict import MIN_BLOCKS, OVERALL, TRADEOFF, ObjectiveVerdict, ScopeVerdict, Verdict, cost_text
 
 #: HTML id of the section.
@@ -108,6 +110,70 @@ def alike_note(v: Verdict) -> str | None:
                      f"alike in every block ({html.escape(scope)}): the stated trade-off weighs that one preference "
                      f"with both weights ({w} % together)")
     return "; ".join(parts) + ". Give one of them less weight in [report] tradeoff if that is not meant."
+
+
+#: Count column of runs.parquet with the jobs still queued at a run's window end.
+STILL_QUEUED = "count_still_queued"
+
+
+def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
+    """The caveat (HTML) for recommendations made on metrics of the finished jobs only
+    (:attr:`core.metrics.Metric.finished_only`: mean wait, bounded slowdown, AWRT …, or a trade-off
+    weighing one) when the recommended variant leaves more jobs still queued at the window end than
+    the runner-up or the baseline: those jobs are not in its means (survivorship), so its lead may
+    be the queue it did not serve. Said, with the mean extra count per block and the metric that
+    counts them (``wait_censored_mean_s``), when it leaves more queued by a two-sided sign test
+    significant at :data:`sweep.stability.SIGN_LEVEL` over the scope's blocks (paired by block, as the
+    verdict ranks them; ties split), or, below :data:`sweep.verdict.MIN_BLOCKS` blocks where no sign
+    test can be significant, in every block: a lead over a slightly longer queue in a few blocks is
+    seed noise, not survivorship. None when no recommendation is concerned, or
+    ``runs`` has no :data:`STILL_QUEUED` column (results written before it existed).
+
+    ``runs``: the ranked runs the verdict was computed from (``variant`` column, block columns)."""
+    if STILL_QUEUED not in runs.columns or runs.empty:
+        return None
+    parts = []
+    for s in v.scopes:
+        g = runs if s.scope == OVERALL else runs[runs["dataset"].astype(str) == s.scope]
+        q = g.pivot_table(index=list(BLOCK_COLS), columns="variant", values=STILL_QUEUED, aggfunc="first",
+                          observed=True)
+        pairs: dict[tuple[str, str], tuple[list[str], list[str]]] = {}  # (best, other) -> (objectives, roles)
+        for o in s.objectives:
+            names = list(v.tradeoff) if o.objective == TRADEOFF else [o.objective]
+            finished = [m for m in names if metric(m).finished_only]
+            if not finished:
+                continue
+            on = "the stated trade-off" if o.objective == TRADEOFF else metric(o.objective).label
+            for what, b in (("runner-up", o.runner_up), ("baseline", s.baseline)):
+                if b is None or b == o.best:
+                    continue
+                objectives, roles = pairs.setdefault((o.best, b), ([], []))
+                if on not in objectives:
+                    objectives.append(on)
+                if what not in roles:
+                    roles.append(what)
+        for (a, b), (objectives, roles) in pairs.items():
+            if a not in q.columns or b not in q.columns:
+                continue
+            pair = q[[a, b]].dropna()
+            more, fewer = int((pair[a] > pair[b]).sum()), int((pair[a] < pair[b]).sum())
+            n = len(pair)
+            if more == 0 or more <= fewer:
+                continue
+            if (n < MIN_BLOCKS and more < n) or (n >= MIN_BLOCKS and sign_test(more, fewer, n - more - fewer)
+                                                  >= SIGN_LEVEL):
+                continue
+            extra = float((pair[a] - pair[b]).mean())
+            parts.append(f"{s.scope}: {a}, recommended on {' and '.join(objectives)}, leaves more jobs still queued "
+                         f"at the window end than {b} (the {', the '.join(roles)}) in {more} of {n} blocks, "
+                         f"{format_number(extra, 2)} more per block on average")
+    if not parts:
+        return None
+    text = "; ".join(parts)
+    return ("<b>Recommendations on metrics of the finished jobs only</b> (survivorship): "
+            f"{html.escape(text)}. Those jobs are not in its means, so part of its lead may be the queue it left; "
+            f"{html.escape(metric('wait_censored_mean_s').label)} counts them (rank by it, or weigh it in [report] "
+            "tradeoff, to see whether the lead holds).")
 
 
 def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str]] = (),

@@ -43,7 +43,11 @@ import pandas as pd
 from .ranking import win_counts
 from .verdict import OVERALL, TRADEOFF, BlockScores, Verdict, block_scores
 
-__all__ = ["sign_test", "pair_flips", "window_stability", "conclusions", "PAIR_COLUMNS", "CONCLUSION_COLUMNS"]
+__all__ = ["SIGN_LEVEL", "sign_test", "pair_flips", "window_stability", "conclusions", "PAIR_COLUMNS", "CONCLUSION_COLUMNS"]
+
+#: Level below which a sign test's p counts as significant (the 5 % level
+#: :data:`sweep.verdict.MIN_BLOCKS` is chosen for).
+SIGN_LEVEL = 0.05
 
 #: Columns of :func:`pair_flips`.
 PAIR_COLUMNS = ["dataset", "window", "objective", "a", "b", "seeds", "a_better", "b_better", "ties",

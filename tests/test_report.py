@@ -149,11 +149,46 @@ def test_stability_sentences_say_what_does_not_survive_and_tiny_p_values():
     flip = conclusion_text(types.SimpleNamespace(**row, survives=False, a_better=7, b_better=1, blocks=8,
                                                  flip_share=1 / 8, holds_share=7 / 8, p_sign=0.0703),
                            {"wait_mean_s": "min"})
-    assert flip.endswith("flips in 12 % of blocks (1 of 8): does not survive (sign test p = 0.070)")
+    assert flip.endswith("flips in 12 % of blocks (1 of 8, ahead in 7): does not survive (sign test p = 0.070)")
     held = conclusion_text(types.SimpleNamespace(**row, survives=True, a_better=24, b_better=0, blocks=24,
                                                  flip_share=0.0, holds_share=1.0, p_sign=2 * 0.5 ** 24),
                            {"wait_mean_s": "min"})
     assert held.endswith("(24 of 24): survives (sign test p < 0.001)")  # 1.2e-7, not "p = 0"
+
+
+
+def test_stability_wording_when_reversal_and_sign_test_disagree():
+    """A conclusion reversed in 1 of 24 blocks whose sign test is significant (23 vs 1: p = 2 * 25 /
+    2^24 = 3.0e-6) holds on balance, and one never reversed but ahead in only 2 of 8 (6 ties split
+    3/3: k = 5 of n = 8, p = 2 * (1 + 8 + 28 + 56) / 256 = 0.73) is not significant; neither reads as
+    plain "survives" / "does not survive". The table cell shows the ties on a reversed line too."""
+    import types
+
+    from twinsweep.sweep.report_stability import _cell, conclusion_text
+    from twinsweep.sweep.stability import sign_test
+
+    row = dict(objective="wait_mean_s", a="sjf+easy", b="fcfs+easy", against="runner-up")
+    assert sign_test(23, 1, 0) == pytest.approx(2 * 25 / 2 ** 24)
+    assert sign_test(2, 0, 6) == pytest.approx(2 * (1 + 8 + 28 + 56) / 256)
+    mostly = types.SimpleNamespace(**row, survives=False, a_better=23, b_better=1, ties=0, blocks=24,
+                                   flip_share=1 / 24, holds_share=23 / 24, p_sign=sign_test(23, 1, 0))
+    text = conclusion_text(mostly, {"wait_mean_s": "min"})
+    assert text.endswith("(1 of 24, ahead in 23): holds on balance (significant), not in every block "
+                         "(sign test p < 0.001)")
+    assert "does not survive" not in text
+    ties = types.SimpleNamespace(**row, survives=True, a_better=2, b_better=0, ties=6, blocks=8,
+                                 flip_share=0.0, holds_share=2 / 8, p_sign=sign_test(2, 0, 6))
+    text = conclusion_text(ties, {"wait_mean_s": "min"})
+    assert text.endswith("(2 of 8, tied in 6): never reversed, but not significant: the blocks mostly tie "
+                         "(sign test p = 0.73)")
+    few = types.SimpleNamespace(**row, survives=True, a_better=3, b_better=0, ties=0, blocks=3,
+                                flip_share=0.0, holds_share=1.0, p_sign=0.25)
+    assert conclusion_text(few, {"wait_mean_s": "min"}).endswith(": survives — too few blocks for a sign "
+                                                                  "test at 5 % (need ≥ 6)")
+    flip = types.SimpleNamespace(**row, survives=False, a_better=4, b_better=2, ties=2, blocks=8,
+                                 flip_share=2 / 8, holds_share=4 / 8, p_sign=sign_test(4, 2, 2))
+    assert _cell(flip) == ("fcfs+easy: reversed in 2 of 8 (25 %), ahead in 4, tied in 2 — does not survive; "
+                           "p = 0.73")  # 4 + 1 of 8 after the ties split: as the case above
 
 
 def test_report_has_every_section(small_sweep):

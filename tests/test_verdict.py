@@ -232,3 +232,40 @@ def test_tradeoff_metrics_that_rank_alike_in_every_block_are_named():
     # one block where they disagree: no longer alike
     runs.loc[(runs["variant"] == "b") & (runs["seed"] == 0), "peak_power_w"] = 2000
     assert compute_verdict(runs, ["fcfs+easy", "b", "c"], rank, n_boot=20).scopes[0].alike_in_tradeoff == ()
+
+
+def test_survivorship_note_names_a_lead_on_finished_jobs_bought_with_a_longer_queue():
+    """b leads on mean wait (finished jobs only) but leaves more jobs queued at the window end than
+    fcfs+easy (the baseline and runner-up) in all 6 blocks (sign test p = 2 / 2^6 = 0.031):
+    (5 x 3 + 6) / 6 = 3.5 more per block. In 5 of 6 with a tie (p = 2 / 2^5 = 0.0625), or on peak
+    power (not a finished-job metric), or with equal queues, nothing is said."""
+    runs = _runs({"fcfs+easy": [(100, 1000)] * 6, "b": [(50, 1100)] * 6}, seeds=range(6))
+    runs["count_still_queued"] = [10] * 6 + [13] * 5 + [10]
+    from twinsweep.sweep.report_verdict import survivorship_note
+
+    v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
+    assert survivorship_note(runs, v) is None
+    runs["count_still_queued"] = [10] * 6 + [13] * 5 + [16]
+    note = survivorship_note(runs, v)
+    assert note is not None and "d1: b, recommended on mean wait and the stated trade-off, leaves more jobs still " \
+        "queued at the window end than fcfs+easy (the runner-up, the baseline) in 6 of 6 blocks, 3.5 more per " \
+        "block on average. " in note
+    assert "mean wait incl. still queued" in note
+    v = compute_verdict(runs, ["fcfs+easy", "b"], {"peak_power_w": "min"}, n_boot=50)
+    assert survivorship_note(runs, v) is None  # fcfs+easy leads on power, and power counts no jobs
+    runs["count_still_queued"] = 10
+    v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
+    assert survivorship_note(runs, v) is None
+    assert survivorship_note(runs.drop(columns="count_still_queued"), v) is None
+
+
+def test_survivorship_note_below_the_sign_test_needs_every_block():
+    """With 3 blocks no sign test is significant: the note needs b to leave more queued in all 3."""
+    from twinsweep.sweep.report_verdict import survivorship_note
+
+    runs = _runs({"fcfs+easy": [(100, 1000)] * 3, "b": [(50, 1100)] * 3}, seeds=range(3))
+    runs["count_still_queued"] = [10] * 3 + [12, 12, 10]
+    v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
+    assert survivorship_note(runs, v) is None
+    runs["count_still_queued"] = [10] * 3 + [12, 12, 13]
+    assert "in 3 of 3 blocks, 2.3 more per block" in survivorship_note(runs, v)
