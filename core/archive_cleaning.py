@@ -262,7 +262,12 @@ def _accounting(filters: list[CleaningFilter], gaps: RemovedGaps | None) -> dict
     out_text = "" if not outside else (
         f" ({total:,} in all, less {sum(f.jobs_removed for f in outside):,} by "
         + ", ".join(f.expression for f in outside) + ", wholly before the first kept job or after the last)")
-    if missing <= stated:
+    if missing == 0 and stated == 0:
+        text = "no job number is missing between kept jobs" + (
+            f": the {total:,} jobs the header's filters removed (" + ", ".join(f.expression for f in outside)
+            + ") all lie before the first kept job or after the last" if total else
+            ", and the header's filters removed none")
+    elif missing <= stated:
         text = (f"the {missing:,} job numbers missing between kept jobs are "
                 + ("as many as" if missing == stated else "within") + f" the {stated:,} jobs the header's "
                 f"filters state they removed between them{out_text}: each missing number is counted as a removed job")

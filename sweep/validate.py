@@ -1196,12 +1196,13 @@ def _fmt(k: str, v, unit: bool = True) -> str:
     if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
         return "–"
     pct, hours = (" %", " h") if unit else ("", "")
-    if k.endswith("_rel_error"):
-        return f"{v * 100:+.1f}{pct}"
+    if k.endswith("_rel_error"):  # one decimal below 100 %, none from there (+2,193 %, not +2192.6 %)
+        text = format_number(v * 100, decimals=1 if abs(v * 100) < 99.95 else 0)
+        return ("+" if v > 0 and text.strip("0.") else "") + text + pct
     if k.endswith("_frac"):
         return f"{v * 100:.1f}{pct}"
     if k.endswith("_s"):
-        return f"{v / 3600:.2f}{hours}"
+        return f"{v / 3600:,.2f}{hours}"
     if k == "jobs_compared":  # a count (a noise floor gives the mean over its seeds)
         return f"{v:,.0f}" if v == int(v) else f"{v:,.1f}"
     if isinstance(v, float):

@@ -239,3 +239,16 @@ def test_validate_does_not_warn_of_removed_jobs_the_header_does_not_state(tmp_pa
     assert ac["removed_between_kept_jobs"] == 0 and ac["removed_in_window"] == 0
     assert ac["unexplained_number_gaps"] == 99958 and ac["fitting"]["removed_in_window"] == 0
     assert not any("cleaning" in w for w in v["warnings"])
+
+
+def test_every_filter_outside_the_kept_numbers_and_no_gap_is_said_plainly():
+    """`job<=2` (2) before the first kept job 3 and no number missing between 3..7: the basis says
+    so instead of "the 0 job numbers missing ... are as many as the 0 jobs"."""
+    header = _cleaned_header("job<=2 (2 jobs removed)")
+    ids = [3, 4, 5, 6, 7]
+    s = cleaning_summary(header, ids, [10.0 * i for i in ids], 0, 1000)
+    assert s["missing_numbers_between_kept_jobs"] == 0 == s["stated_between_kept_jobs"]
+    assert s["removed_basis"] == ("no job number is missing between kept jobs: the 2 jobs the header's filters "
+                                  "removed (job<=2) all lie before the first kept job or after the last")
+    none = cleaning_summary(_cleaned_header("job<=0 (0 jobs removed)"), ids, [10.0 * i for i in ids], 0, 1000)
+    assert none["removed_basis"] == "no job number is missing between kept jobs, and the header's filters removed none"
