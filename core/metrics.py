@@ -246,7 +246,7 @@ _b("wait_median_s", "s", "min", "median wait", "h", _H, finished_only=True,
 _b("wait_p95_s", "s", "min", "p95 wait", "h", _H, summary=True,
    finished_only=True, description="95th percentile (linear interpolation) of the finished jobs' waits.")
 _b("wait_max_s", "s", "min", "max wait", "h", _H, finished_only=True, description="Longest wait of a finished job.")
-_b("wait_censored_mean_s", "s", "min", "mean wait incl. still queued (wait so far)", "h", _H, summary=True,
+_b("wait_censored_mean_s", "s", "min", "mean wait incl. still queued", "h", _H, summary=True,
    description="Mean wait over every job that queued in the window, a job still queued at the end counting its "
                "wait so far (a lower bound), so that leaving jobs in the queue is not rewarded as "
                "finished-job means would. It can be below 'mean wait' when many jobs are still queued: "

@@ -327,9 +327,9 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     eng_frame, eng_system, eng_npow, too_big = frame, system, npow, None
     if over is not None and over["replay_oversubscribed_periods"]:
         _pywarnings.warn(
-            f"{Path(workload.source).name}: the recorded schedule uses more than the system's {system.nodes} nodes in "
-            f"{over['replay_oversubscribed_periods']} period(s) ({over['replay_oversubscribed_s']} s, peak "
-            f"{over['replay_recorded_peak_nodes']} nodes) of the window; "
+            f"{Path(workload.source).name}: the recorded schedule uses more than the system's {system.nodes:,} nodes in "
+            f"{over['replay_oversubscribed_periods']:,} period(s) ({over['replay_oversubscribed_s']:,} s, peak "
+            f"{over['replay_recorded_peak_nodes']:,} nodes) of the window; "
             + ("replay follows the log there (option replay_oversubscribe)" if options.get("replay_oversubscribe")
                else "replay delays those starts (replay_delayed); option replay_oversubscribe follows the log"),
             ReplayOversubscribedWarning, stacklevel=2)

@@ -771,8 +771,12 @@ def _section_definitions(pg: _Page, metrics: list[str], rank: dict[str, str], gr
     rows = []
     for name in metrics:
         m = _metric(name)
-        rows.append({"figure": m.label, "unit": m.display_unit or "—", "better": "lower" if rank.get(name, m.direction) == "min"
-                     else "higher", "definition": m.description or "—", "source": m.source or "—", "column": name})
+        unit = m.display_unit or "—"
+        if m.unit == "W":  # Metric.scaled_to: each table shows power in the SI unit its values need
+            unit = "W, kW, MW or GW, as each table's values need (stored in W)"
+        rows.append({"figure": m.label, "unit": unit,
+                     "better": "lower" if rank.get(name, m.direction) == "min" else "higher",
+                     "definition": m.description or "—", "source": m.source or "—", "column": name})
     pg.table(pd.DataFrame(rows), cls="t wrap")
     names = [(kind, v) for kind in ("policy", "backfill") for v in (grid or {}).get(kind, [])]
     if names:

@@ -177,6 +177,8 @@ def _trace(tmp_path):
     return write_swf_rows(tmp_path / "tiny.swf", rows)
 
 
+# the tiny trace's recorded schedule holds more than its 8 nodes (replay's warning is tested in test_run_outputs)
+@pytest.mark.filterwarnings("ignore::twinsweep.core.run.ReplayOversubscribedWarning")
 def test_simulate_with_accounts(tmp_path):
     from twinsweep.core.accounts import accounts_of_run
     from twinsweep.core.run import simulate
@@ -210,6 +212,7 @@ def test_simulate_with_accounts(tmp_path):
         simulate(RunConfig(data=str(trace), policy="acct_edp"))
 
 
+@pytest.mark.filterwarnings("ignore::twinsweep.core.run.ReplayOversubscribedWarning")  # as above
 def test_cli_accounts_out_and_merge(tmp_path):
     from twinsweep.sweep.cli import main
 

@@ -45,7 +45,7 @@ def test_every_metric_is_described_and_its_scale_converts_its_unit(name):
 
 def test_header_and_direction_words():
     m = metric("wait_censored_mean_s")
-    assert m.header() == "mean wait incl. still queued (wait so far) [h]"
+    assert m.header() == "mean wait incl. still queued [h]"
     assert metric("peak_power_w").header(assumed=True) == "peak facility power [kW] (assumed)"
     assert metric("bsld_mean").header(assumed=True) == "mean bounded slowdown"  # not a power figure
     assert metric("utilization").verb == "maximise" and metric("utilization").better == "higher is better"

@@ -125,6 +125,8 @@ def test_the_report_defines_every_figure_it_ranks(small_sweep):
     assert by_col["wait_censored_mean_s"][:3] == [m.label, "h", "lower"]
     assert "can be below 'mean wait'" in by_col["wait_censored_mean_s"][3]
     assert by_col["utilization"][1:3] == ["%", "higher"]
+    # power in the unit each table scales it to (Metric.scaled_to), not the catalogue's one kW
+    assert by_col["peak_power_w"][1] == "W, kW, MW or GW, as each table's values need (stored in W)"
     # what each policy and backfill of the grid does, from its registered class's docstring
     what = {(c[0], c[1]): c[2] for c in cells if len(c) == 3}
     assert set(what) == {("policy", p) for p in ("fcfs", "sjf", "ljf")} | {("backfill", b) for b in ("none", "easy")}

@@ -233,6 +233,7 @@ def test_fidelity_compares_every_variant_with_the_recorded_schedule(tmp_path):
 
 
 # ------------------------------------------------------------------------------ one real sweep
+@pytest.mark.filterwarnings("ignore::twinsweep.core.run.ReplayOversubscribedWarning")  # replay on 16 nodes
 def test_report_of_a_sweep_with_the_recorded_schedule(tmp_path):
     import re
 

@@ -82,7 +82,7 @@ def test_a_window_that_ends_before_the_first_submission_is_an_error(tmp_path, st
 def test_a_window_that_starts_before_the_first_submission_warns_of_its_idle_lead_in(tmp_path):
     res = simulate(RunConfig(data=str(_late_trace(tmp_path)), policy="fcfs", start=1400, duration=7200))
     lead = [w for w in res.warnings if "before the trace's first submission" in w]
-    assert len(lead) == 1 and "1,400 s" in lead[0] and "0.04 d before" in lead[0]  # 3,600 s = 0.04 d
+    assert len(lead) == 1 and "1,400 s" in lead[0] and "1.0 h before" in lead[0]  # 5,000 - 1,400 = 3,600 s
     assert res.stats["counts"]["jobs_in_window"] == 2  # both jobs still run
     at_first = simulate(RunConfig(data=str(_late_trace(tmp_path)), policy="fcfs", start=5000, duration=7200))
     assert not any("first submission" in w for w in at_first.warnings)
