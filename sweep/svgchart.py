@@ -30,7 +30,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from twinsweep.core.metrics import format_number
+from twinsweep.core.metrics import format_number, format_spread
 
 from .aggregate import lerp, quantile_positions
 from .plotting import VariantStyle
@@ -481,14 +481,23 @@ def scatter_panels(panels: Sequence[ScatterPanel], variants: Sequence[str], styl
     return _svg(height, body, label)
 
 
+def _mean_sd(value: float, err: float) -> str:
+    """A point's value and its error bar as the report's tables show them: the value with 3
+    significant digits, the spread with as many decimals (:func:`core.metrics.format_spread`: ``12.3 ±
+    0.7``, not ``± 0.727``); no spread when the bar is 0 or NaN."""
+    text = format_number(value)
+    if not err > 0:
+        return text
+    decimals = len(text.split(".", 1)[1]) if "." in text else 0
+    return f"{text} ± {format_spread(err, decimals)}"
+
+
 def _marker(sx: _Scale, sy: _Scale, q: ScatterPoint, st: VariantStyle) -> str:
     cx, cy = float(sx(q.x)), float(sy(q.y))
     if not (math.isfinite(cx) and math.isfinite(cy)):
         return ""
     dash = f' stroke-dasharray="{st.dash}"' if st.dash else ""
-    tip = f"{q.variant}: {format_number(q.x)}"
-    tip += f" ± {format_number(q.xerr)}" if q.xerr > 0 else ""
-    tip += f", {format_number(q.y)}" + (f" ± {format_number(q.yerr)}" if q.yerr > 0 else "")
+    tip = f"{q.variant}: {_mean_sd(q.x, q.xerr)}, {_mean_sd(q.y, q.yerr)}"
     parts = [f"<g><title>{_esc(tip)}</title>"]
     if q.xerr > 0:  # NaN compares False: no bar
         a, b = float(sx(q.x - q.xerr)), float(sx(q.x + q.xerr))

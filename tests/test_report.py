@@ -358,3 +358,14 @@ def test_a_box_hover_text_carries_the_axis_unit():
     svg = box_strips([("d / w", {"a": np.array([1.0, 2.0, 3.0])})], ["a"], variant_styles(["a"]), [(0.0, 4.0)],
                      "mean wait [h]", "waits", units=["h"])
     assert "a: median 2.00 h, quartiles 1.50–2.50 h, range 1.00–3.00 h, 3 run(s)" in svg
+
+
+def test_a_scatter_points_hover_text_rounds_its_spread_as_the_tables_do():
+    """The Pareto chart's hover text: 12.34 ± 0.727 reads 12.3 ± 0.7 (3 significant digits, the
+    spread with the value's decimals), a spread too small for them one significant digit."""
+    from twinsweep.sweep.svgchart import _mean_sd
+
+    assert _mean_sd(12.34, 0.727) == "12.3 ± 0.7"
+    assert _mean_sd(1234.5, 3.2) == "1,234 ± 3"
+    assert _mean_sd(1.0001, 0.00003) == "1.00 ± 0.00003"
+    assert _mean_sd(5.0, float("nan")) == _mean_sd(5.0, 0.0) == "5.00"
