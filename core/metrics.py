@@ -90,10 +90,11 @@ class Metric:
         rewards_idle: the metric falls when the machine does less work in the fixed window
             (energy totals, mean power): ranking it as "min" rewards leaving nodes idle. The report
             says so and points to a per-work metric (:data:`ENERGY_PER_WORK`).
-        finished_only: computed over the jobs that finished in the window only: a policy that leaves
-            more jobs queued at the window end is not penalised for them (survivorship), so the report's
-            verdict warns when the variant it recommends on such a metric leaves more jobs queued
-            (``wait_censored_mean_s`` counts them).
+        finished_only: computed over the jobs the policy started that finished in the window only
+            (jobs running at the window start are left out, core/stats.py): a policy that leaves
+            more jobs queued at the window end is not penalised for them (survivorship), so the
+            report's verdict warns when the variant it recommends on such a metric leaves more jobs
+            or work queued (``wait_censored_mean_s`` counts the jobs).
         summary: summarised by default by the aggregation and shown in the report's details
             (plug-ins: yes unless they say otherwise).
         compute: plug-ins only: ``compute(MetricInputs) -> float | None`` (None = undefined for
@@ -266,6 +267,12 @@ _b("awrt_s", "s", "min", "average weighted response time (AWRT)", "h", _H, summa
                                    "weighted by resource use.", source=_AWRT)
 _b("awwt_s", "s", "min", "average weighted wait time (AWWT)", "h", _H,
    finished_only=True, description="Σ nodes·run·wait / Σ nodes·run over the finished jobs.", source=_AWRT)
+#: Said in the definition of every ``finished_only`` metric (core/stats.py leaves those jobs out).
+_OWN = (" Jobs already running at the window start (placed at their recorded start, the same in every "
+        "variant) are left out.")
+for _name, _m in list(_BUILTIN.items()):
+    if _m.finished_only:
+        _BUILTIN[_name] = dataclasses.replace(_m, description=_m.description + _OWN)
 _b("utilization", "1", "max", "utilisation", "%", 0.01, summary=True, compare="difference",
    description="Busy node-time / (nodes × window length); a fraction in files, a percentage on pages "
                "(differences in percentage points).")

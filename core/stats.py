@@ -3,8 +3,13 @@
 Definitions (standard names; every time in s, power in W, energy in J):
 
 Job set. Job metrics use the *finished* jobs: ``status`` in ``{"completed", "timeout"}`` with
-both ``start_time`` and ``end_time`` known (the started-and-ended set; prepopulated
-jobs that end in the window are included). For each:
+both ``start_time`` and ``end_time`` known (the started-and-ended set). The wait, slowdown and
+response metrics below (``wait_*``, ``turnaround_mean_s``, ``slowdown_mean``, ``bsld_mean``,
+``awrt_s``, ``awwt_s``: :attr:`core.metrics.Metric.finished_only`) leave out the *prepopulated*
+jobs (running at the window start, placed at their recorded start: the same in every variant, their
+waits the log's), so that a variant finishing few jobs of its own does not rank on the log's waits;
+``throughput_jobs_per_h``, ``makespan_s``, the job energy sums and the per-user / per-account sums
+count them (work done in the window). For each:
 ``run = end_time − start_time``, ``wait = start_time − submit_time``,
 ``turnaround = wait + run``.
 
@@ -63,8 +68,8 @@ it, exactly:
   (a third-order response) they are the extremes at those instants. None of these depend on the
   sample period beyond the extra sample-start instants (°C / K).
 
-Per-user and per-account (``users`` / ``accounts``), over finished jobs only (a user none of
-whose jobs finished does not appear): ``jobs`` (count), ``wait_mean_s``, ``bsld_mean``,
+Per-user and per-account (``users`` / ``accounts``), over finished jobs only, prepopulated ones
+included (a user none of whose jobs finished does not appear): ``jobs`` (count), ``wait_mean_s``, ``bsld_mean``,
 ``node_seconds`` (Σ nodes·run), ``energy_j`` (Σ job energy_j), ``edp_js`` (Σ energy_j·run).
 A missing user/account is keyed ``"unknown"``; keys are strings.
 
@@ -273,22 +278,30 @@ def compute_stats(
     energy0 = np.where(np.isfinite(energy), energy, 0.0)
     n_fin = int(fin.sum())
 
+    # the policy's own finished jobs: those running at the window start (prepopulated, placed at
+    # their recorded start) are the same in every variant and their waits the log's, so the wait,
+    # slowdown and response metrics leave them out; throughput, makespan and the energy sums count them
+    pre = jobs["prepopulated"].to_numpy(dtype=bool) if "prepopulated" in jobs.columns else np.zeros(len(jobs), bool)
+    own = ~pre[fin]
+    o_wait, o_run = wait[own], run[own]
+    n_own = int(own.sum())
     bsld = _bsld(wait, run)
-    pos = run > 0
-    sld = (wait[pos] + run[pos]) / run[pos]
+    pos = o_run > 0
+    sld = (o_wait[pos] + o_run[pos]) / o_run[pos]
     w = nodes * run
-    wsum = float(w.sum())
+    o_w = w[own]
+    o_wsum = float(o_w.sum())
 
     sysm: dict[str, Any] = {
-        "wait_mean_s": _mean(wait),
-        "wait_median_s": _f(np.median(wait)) if n_fin else None,
-        "wait_p95_s": _f(np.percentile(wait, 95)) if n_fin else None,
-        "wait_max_s": _f(wait.max()) if n_fin else None,
-        "turnaround_mean_s": _mean(wait + run),
+        "wait_mean_s": _mean(o_wait),
+        "wait_median_s": _f(np.median(o_wait)) if n_own else None,
+        "wait_p95_s": _f(np.percentile(o_wait, 95)) if n_own else None,
+        "wait_max_s": _f(o_wait.max()) if n_own else None,
+        "turnaround_mean_s": _mean(o_wait + o_run),
         "slowdown_mean": _mean(sld),
-        "bsld_mean": _mean(bsld),
-        "awrt_s": _f((w * (wait + run)).sum() / wsum) if wsum > 0 else None,
-        "awwt_s": _f((w * wait).sum() / wsum) if wsum > 0 else None,
+        "bsld_mean": _mean(bsld[own]),
+        "awrt_s": _f((o_w * (o_wait + o_run)).sum() / o_wsum) if o_wsum > 0 else None,
+        "awwt_s": _f((o_w * o_wait).sum() / o_wsum) if o_wsum > 0 else None,
         "throughput_jobs_per_h": _f(n_fin / (span / 3600.0)),
         "job_edp_sum_js": _f((energy0 * run).sum()),
         "job_ed2p_sum_js2": _f((energy0 * run * run).sum()),
@@ -296,7 +309,6 @@ def compute_stats(
     # right-censored wait: every job that was queued in the run (prepopulated ones excluded), a job
     # still queued at the end counting its wait so far (t1 - submit): a lower bound that does not
     # reward a policy for leaving jobs in the queue, as finished-job means do on a window.
-    pre = jobs["prepopulated"].to_numpy(dtype=bool) if "prepopulated" in jobs.columns else np.zeros(len(jobs), bool)
     started = np.isfinite(start) & ~pre
     queued = (status == "queued")
     cw = np.concatenate([(start - submit_all)[started], (t1 - submit_all)[queued]])

@@ -226,3 +226,24 @@ def test_censored_wait_counts_jobs_left_in_the_queue():
     assert st["system"]["wait_censored_mean_s"] == 20.0
     assert st["system"]["wait_mean_s"] is None
     assert st["counts"]["still_queued"] == 1 and st["counts"]["still_running"] == 1
+
+
+def test_prepopulated_jobs_are_left_out_of_the_wait_and_slowdown_metrics_only():
+    """Job A marked prepopulated (running at the window start, placed at its recorded start): the
+    wait / slowdown / response metrics are over B and C alone, by hand: waits 500 and 0 (mean
+    250, max 500), runs 5 and 0, bsld max(1, 505/10) = 50.5 and max(1, 0/10) = 1 (mean 25.75),
+    slowdown over B only (run > 0) = 505/5 = 101, AWRT over B and C: weights 4*5 = 20 and 0, so
+    (20 * 505) / 20 = 505. Throughput (3 finished jobs in 1,200 s = 9 /h), makespan (605 s) and
+    the per-user sums still count A."""
+    jobs = JOBS.assign(prepopulated=[True, False, False, False, False])
+    s = compute_stats(jobs, STEPS, four_node_system(), T0, T1)
+    m = s["system"]
+    assert m["wait_mean_s"] == 250 and m["wait_max_s"] == 500 and m["wait_median_s"] == 250
+    assert m["bsld_mean"] == pytest.approx((50.5 + 1) / 2) and m["slowdown_mean"] == pytest.approx(101)
+    assert m["turnaround_mean_s"] == pytest.approx((505 + 0) / 2)
+    assert m["awrt_s"] == pytest.approx(505) and m["awwt_s"] == pytest.approx(500)
+    assert m["throughput_jobs_per_h"] == pytest.approx(9) and m["makespan_s"] == 605
+    assert s["users"]["u1"]["jobs"] == 1 and s["users"]["u1"]["node_seconds"] == 1200  # A: 2 nodes x 600 s
+    assert s["counts"]["prepopulated"] == 1
+    every = compute_stats(JOBS, STEPS, four_node_system(), T0, T1)["system"]  # none prepopulated: A counts
+    assert every["wait_mean_s"] == pytest.approx(500 / 3) and every["throughput_jobs_per_h"] == m["throughput_jobs_per_h"]
