@@ -102,14 +102,15 @@ BSLD_TAU_S = 10
 #: Keys of ``counts`` (docs/architecture.md); any other key passed in ``counts`` is kept too.
 COUNT_KEYS = (
     "jobs_in_window", "jobs_started", "completed", "timeout", "rejected", "not_run",
-    "still_queued", "still_running", "prepopulated", "time_limit_imputed",
+    "still_queued", "still_queued_node_s", "still_running", "prepopulated", "time_limit_imputed",
     "lenient_skipped_lines", "replay_delayed", "replay_start_imputed",
     "placement_fallbacks", "reservation_delays", "running_when_recorded", "elapsed_mismatch",
 )
 #: Keys computed here from the jobs table (they override the same keys in ``counts``).
 _JOB_COUNT_KEYS = (
     "jobs_in_window", "jobs_started", "completed", "timeout", "rejected", "not_run",
-    "still_queued", "still_running", "prepopulated", "time_limit_imputed", "running_when_recorded",
+    "still_queued", "still_queued_node_s", "still_running", "prepopulated", "time_limit_imputed",
+    "running_when_recorded",
 )
 #: Keys of ``system``: the built-in metrics of the catalogue (:mod:`twinsweep.core.metrics`), in its
 #: order; registered plug-in metrics are added after them.
@@ -206,6 +207,15 @@ def _with_cooling(times, fac_steps, cooling: pd.DataFrame, t0: int, t1: int):
     return tt, vals, out
 
 
+def _requested_node_s(jobs: pd.DataFrame, mask: np.ndarray) -> int:
+    """Σ nodes × time_limit (s) over the jobs of ``mask``: the node-seconds they requested; a job
+    without a known limit or node count adds 0 (the engine imputes limits, ``time_limit_imputed``)."""
+    if not mask.any() or "time_limit" not in jobs.columns:
+        return 0
+    req = _num(jobs, "nodes")[mask] * _num(jobs, "time_limit")[mask]
+    return int(np.nansum(req))
+
+
 def compute_stats(
     jobs: pd.DataFrame, steps: pd.DataFrame, system: System, t0: int, t1: int, counts: dict | None = None,
     cooling: pd.DataFrame | None = None,
@@ -258,6 +268,8 @@ def compute_stats(
         "rejected": int((status == "rejected").sum()),
         "not_run": int((status == "not_run").sum()),
         "still_queued": int((status == "queued").sum()),
+        # the work left in the queue as the scheduler saw it: nodes x time limit (requested node-s)
+        "still_queued_node_s": _requested_node_s(jobs, status == "queued"),
         "still_running": int((status == "running").sum()),
         "prepopulated": _bool_count(jobs, "prepopulated"),
         "time_limit_imputed": _bool_count(jobs, "time_limit_imputed"),

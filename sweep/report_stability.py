@@ -57,12 +57,14 @@ def _obj(o: str, directions: dict[str, str]) -> str:
 def _standing(r) -> tuple[str, str]:
     """How a conclusion stands, as (counts, verdict), from both criteria of the section: whether
     any block reverses it (``survives``) and, from :data:`MIN_BLOCKS` blocks, whether the sign test
-    is significant at :data:`SIGN_LEVEL`. Four outcomes, so that "does not survive" never sits beside
-    a significant p unexplained, nor "survives" beside a large one:
+    is significant at :data:`sweep.stability.SIGN_LEVEL`. So that "does not survive" never sits
+    beside a significant p unexplained, nor "survives" beside a large one:
 
-    - never reversed, significant or too few blocks to test: ``survives``;
-    - never reversed, not significant (most blocks tie): ``never reversed, but not significant: the
-      blocks mostly tie``;
+    - every block ties: ``tied in every block``;
+    - never reversed, significant: ``survives``; with too few blocks to test: ``survives (too few
+      blocks to test)``;
+    - never reversed, not significant: ``never reversed, but not significant``, with ``: the
+      blocks mostly tie`` when more blocks tie than favour it;
     - reversed in some block, significant: ``holds on balance (significant), not in every block``;
     - reversed, not significant: ``does not survive``.
 
@@ -70,15 +72,26 @@ def _standing(r) -> tuple[str, str]:
     tied = f", tied in {r.ties}" if r.ties else ""
     testable = r.blocks >= MIN_BLOCKS
     significant = testable and r.p_sign < SIGN_LEVEL
+    if r.a_better == 0 and r.b_better == 0:
+        return f"tied in all {r.blocks}", "tied in every block"
     if r.survives:
         counts = f"ahead in {r.a_better} of {r.blocks}{tied}"
-        if testable and not significant:
-            return counts, "never reversed, but not significant: the blocks mostly tie"
+        if not testable:
+            return counts, "survives (too few blocks to test)"
+        if not significant:
+            return counts, "never reversed, but not significant" + (
+                ": the blocks mostly tie" if r.ties > r.a_better else "")
         return counts, "survives"
     counts = f"reversed in {r.b_better} of {r.blocks} ({_pct(r.flip_share)}), ahead in {r.a_better}{tied}"
     if significant:
         return counts, "holds on balance (significant), not in every block"
     return counts, "does not survive"
+
+
+def standing(r) -> str:
+    """The verdict word of :func:`_standing` for one row of :func:`sweep.stability.conclusions`
+    (the ``standing`` column of stability_conclusions.csv)."""
+    return _standing(r)[1]
 
 
 def conclusion_text(r, directions: dict[str, str], test: bool = True) -> str:
@@ -92,6 +105,7 @@ def conclusion_text(r, directions: dict[str, str], test: bool = True) -> str:
     _, verdict = _standing(r)
     tied = f", tied in {r.ties}" if r.ties else ""
     if r.survives:
+        verdict = verdict.replace(" (too few blocks to test)", "")  # said below, with the number needed
         text = (f"{r.a} is ahead of {who} on {obj} in {_pct(r.holds_share)} of blocks ({r.a_better} of "
                 f"{r.blocks}{tied}): {verdict}")
     elif r.a_better == 0 and r.b_better == 0:
@@ -109,11 +123,8 @@ def conclusion_text(r, directions: dict[str, str], test: bool = True) -> str:
 def _cell(r) -> str:
     """One conclusion as a table cell: the opponent, then how often it holds / is reversed / ties
     and how it stands (:func:`_standing`)."""
-    if not r.survives and r.a_better == 0 and r.b_better == 0:
-        verdict = f"tied in all {r.blocks}"
-    else:
-        counts, standing = _standing(r)
-        verdict = f"{counts} — {standing}"
+    counts, word = _standing(r)
+    verdict = counts if r.a_better == 0 and r.b_better == 0 else f"{counts} — {word}"
     p = f"; p {_p_text(r.p_sign)}" if r.blocks >= MIN_BLOCKS else ""
     return f"{r.b}: {verdict}{p}"
 
@@ -240,6 +251,6 @@ def section_stability(pg, runs: pd.DataFrame, variants: list[str], verdict: Verd
         _windows(pg, ws, directions)
     if errors:
         _twin_errors(pg, runs, variants, verdict, errors)
-    pg.csv(conc, "stability_conclusions.csv")
+    pg.csv(conc.assign(standing=[standing(r) for r in _rows(conc)]), "stability_conclusions.csv")
     pg.csv(pair_flips(runs, variants, directions, verdict.tradeoff, objectives), "stability_pairs.csv")
     pg.csv(ws, "stability_windows.csv")

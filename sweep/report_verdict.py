@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 
+import numpy as np
 import pandas as pd
 
 from twinsweep.core.metrics import ENERGY_PER_WORK, format_number, metric
@@ -112,36 +113,55 @@ def alike_note(v: Verdict) -> str | None:
     return "; ".join(parts) + ". Give one of them less weight in [report] tradeoff if that is not meant."
 
 
-#: Count column of runs.parquet with the jobs still queued at a run's window end.
-STILL_QUEUED = "count_still_queued"
+#: Count columns of runs.parquet that measure what a run left queued at its window end: jobs, and
+#: the node-seconds they requested (nodes x time limit; core/stats.py), with how each is shown.
+LEFT_QUEUED = (("count_still_queued", "jobs", 1.0), ("count_still_queued_node_s", "requested node-hours", 3600.0))
+#: Smallest mean extra of :data:`LEFT_QUEUED` (relative to the other variant's mean) that the
+#: survivorship caveat reports: 68 jobs left against 67 is not a lead bought with the queue.
+SURVIVORSHIP_MIN_SHARE = 0.10
+
+
+def _left_more(pair: pd.DataFrame, a: str, b: str) -> tuple[int, int, float, float] | None:
+    """(blocks where ``a`` left more, blocks compared, mean extra per block, extra / b's mean) when
+    ``a`` left more than ``b`` by the survivorship rule (:func:`survivorship_note`), else None."""
+    n = len(pair)
+    more, fewer = int((pair[a] > pair[b]).sum()), int((pair[a] < pair[b]).sum())
+    if n == 0 or more <= fewer:
+        return None
+    if (n < MIN_BLOCKS and more < n) or (n >= MIN_BLOCKS and sign_test(more, fewer, n - more - fewer) >= SIGN_LEVEL):
+        return None
+    extra, base = float((pair[a] - pair[b]).mean()), float(pair[b].mean())
+    share = extra / base if base > 0 else float("inf")
+    return (more, n, extra, share) if share >= SURVIVORSHIP_MIN_SHARE else None
 
 
 def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
     """The caveat (HTML) for recommendations made on metrics of the finished jobs only
     (:attr:`core.metrics.Metric.finished_only`: mean wait, bounded slowdown, AWRT …, or a trade-off
-    weighing one) when the recommended variant leaves more jobs still queued at the window end than
-    the runner-up or the baseline: those jobs are not in its means (survivorship), so its lead may
-    be the queue it did not serve. Said, with the mean extra count per block and the metric that
-    counts them (``wait_censored_mean_s``), when it leaves more queued by a two-sided sign test
-    significant at :data:`sweep.stability.SIGN_LEVEL` over the scope's blocks (paired by block, as the
-    verdict ranks them; ties split), or, below :data:`sweep.verdict.MIN_BLOCKS` blocks where no sign
-    test can be significant, in every block: a lead over a slightly longer queue in a few blocks is
-    seed noise, not survivorship. None when no recommendation is concerned, or
-    ``runs`` has no :data:`STILL_QUEUED` column (results written before it existed).
+    weighing one) when the recommended variant leaves more in the queue at the window end than the
+    runner-up or the baseline — more jobs, or more requested node-hours (:data:`LEFT_QUEUED`: a
+    policy that starves large jobs may leave fewer jobs but more work): those jobs are not in its
+    means (survivorship), so its lead may be the queue it did not serve.
+
+    Said for a measure when the recommended variant leaves more by a two-sided sign test significant
+    at :data:`sweep.stability.SIGN_LEVEL` over the scope's blocks (paired by block, as the verdict
+    ranks them; ties split) — or, below :data:`sweep.verdict.MIN_BLOCKS` blocks where no sign test can
+    be significant, in every block — and its mean extra per block is at least
+    :data:`SURVIVORSHIP_MIN_SHARE` of the other's mean; the note gives the counts, the mean extra and
+    which rule applied. None when no recommendation is concerned, or ``runs`` has none of the
+    columns (results written before they existed).
 
     ``runs``: the ranked runs the verdict was computed from (``variant`` column, block columns)."""
-    if STILL_QUEUED not in runs.columns or runs.empty:
+    measures = [m for m in LEFT_QUEUED if m[0] in runs.columns]
+    if not measures or runs.empty:
         return None
     parts = []
     for s in v.scopes:
         g = runs if s.scope == OVERALL else runs[runs["dataset"].astype(str) == s.scope]
-        q = g.pivot_table(index=list(BLOCK_COLS), columns="variant", values=STILL_QUEUED, aggfunc="first",
-                          observed=True)
         pairs: dict[tuple[str, str], tuple[list[str], list[str]]] = {}  # (best, other) -> (objectives, roles)
         for o in s.objectives:
             names = list(v.tradeoff) if o.objective == TRADEOFF else [o.objective]
-            finished = [m for m in names if metric(m).finished_only]
-            if not finished:
+            if not any(metric(m).finished_only for m in names):
                 continue
             on = "the stated trade-off" if o.objective == TRADEOFF else metric(o.objective).label
             for what, b in (("runner-up", o.runner_up), ("baseline", s.baseline)):
@@ -152,28 +172,32 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
                     objectives.append(on)
                 if what not in roles:
                     roles.append(what)
+        if not pairs:
+            continue
+        tables = {col: g.pivot_table(index=list(BLOCK_COLS), columns="variant", values=col, aggfunc="first",
+                                     observed=True) for col, _, _ in measures}
         for (a, b), (objectives, roles) in pairs.items():
-            if a not in q.columns or b not in q.columns:
-                continue
-            pair = q[[a, b]].dropna()
-            more, fewer = int((pair[a] > pair[b]).sum()), int((pair[a] < pair[b]).sum())
-            n = len(pair)
-            if more == 0 or more <= fewer:
-                continue
-            if (n < MIN_BLOCKS and more < n) or (n >= MIN_BLOCKS and sign_test(more, fewer, n - more - fewer)
-                                                  >= SIGN_LEVEL):
-                continue
-            extra = float((pair[a] - pair[b]).mean())
-            parts.append(f"{s.scope}: {a}, recommended on {' and '.join(objectives)}, leaves more jobs still queued "
-                         f"at the window end than {b} (the {', the '.join(roles)}) in {more} of {n} blocks, "
-                         f"{format_number(extra, 2)} more per block on average")
+            found = []
+            for col, unit, scale in measures:
+                q = tables[col]
+                if a not in q.columns or b not in q.columns:
+                    continue
+                hit = _left_more(q[[a, b]].dropna(), a, b)
+                if hit:
+                    more, n, extra, share = hit
+                    rule = f"sign test p < {SIGN_LEVEL:g}" if n >= MIN_BLOCKS else "every block; too few for a sign test"
+                    rel = f", +{format_number(100 * share, 2)} %" if np.isfinite(share) else ""
+                    found.append(f"more {unit} in {more} of {n} blocks ({rule}), {format_number(extra / scale, 2)} "
+                                 f"more per block on average{rel}")
+            if found:
+                parts.append(f"{s.scope}: {a}, recommended on {' and '.join(objectives)}, leaves in the queue at the "
+                             f"window end, against {b} (the {', the '.join(roles)}): " + "; ".join(found))
     if not parts:
         return None
-    text = "; ".join(parts)
     return ("<b>Recommendations on metrics of the finished jobs only</b> (survivorship): "
-            f"{html.escape(text)}. Those jobs are not in its means, so part of its lead may be the queue it left; "
-            f"{html.escape(metric('wait_censored_mean_s').label)} counts them (rank by it, or weigh it in [report] "
-            "tradeoff, to see whether the lead holds).")
+            f"{html.escape(' — '.join(parts))}. Those jobs are not in its means, so part of its lead may be the "
+            f"queue it left; {html.escape(metric('wait_censored_mean_s').label)} counts the jobs (rank by it, or "
+            "weigh it in [report] tradeoff, to see whether the lead holds), utilisation the work.")
 
 
 def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str]] = (),

@@ -369,3 +369,25 @@ def test_a_scatter_points_hover_text_rounds_its_spread_as_the_tables_do():
     assert _mean_sd(1234.5, 3.2) == "1,234 ± 3"
     assert _mean_sd(1.0001, 0.00003) == "1.00 ± 0.00003"
     assert _mean_sd(5.0, float("nan")) == _mean_sd(5.0, 0.0) == "5.00"
+
+
+def test_stability_wording_edge_cases_follow_the_counts():
+    """6 ahead and 2 tied of 8 (ties split: 7 of 8, p = 2 * (1 + 8) / 2^8 = 0.070) is not
+    significant, but the blocks do not mostly tie; 4 of 4 survives only as far as 4 blocks can
+    show; 8 ties of 8 is a tie, not 'reversed in 0'."""
+    import types
+
+    from twinsweep.sweep.report_stability import _cell, standing
+    from twinsweep.sweep.stability import sign_test
+
+    row = dict(objective="wait_mean_s", a="sjf+easy", b="fcfs+easy", against="runner-up")
+    six = types.SimpleNamespace(**row, survives=True, a_better=6, b_better=0, ties=2, blocks=8, flip_share=0.0,
+                                holds_share=6 / 8, p_sign=sign_test(6, 0, 2))
+    assert sign_test(6, 0, 2) == pytest.approx(2 * (1 + 8) / 2 ** 8)  # k = 7 of n = 8
+    assert standing(six) == "never reversed, but not significant"
+    four = types.SimpleNamespace(**row, survives=True, a_better=4, b_better=0, ties=0, blocks=4, flip_share=0.0,
+                                 holds_share=1.0, p_sign=sign_test(4, 0, 0))
+    assert _cell(four) == "fcfs+easy: ahead in 4 of 4 — survives (too few blocks to test)"
+    ties = types.SimpleNamespace(**row, survives=False, a_better=0, b_better=0, ties=8, blocks=8, flip_share=0.0,
+                                 holds_share=0.0, p_sign=1.0)
+    assert standing(ties) == "tied in every block" and _cell(ties) == "fcfs+easy: tied in all 8; p = 1.0"

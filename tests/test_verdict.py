@@ -237,26 +237,49 @@ def test_tradeoff_metrics_that_rank_alike_in_every_block_are_named():
 def test_survivorship_note_names_a_lead_on_finished_jobs_bought_with_a_longer_queue():
     """b leads on mean wait (finished jobs only) but leaves more jobs queued at the window end than
     fcfs+easy (the baseline and runner-up) in all 6 blocks (sign test p = 2 / 2^6 = 0.031):
-    (5 x 3 + 6) / 6 = 3.5 more per block. In 5 of 6 with a tie (p = 2 / 2^5 = 0.0625), or on peak
-    power (not a finished-job metric), or with equal queues, nothing is said."""
-    runs = _runs({"fcfs+easy": [(100, 1000)] * 6, "b": [(50, 1100)] * 6}, seeds=range(6))
-    runs["count_still_queued"] = [10] * 6 + [13] * 5 + [10]
+    (5 x 3 + 6) / 6 = 3.5 more per block, +35 % of fcfs+easy's 10. In 5 of 6 with a tie (p = 2 /
+    2^5 = 0.0625), or on peak power (not a finished-job metric), or with equal queues, or with 0.5
+    more per block (+5 %, under SURVIVORSHIP_MIN_SHARE), nothing is said."""
     from twinsweep.sweep.report_verdict import survivorship_note
 
+    runs = _runs({"fcfs+easy": [(100, 1000)] * 6, "b": [(50, 1100)] * 6}, seeds=range(6))
+    runs["count_still_queued"] = [10] * 6 + [13] * 5 + [10]
     v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
     assert survivorship_note(runs, v) is None
     runs["count_still_queued"] = [10] * 6 + [13] * 5 + [16]
     note = survivorship_note(runs, v)
-    assert note is not None and "d1: b, recommended on mean wait and the stated trade-off, leaves more jobs still " \
-        "queued at the window end than fcfs+easy (the runner-up, the baseline) in 6 of 6 blocks, 3.5 more per " \
-        "block on average. " in note
+    assert note is not None and ("d1: b, recommended on mean wait and the stated trade-off, leaves in the queue at "
+                                 "the window end, against fcfs+easy (the runner-up, the baseline): more jobs in 6 of "
+                                 "6 blocks (sign test p &lt; 0.05), 3.5 more per block on average, +35 %. ") in note
     assert "mean wait incl. still queued" in note
-    v = compute_verdict(runs, ["fcfs+easy", "b"], {"peak_power_w": "min"}, n_boot=50)
-    assert survivorship_note(runs, v) is None  # fcfs+easy leads on power, and power counts no jobs
+    runs["count_still_queued"] = [10] * 6 + [11] * 3 + [10] * 3  # 0.5 more: +5 %
+    runs.loc[runs["variant"] == "b", "count_still_queued"] = [11, 11, 11, 11, 11, 10]
+    runs.loc[runs["variant"] == "fcfs+easy", "count_still_queued"] = [10, 10, 10, 10, 10, 10]
+    assert survivorship_note(runs, v) is None  # 5 of 6 and a tie: p = 0.0625 anyway
+    runs.loc[runs["variant"] == "b", "count_still_queued"] = [100 + 1] * 6
+    runs.loc[runs["variant"] == "fcfs+easy", "count_still_queued"] = [100] * 6
+    assert survivorship_note(runs, v) is None  # 6 of 6 but +1 %
+    v_power = compute_verdict(runs, ["fcfs+easy", "b"], {"peak_power_w": "min"}, n_boot=50)
+    runs["count_still_queued"] = [10] * 6 + [20] * 6
+    assert survivorship_note(runs, v_power) is None  # fcfs+easy leads on power, and power counts no jobs
     runs["count_still_queued"] = 10
-    v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
     assert survivorship_note(runs, v) is None
     assert survivorship_note(runs.drop(columns="count_still_queued"), v) is None
+
+
+def test_survivorship_note_sees_fewer_jobs_but_more_work_left_queued():
+    """SJF's starvation of large jobs: b leaves fewer jobs queued (5 against 10) but more requested
+    node-hours (40 h = 144,000 node-s against 10 h) in all 6 blocks: the note names the work, 30
+    node-hours more per block, +300 %."""
+    from twinsweep.sweep.report_verdict import survivorship_note
+
+    runs = _runs({"fcfs+easy": [(100, 1000)] * 6, "b": [(50, 1100)] * 6}, seeds=range(6))
+    runs["count_still_queued"] = [10] * 6 + [5] * 6
+    runs["count_still_queued_node_s"] = [36_000] * 6 + [144_000] * 6
+    v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
+    note = survivorship_note(runs, v)
+    assert "more requested node-hours in 6 of 6 blocks (sign test p &lt; 0.05), 30 more per block on average, " \
+        "+300 %" in note and "more jobs" not in note
 
 
 def test_survivorship_note_below_the_sign_test_needs_every_block():
@@ -268,4 +291,5 @@ def test_survivorship_note_below_the_sign_test_needs_every_block():
     v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
     assert survivorship_note(runs, v) is None
     runs["count_still_queued"] = [10] * 3 + [12, 12, 13]
-    assert "in 3 of 3 blocks, 2.3 more per block" in survivorship_note(runs, v)
+    assert "more jobs in 3 of 3 blocks (every block; too few for a sign test), 2.3 more per block" in \
+        survivorship_note(runs, v)
