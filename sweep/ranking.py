@@ -13,6 +13,7 @@ but flagged (:func:`past_end_blocks`): the end of such a window has no arrivals.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -115,6 +116,29 @@ def bootstrap_mean_rank(ranks: np.ndarray, n_boot: int = 1000, seed: int = 0,
     boot = r[idx].mean(axis=1)  # n_boot x variants
     a = (1 - level) / 2
     return mean, np.quantile(boot, a, axis=0), np.quantile(boot, 1 - a, axis=0)
+
+
+#: Level below which a sign test's p counts as significant (the 5 % level
+#: :data:`sweep.verdict.MIN_BLOCKS` is chosen for).
+SIGN_LEVEL = 0.05
+
+
+@functools.lru_cache(maxsize=4096)  # a report asks the same few small counts thousands of times
+def sign_test(a_better: int, b_better: int, ties: int) -> float:
+    """Two-sided exact sign test p-value of a paired comparison with ``ties`` split evenly between
+    the two sides (an odd tie dropped), Demšar (2006) §3.1.1. 1.0 when nothing is left to compare.
+
+    With ``k`` = a's count and ``n`` the comparisons, under H0 the count is Binomial(n, 1/2), which
+    is symmetric: the two-sided p-value (the probability of outcomes no likelier than ``k``, as
+    ``scipy.stats.binomtest``) is ``min(1, 2 · sum_{i <= m} C(n, i) / 2^n)`` with ``m = min(k, n - k)``,
+    computed in exact integer arithmetic (one rounding, in the final division)."""
+    half = ties // 2
+    k, n = a_better + half, a_better + b_better + 2 * half
+    if n == 0 or 2 * k == n:
+        return 1.0
+    m = min(k, n - k)
+    tail = sum(math.comb(n, i) for i in range(m + 1))
+    return min(1.0, 2 * tail / 2 ** n)
 
 
 def win_counts(values: np.ndarray, direction: str) -> tuple[np.ndarray, int]:

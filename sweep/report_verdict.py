@@ -13,8 +13,7 @@ import pandas as pd
 
 from twinsweep.core.metrics import ENERGY_PER_WORK, format_number, metric
 
-from .ranking import BLOCK_COLS
-from .stability import SIGN_LEVEL, sign_test
+from .ranking import BLOCK_COLS, SIGN_LEVEL, sign_test
 from .verdict import MIN_BLOCKS, OVERALL, TRADEOFF, ObjectiveVerdict, ScopeVerdict, Verdict, cost_text
 
 #: HTML id of the section.
@@ -26,8 +25,9 @@ HOW_TO_READ = (
     "has the lowest mean rank over the blocks. <i>P(best)</i> is the share of bootstrap resamples of the blocks in "
     "which it stays first: near 100 % the choice is robust to which seeds and windows were drawn, near "
     "1/number of variants it is a coin toss. <i>Distinguishable</i> means the 95 % bootstrap interval of the "
-    "runner-up's mean-rank gap excludes zero, over at least {min_blocks} blocks (fewer cannot show a difference "
-    "at the 5 % level). Costs compare the recommended variant with the baseline on every "
+    "runner-up's mean-rank gap excludes zero and the recommended variant is ahead of the runner-up in "
+    "significantly more blocks than behind it (sign test at 5 %), over at least {min_blocks} blocks (fewer "
+    "cannot show a difference at the 5 % level). Costs compare the recommended variant with the baseline on every "
     "objective (mean over blocks; % change, or a difference for percentages, PUE and temperatures). Energy is "
     "ranked per node-hour delivered: a total over a fixed window would reward leaving nodes idle.")
 #: The report's sections after the decision sections (report.py), in page order.
@@ -68,8 +68,12 @@ def _sure(o: ObjectiveVerdict, blocks: int) -> str:
         return "one block: no uncertainty estimate"
     if blocks < MIN_BLOCKS:
         return f"too few blocks to tell it from {o.runner_up} ({blocks}; need ≥ {MIN_BLOCKS})"
-    return (f"distinguishable from {o.runner_up}" if o.distinguishable
-            else f"not distinguishable from {o.runner_up}")
+    if o.distinguishable:
+        return f"distinguishable from {o.runner_up}"
+    if o.p_sign is not None and o.p_sign >= SIGN_LEVEL and o.gap_ci[0] > 0:  # the bootstrap alone would say so
+        return (f"not distinguishable from {o.runner_up}: the bootstrap interval of the mean-rank gap excludes 0, "
+                f"but block by block the sign test gives p = {format_number(o.p_sign, 2)}")
+    return f"not distinguishable from {o.runner_up}"
 
 
 def _tradeoff_text(v: Verdict) -> str:

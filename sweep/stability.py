@@ -34,20 +34,14 @@ the first k variants by mean score (ties: grid order) loses to no variant after 
 
 from __future__ import annotations
 
-import functools
-import math
-
 import numpy as np
 import pandas as pd
 
-from .ranking import win_counts
+from .ranking import SIGN_LEVEL, sign_test, win_counts  # sign_test, SIGN_LEVEL: re-exported
 from .verdict import OVERALL, TRADEOFF, BlockScores, Verdict, block_scores
 
 __all__ = ["SIGN_LEVEL", "sign_test", "pair_flips", "window_stability", "conclusions", "PAIR_COLUMNS", "CONCLUSION_COLUMNS"]
 
-#: Level below which a sign test's p counts as significant (the 5 % level
-#: :data:`sweep.verdict.MIN_BLOCKS` is chosen for).
-SIGN_LEVEL = 0.05
 
 #: Columns of :func:`pair_flips`.
 PAIR_COLUMNS = ["dataset", "window", "objective", "a", "b", "seeds", "a_better", "b_better", "ties",
@@ -57,22 +51,6 @@ CONCLUSION_COLUMNS = ["scope", "objective", "against", "a", "b", "blocks", "a_be
                       "holds_share", "flip_share", "p_sign", "survives"]
 
 
-@functools.lru_cache(maxsize=4096)  # a report asks the same few small counts thousands of times
-def sign_test(a_better: int, b_better: int, ties: int) -> float:
-    """Two-sided exact sign test p-value of a paired comparison with ``ties`` split evenly between
-    the two sides (an odd tie dropped), Demšar (2006) §3.1.1. 1.0 when nothing is left to compare.
-
-    With ``k`` = a's count and ``n`` the comparisons, under H0 the count is Binomial(n, 1/2), which
-    is symmetric: the two-sided p-value (the probability of outcomes no likelier than ``k``, as
-    ``scipy.stats.binomtest``) is ``min(1, 2 · sum_{i <= m} C(n, i) / 2^n)`` with ``m = min(k, n - k)``,
-    computed in exact integer arithmetic (one rounding, in the final division)."""
-    half = ties // 2
-    k, n = a_better + half, a_better + b_better + 2 * half
-    if n == 0 or 2 * k == n:
-        return 1.0
-    m = min(k, n - k)
-    tail = sum(math.comb(n, i) for i in range(m + 1))
-    return min(1.0, 2 * tail / 2 ** n)
 
 
 def _objectives(bs: BlockScores, objectives: list[str]) -> list[str]:

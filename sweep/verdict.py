@@ -13,9 +13,14 @@ For each scope (every dataset, and "all datasets" pooling their blocks) and each
 - **distinguishable from the runner-up** when the scope has at least :data:`MIN_BLOCKS` blocks and the
   percentile bootstrap 95 % interval of the runner-up's mean rank minus the recommended one's lies
   above zero (a paired bootstrap over the same resampled blocks; Efron & Tibshirani, "An Introduction
-  to the Bootstrap", Chapman & Hall 1993, ch. 13). With fewer blocks the percentile interval cannot
-  be trusted (it never reaches beyond the few values drawn: two blocks that agree give a zero-width
-  interval), so the verdict says "too few blocks" instead;
+  to the Bootstrap", Chapman & Hall 1993, ch. 13) **and** the recommended variant is ahead of the
+  runner-up in significantly more blocks than behind it (two-sided exact sign test, ties split,
+  p < :data:`sweep.ranking.SIGN_LEVEL`; J. Demšar, JMLR 7, 2006): the percentile bootstrap of a few
+  blocks excludes zero too readily (8 blocks with the runner-up ahead in one and tied in two did),
+  and the report's stability section tests the same pair with the same sign test, so the two never
+  disagree. With fewer blocks the percentile interval cannot be trusted (it never reaches beyond
+  the few values drawn: two blocks that agree give a zero-width interval), so the verdict says "too
+  few blocks" instead;
 - **costs** = the recommended variant against the baseline on every objective: relative change of the
   mean over blocks in % (metrics compared as a ratio) or the difference in display units (percentages,
   PUE, temperatures), as the metric catalogue (:mod:`twinsweep.core.metrics`) says.
@@ -39,7 +44,7 @@ import pandas as pd
 
 from twinsweep.core.metrics import format_number, metric
 
-from .ranking import BLOCK_COLS, BlockPivot, block_ranks, past_end_blocks
+from .ranking import BLOCK_COLS, SIGN_LEVEL, BlockPivot, block_ranks, past_end_blocks, sign_test
 
 __all__ = ["ObjectiveVerdict", "ScopeVerdict", "Verdict", "BlockScores", "block_scores", "compute_verdict",
            "default_baseline", "alike_pairs", "TRADEOFF", "OVERALL", "MIN_BLOCKS", "cost_text"]
@@ -62,9 +67,11 @@ class ObjectiveVerdict:
     ``objective``: a metric name or :data:`TRADEOFF`; ``best`` / ``runner_up``: variant labels
     (``runner_up`` None with a single variant); ``p_best``: bootstrap probability (0..1) that ``best``
     has the lowest mean rank; ``mean_rank``: of ``best``; ``gap_ci``: percentile bootstrap 95 %
-    interval of (runner-up's − best's mean rank), in ranks; ``distinguishable``: ``gap_ci[0] > 0`` and
-    at least :data:`MIN_BLOCKS` blocks;
-    ``costs``: metric -> change of ``best`` against the baseline (:func:`cost_text` formats it).
+    interval of (runner-up's − best's mean rank), in ranks; ``distinguishable``: ``gap_ci[0] > 0``,
+    ``p_sign`` below :data:`sweep.ranking.SIGN_LEVEL` and at least :data:`MIN_BLOCKS` blocks;
+    ``costs``: metric -> change of ``best`` against the baseline (:func:`cost_text` formats it);
+    ``p_sign``: two-sided exact sign test of ``best`` against ``runner_up`` over the blocks (ties
+    split, :func:`sweep.ranking.sign_test`; None with a single variant).
     """
 
     objective: str
@@ -75,6 +82,7 @@ class ObjectiveVerdict:
     gap_ci: tuple[float, float]
     distinguishable: bool
     costs: dict[str, float | None]
+    p_sign: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,8 +139,8 @@ def _bootstrap(scores: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
 
 
 def _objective(name: str, scores: np.ndarray, vs: list[str], n_boot: int, seed: int) -> tuple:
-    """(best, p_best, mean_rank, runner_up, gap_ci, distinguishable) from blocks x variants scores
-    (lower is better)."""
+    """(best, p_best, mean_rank, runner_up, gap_ci, distinguishable, p_sign) from blocks x variants
+    scores (lower is better)."""
     mean = scores.mean(axis=0)
     order = np.argsort(mean, kind="stable")
     b = int(order[0])
@@ -140,11 +148,16 @@ def _objective(name: str, scores: np.ndarray, vs: list[str], n_boot: int, seed: 
     lowest = np.isclose(boot, boot.min(axis=1, keepdims=True), rtol=0, atol=1e-12)
     p = float((lowest[:, b] / lowest.sum(axis=1)).mean())
     if len(vs) < 2:
-        return vs[b], p, float(mean[b]), None, (float("nan"), float("nan")), False
+        return vs[b], p, float(mean[b]), None, (float("nan"), float("nan")), False, None
     r = int(order[1])
     gap = boot[:, r] - boot[:, b]
     lo, hi = (np.quantile(gap, [0.025, 0.975]) if scores.shape[0] >= 2 else (float("nan"), float("nan")))
-    return vs[b], p, float(mean[b]), vs[r], (float(lo), float(hi)), bool(scores.shape[0] >= MIN_BLOCKS and lo > 0)
+    # the paired sign test of best against the runner-up (the stability section's test): a bootstrap
+    # of few blocks can exclude zero while the runner-up is ahead in some blocks and tied in others
+    ahead, behind = int((scores[:, b] < scores[:, r]).sum()), int((scores[:, r] < scores[:, b]).sum())
+    p_sign = sign_test(ahead, behind, scores.shape[0] - ahead - behind)
+    dist = bool(scores.shape[0] >= MIN_BLOCKS and lo > 0 and p_sign < SIGN_LEVEL)
+    return vs[b], p, float(mean[b]), vs[r], (float(lo), float(hi)), dist, p_sign
 
 
 def _change(name: str, best: np.ndarray, base: np.ndarray) -> float | None:
@@ -245,10 +258,10 @@ def _scope(name: str, g: pd.DataFrame, variants: list[str], rank: dict[str, str]
     bi = vs.index(base)
 
     def verdict(obj: str, scores: np.ndarray) -> ObjectiveVerdict:
-        best, p, mr, ru, ci, dist = _objective(obj, scores, vs, n_boot, seed)
+        best, p, mr, ru, ci, dist, p_sign = _objective(obj, scores, vs, n_boot, seed)
         k = vs.index(best)
         costs = {m: _change(m, bs.values[m][:, k], bs.values[m][:, bi]) for m in bs.values}
-        return ObjectiveVerdict(obj, best, p, mr, ru, ci, dist, costs)
+        return ObjectiveVerdict(obj, best, p, mr, ru, ci, dist, costs, p_sign)
 
     objs = [verdict(m, bs.ranks[m]) for m in rank if m in bs.ranks]
     if bs.tradeoff is not None:

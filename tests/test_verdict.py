@@ -293,3 +293,25 @@ def test_survivorship_note_below_the_sign_test_needs_every_block():
     runs["count_still_queued"] = [10] * 3 + [12, 12, 13]
     assert "more jobs in 3 of 3 blocks (every block; too few for a sign test), 2.3 more per block" in \
         survivorship_note(runs, v)
+
+
+def test_distinguishable_needs_the_sign_test_too():
+    """8 blocks: b ahead of fcfs+easy in 6, behind in 1, tied in 1. The bootstrap interval of the
+    mean-rank gap (mean 5/8) excludes 0, but the sign test (ties split: 6 of 7, p = 2 * 8 / 2^7 =
+    0.125) does not reach 5 %: not distinguishable, and the page says why."""
+    from twinsweep.sweep.report_verdict import _sure
+    from twinsweep.sweep.stability import sign_test
+
+    waits = [(50, 1)] * 6 + [(100, 1)] + [(70, 1)]
+    runs = _runs({"fcfs+easy": [(70, 1)] * 8, "b": waits}, seeds=range(8))
+    v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=2000, seed=1)
+    w = v.scopes[0].get("wait_mean_s")
+    assert w.best == "b" and w.runner_up == "fcfs+easy" and w.gap_ci[0] > 0
+    assert w.p_sign == pytest.approx(sign_test(6, 1, 1)) == pytest.approx(2 * 8 / 2 ** 7)
+    assert not w.distinguishable
+    assert _sure(w, 8) == ("not distinguishable from fcfs+easy: the bootstrap interval of the mean-rank gap "
+                           "excludes 0, but block by block the sign test gives p = 0.12")
+    # all 8 ahead: p = 2 / 2^8, both agree
+    v = compute_verdict(_runs({"fcfs+easy": [(70, 1)] * 8, "b": [(50, 1)] * 8}, seeds=range(8)), ["fcfs+easy", "b"],
+                        {"wait_mean_s": "min"}, n_boot=500)
+    assert v.scopes[0].get("wait_mean_s").distinguishable
