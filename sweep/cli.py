@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import gc
 import importlib
+import math
 import os
 import re
 import sys
@@ -571,6 +572,23 @@ def _pct(v) -> str:
     return "n/a" if v is None else f"{v * 100:+.1f} %"
 
 
+def _ranking_line(rs: dict) -> str:
+    """validate's console line for ``validation.json["ranking_stability"]`` (with windows and a τ):
+    the minima after ">=" rounded down to 2 decimals (0.7576 reads 0.75: rounded to nearest, 0.76
+    would overstate a minimum), the goal, the top-3 share with one decimal as the page gives it."""
+    from twinsweep.sweep.ranking_stability import TAU_GOAL
+
+    def at_least(v):
+        return "n/a" if v is None else f"{math.floor(v * 100 + 1e-9) / 100:.2f}"
+    n = rs["windows"]
+    top3 = "n/a" if rs.get("top3_same_frac") is None else f"{rs['top3_same_frac'] * 100:.1f} %"
+    k = rs.get("unranked_window_metrics")
+    return (f"rankings over the {n} busiest week{'s' if n != 1 else ''}: Kendall tau blind vs informed >= "
+            f"{at_least(rs['kendall_tau_min_blind_vs_informed'])} (goal >= {TAU_GOAL:g}; 1 = the same order), "
+            f"seeds >= {at_least(rs.get('kendall_tau_min_seeds'))}, top-3 the same in {top3} of week x metric pairs"
+            + (f" ({k} week x metric pair(s) left out: every variant ties there)" if k else ""))
+
+
 def _cmd_validate(args) -> int:
     from twinsweep.core.errors import ConfigError
     from twinsweep.core.metrics import format_number
@@ -628,16 +646,7 @@ def _cmd_validate(args) -> int:
                           for m, f in res["modes"].items()))
     rs = res.get("ranking_stability")
     if rs and rs.get("windows") and rs.get("kendall_tau_min_blind_vs_informed") is not None:
-        def num(v, fmt):
-            return "n/a" if v is None else format(v, fmt)
-        n = rs["windows"]
-        top3 = "n/a" if rs["top3_same_frac"] is None else f"{rs['top3_same_frac'] * 100:.0f} %"
-        print(f"rankings over the {n} busiest week{'s' if n != 1 else ''}: Kendall tau blind vs informed >= "
-              f"{num(rs['kendall_tau_min_blind_vs_informed'], '.2f')} (goal >= 0.7; 1 = the same order), seeds >= "
-              f"{num(rs['kendall_tau_min_seeds'], '.2f')}, top-3 the same in {top3} "
-              "of week x metric pairs"
-              + (f" ({k} week x metric pair(s) left out: every variant ties there)"
-                 if (k := rs.get("unranked_window_metrics")) else ""))
+        print(_ranking_line(rs))
     elif rs is not None:
         print(f"rankings: {'nothing to compare' if rs.get('windows') else 'not studied'} "
               f"({rs.get('skipped') or 'no window'})")

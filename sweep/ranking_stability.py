@@ -46,6 +46,9 @@ from twinsweep.core.workload import Workload
 #: Window length (s): one week.
 WEEK_S = 7 * 86400
 #: Metrics the rankings are made by (stats.json system keys; lower is better).
+#: Issue 15's goal for blind-mode rankings: Kendall's τ between the blind and the informed twin of
+#: at least this on every busy window (stated beside the figure on the console and the page).
+TAU_GOAL = 0.7
 RANK_METRICS = ("wait_censored_mean_s", "bsld_mean")
 #: Relative difference (0.1 %) below which two variants' values tie in a ranking (:func:`tie_groups`):
 #: the figures a study reports carry 3 significant digits, and no operator acts on a smaller

@@ -57,3 +57,16 @@ def test_a_malformed_line_error_says_how_to_skip_such_lines(capsys, tmp_path):
     assert main(["run", "--data", str(log), "--format", "swf", "--policy", "fcfs", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "log.swf:12: expected 18" in err and "(--lenient skips such lines" in err
+
+
+def test_validate_ranking_line_rounds_minima_down_and_states_the_goal():
+    """KTH's ranking study: τ minima 0.7576 and 0.8485 follow '>=' as 0.75 and 0.84 (0.76 would
+    overstate a minimum), the goal 0.7 is said, top-3 5/8 reads 62.5 % as on the page."""
+    from twinsweep.sweep.cli import _ranking_line
+
+    line = _ranking_line({"windows": 4, "kendall_tau_min_blind_vs_informed": 0.7576, "kendall_tau_min_seeds": 0.8485,
+                          "top3_same_frac": 0.625, "unranked_window_metrics": 0})
+    assert line == ("rankings over the 4 busiest weeks: Kendall tau blind vs informed >= 0.75 (goal >= 0.7; 1 = the "
+                    "same order), seeds >= 0.84, top-3 the same in 62.5 % of week x metric pairs")
+    assert ">= 0.70 " in _ranking_line({"windows": 1, "kendall_tau_min_blind_vs_informed": 0.7,
+                                        "kendall_tau_min_seeds": None, "top3_same_frac": None})  # 0.7 * 100 = 69.99…
