@@ -936,7 +936,7 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
     assumed = _is_assumed(runs["power_label"])
     notes = _verdict_notes(runs, plan_n, failed, incomplete, include_incomplete, verdict.directions, assumed)
     survivors = survivorship_note(ranked, verdict)
-    section_verdict(pg, verdict, notes + ([survivors] if survivors else []), later, reference)
+    section_verdict(pg, verdict, notes + ([survivors] if survivors else []), later, reference, rep.get("baseline"))
     section_pareto(pg, ranked, ranked_variants, study, verdict.directions, pg.styles, assumed,
                    past_end=past_end_blocks(ranked))
     section_stability(pg, ranked, ranked_variants, verdict, twin_errors)

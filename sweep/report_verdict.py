@@ -205,12 +205,13 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
 
 
 def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str]] = (),
-                    reference: list[str] = ()) -> None:
+                    reference: list[str] = (), baseline: str | None = None) -> None:
     """Write the verdict section: a headline per scope for the stated trade-off, a table of every
     objective's recommendation per scope, the caveats in ``notes`` (HTML, e.g. failed or missing runs)
     and those the verdict knows (windows past their trace's end, :func:`past_end_note`), and how to
     read the page (:func:`how_to_read` with ``later``: (HTML id, title) of the decision sections that
-    follow). ``reference``: the variants of the recorded schedule (``replay``), which are not ranked.
+    follow). ``reference``: the variants of the recorded schedule (``replay``), which are not ranked;
+    ``baseline``: the study's ``[report] baseline`` (None: not given), to say which rule chose it.
     ``pg``: the report's page (``h``, ``p``, ``raw``, ``table``)."""
     pg.h(2, "Verdict", SECTION_ID)
     notes = list(notes)
@@ -264,7 +265,19 @@ def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str
                          "against the baseline": _costs(o, s, objectives) if s.baseline else "—"})
     pg.table(pd.DataFrame(rows), cls="t verdict-table")
     energy = metric(ENERGY_PER_WORK)
-    pg.p(f"Baseline: {', '.join(sorted({str(s.baseline) for s in v.scopes}))} (the study's [report] baseline, else fcfs+easy when it is a variant, else the first variant). Energy is "
-         f"compared per unit of work: {energy.label} [{energy.display_unit}] = facility energy / node-hours "
-         "delivered in the window.")
+    bases = sorted({str(s.baseline) for s in v.scopes})
+    if baseline and all(b == baseline or b.startswith(baseline + "+") for b in bases):
+        rule = "the study's [report] baseline"
+    elif bases == ["fcfs+easy"]:
+        rule = "the default baseline" + (f"; the study's [report] baseline {baseline!r} is not a variant"
+                                         if baseline else "")
+    else:
+        rule = ("the first variant: " + (f"neither the study's [report] baseline {baseline!r} nor fcfs+easy is a "
+                                         "variant" if baseline else "no [report] baseline is given and fcfs+easy is "
+                                         "not a variant"))
+    text = f"Baseline: {', '.join(bases)} ({rule})."
+    if any(metric(m).power for m in v.directions):
+        text += (f" Energy is compared per unit of work: {energy.label} [{energy.display_unit}] = facility energy / "
+                 "node-hours delivered in the window.")
+    pg.p(text)
     pg.p(how_to_read(later), raw=True)

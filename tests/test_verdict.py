@@ -315,3 +315,37 @@ def test_distinguishable_needs_the_sign_test_too():
     v = compute_verdict(_runs({"fcfs+easy": [(70, 1)] * 8, "b": [(50, 1)] * 8}, seeds=range(8)), ["fcfs+easy", "b"],
                         {"wait_mean_s": "min"}, n_boot=500)
     assert v.scopes[0].get("wait_mean_s").distinguishable
+
+
+def test_the_baseline_line_says_which_rule_chose_it_and_energy_only_when_ranked():
+    """fcfs+easy by default; the study's own when given; the first variant otherwise. The energy
+    sentence only when a power or energy metric is an objective."""
+    class Page:
+        def __init__(self):
+            self.text = []
+
+        def h(self, *a, **k):
+            pass
+
+        def p(self, text, raw=False):
+            self.text.append(text)
+
+        raw = p
+
+        def table(self, *a, **k):
+            pass
+
+    runs = _runs({"fcfs+easy": [(100, 1000)] * 6, "b": [(50, 1100)] * 6}, seeds=range(6))
+
+    def baseline_line(rank, variants=("fcfs+easy", "b"), baseline=None, table=runs):
+        pg = Page()
+        section_verdict(pg, compute_verdict(table, list(variants), rank, baseline=baseline, n_boot=20), [],
+                        baseline=baseline)
+        return next(t for t in pg.text if t.startswith("Baseline:"))
+
+    assert baseline_line({"wait_mean_s": "min"}) == "Baseline: fcfs+easy (the default baseline)."
+    assert baseline_line({"wait_mean_s": "min"}, baseline="b") == "Baseline: b (the study's [report] baseline)."
+    assert "Energy is compared per unit of work" in baseline_line({"peak_power_w": "min"})
+    other = runs.replace({"variant": {"fcfs+easy": "sjf+easy"}})
+    assert baseline_line({"wait_mean_s": "min"}, ("sjf+easy", "b"), table=other) == (
+        "Baseline: sjf+easy (the first variant: no [report] baseline is given and fcfs+easy is not a variant).")
