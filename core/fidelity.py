@@ -33,7 +33,8 @@ from .stats import BSLD_TAU_S
 #: The figures :func:`compare` returns: name -> (unit, definition). Relative errors are signed
 #: (twin − reference) / reference; a twin that waits less than the machine did is negative.
 FIGURES: dict[str, tuple[str, str]] = {
-    "jobs_compared": ("jobs", "jobs present in both schedules (see the module docstring)"),
+    "jobs_compared": ("jobs", "jobs submitted in the reported window that ran in the log (a recorded start and "
+                              "end) and were started by the twin; every other job is counted with its reason"),
     "wait_mean_rel_error": ("1", "(mean twin wait − mean reference wait) / mean reference wait"),
     "wait_p95_rel_error": ("1", "(p95 twin wait − p95 reference wait) / p95 reference wait"),
     "bsld_mean_rel_error": ("1", "(mean twin bounded slowdown − reference's) / reference's; τ = 10 s, "

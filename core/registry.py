@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import re
 import json
 import os
 import sys
@@ -312,6 +313,25 @@ class Registry(Generic[T]):
         """``name`` if it is valid (loading it if needed); else the :meth:`get` error."""
         self.get(name)
         return name
+
+    def summary(self, name: str) -> str:
+        """The first sentence of the docstring of the plug-in ``name``, for people (a report's or a
+        validation page's "what it does"): its leading ````name``:`` and reST markup removed, and
+        references to the team's design notes (DESIGN.md, not shipped with the package) and to the
+        module docstring (not on the reader's page) dropped;
+        ``—`` when ``name`` is not valid here (e.g. a plug-in not installed on this machine) or has
+        no docstring."""
+        try:
+            doc = self.get(name).__doc__ or ""
+        except Exception:  # noqa: BLE001 - an unknown or unloadable name has no summary, not an error
+            return "—"
+        text = " ".join(doc.split())
+        text = re.sub(rf"^``{re.escape(name)}``:\s*", "", text)
+        text = re.sub(r",?\s*\(?DESIGN\.md §[\d.]+\)?", "", text)
+        text = re.sub(r"\s*\((see )?(the )?module docstring\)", "", text)  # not on the reader's page
+        m = re.match(r"(.+?\.)(\s|$)", text)
+        text = (m.group(1) if m else text).replace("``", "").replace("*", "")
+        return text[:1].upper() + text[1:] if text else "—"
 
     def names(self) -> list[str]:
         """Every valid name, registered or installed, sorted."""

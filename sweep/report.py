@@ -787,27 +787,15 @@ def _section_definitions(pg: _Page, metrics: list[str], rank: dict[str, str], gr
 
 
 def _plugin_summary(kind: str, name: str) -> str:
-    """The first sentence of the docstring of the ``kind`` (``"policy"`` or ``"backfill"``)
-    plug-in registered as ``name``, without its leading ````name``:``, reST markup and references to
-    the team's design notes (DESIGN.md, not shipped); ``—`` when
-    the name is not registered here (the policy ``replay``: the recorded schedule) or has no
-    docstring."""
+    """What the ``kind`` (``"policy"`` or ``"backfill"``) plug-in registered as ``name`` does:
+    :meth:`core.registry.Registry.summary`, and for the policy ``replay`` (the recorded schedule,
+    not a registered policy) what it is."""
     from twinsweep.core.backfill.base import BACKFILLS
     from twinsweep.core.policies.base import POLICIES
 
     if kind == "policy" and name == REFERENCE_POLICY:
         return "The recorded schedule, replayed as the log ran it (the reference, not ranked)."
-    try:
-        doc = (POLICIES if kind == "policy" else BACKFILLS).get(name).__doc__ or ""
-    except Exception:  # an unknown name: the study ran without it, or a plug-in not installed here
-        return "—"
-    text = " ".join(doc.split())
-    text = re.sub(rf"^``{re.escape(name)}``:\s*", "", text)
-    # the design notes a docstring cites are not shipped with a report: the reference is dropped
-    text = re.sub(r",?\s*\(?DESIGN\.md §[\d.]+\)?", "", text)
-    m = re.match(r"(.+?\.)(\s|$)", text)
-    text = (m.group(1) if m else text).replace("``", "").replace("*", "")
-    return text[:1].upper() + text[1:] if text else "—"
+    return (POLICIES if kind == "policy" else BACKFILLS).summary(name)
 
 
 def _section_failures(pg: _Page, failed: list[dict]) -> None:

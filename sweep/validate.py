@@ -1210,6 +1210,23 @@ def _fmt(k: str, v, unit: bool = True) -> str:
     return str(v)
 
 
+def _meaning_html(result: dict) -> str:
+    """validation.html's "What the figures mean": each figure of the main table with its definition
+    (core.fidelity.FIGURES, also the column headers' hover text) and what the validated policy and
+    backfill variant do (:meth:`core.registry.Registry.summary` of their registered classes)."""
+    from twinsweep.core.backfill.base import BACKFILLS
+    from twinsweep.core.policies.base import POLICIES
+
+    e = html.escape
+    rows = "".join(f"<tr><td style='text-align:left'>{e(FIGURE_LABELS[k])}</td><td style='text-align:left'>"
+                   f"{e(FIGURES[k][1])}</td><td style='text-align:left'><code>{e(k)}</code></td></tr>" for k in _SHOWN)
+    what = "".join(f"<li><b>{e(kind)} {e(name)}</b>: {e(reg.summary(name))}</li>"
+                   for kind, name, reg in (("policy", result["policy"], POLICIES),
+                                           ("backfill", result["backfill"], BACKFILLS)))
+    return (f"<h2>What the figures mean</h2><table><tr><th>figure</th><th>definition</th><th>key in "
+            f"validation.json</th></tr>{rows}</table><h2>The scheduler validated</h2><ul>{what}</ul>")
+
+
 def _slots(system: dict) -> str:
     """", time-shared: the twin ran on N node slots" for a time-shared machine, ", in partitions:
     …" for a partitioned one, else ""."""
@@ -1423,6 +1440,7 @@ them means nothing.</p>
 <h2>Modes</h2><ul>{modes_desc}</ul><h2>Fitted constants (on the fitting window)</h2><ul>{consts_html}</ul>{split}
 <h2>Jobs left out</h2><ul>{excl}</ul>{cleaned}{sens}{warn}
 <h2>Recorded fields read</h2><ul>{read}</ul>
+{_meaning_html(result)}
 <h2>Data</h2><p>{e(result['trace'])} ({e(result.get('checksum', ''))}): {e(result.get('provenance') or 'no provenance recorded by the loader')}</p>
 </body></html>
 """

@@ -316,3 +316,21 @@ def test_a_declared_name_taken_by_another_module_conflicts_as_if_imported_eagerl
         reg.get("ghost")
     reg.unregister("ghost")
     assert "ghost" not in reg and "ghost" not in reg.names()
+
+
+def test_summary_is_the_first_sentence_without_markup_or_references_the_reader_cannot_follow():
+    from twinsweep.core.registry import Registry
+
+    reg = Registry("widget")
+
+    class A:
+        """``fast``: *Starts* the ``head`` job first (DESIGN.md §3), then the rest (see the module
+        docstring). More text."""
+
+    class B:
+        pass
+
+    reg.register("fast", A)
+    reg.register("bare", B)
+    assert reg.summary("fast") == "Starts the head job first, then the rest."
+    assert reg.summary("bare") == "—" and reg.summary("missing") == "—"
