@@ -627,10 +627,11 @@ def _cmd_validate(args) -> int:
         corr = fig.get("occupancy_corr_hourly")
         within = fig.get("start_within_1h_frac")
         print(f"{mode:8s} jobs {fig['jobs_compared']:>7,}  mean wait {pct('wait_mean_rel_error')}  "
-              f"p95 wait {pct('wait_p95_rel_error')}  "
+              f"p95 wait {pct('wait_p95_rel_error')}  mean bounded slowdown {pct('bsld_mean_rel_error')}  "
               f"starts within 1 h of the log's {'n/a' if within is None else f'{within * 100:.0f} %'}  "
               f"hourly busy-node correlation {'n/a' if corr is None else f'{corr:.2f}'}"
-              + (f"  (noise floor of the mean wait ±{abs(nf) * 100:.1f} %: a smaller error means nothing)"
+              + (f"  (noise floor of the mean wait: its worst seed moved it {abs(nf) * 100:.1f} %; a smaller error "
+                 "means nothing)"
                  if (nf := (fig.get("noise_floor") or {}).get("wait_mean_rel_error_worst")) is not None else ""))
     if res.get("queue_cancelled"):
         print(f"jobs cancelled while queued, kept queued until their cancel time (--queue-cancelled; whole trace): "
