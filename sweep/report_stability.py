@@ -235,7 +235,7 @@ def section_stability(pg, runs: pd.DataFrame, variants: list[str], verdict: Verd
          "the baseline — <b>survives</b> when no block of its scope reverses it. The two-sided exact sign test "
          f"(ties split evenly) can reach the 5 % level only from {MIN_BLOCKS} blocks. The two criteria can "
          "disagree, and the wording says so: a conclusion never reversed whose sign test is not significant "
-         "(most blocks tie) is <i>never reversed, but not significant</i>; one reversed in a few blocks whose "
+         "(too few blocks favour it, often because most tie) is <i>never reversed, but not significant</i>; one reversed in a few blocks whose "
          "sign test is significant <i>holds on balance, not in every block</i>. Every pair of variants "
          "of every window is in stability_pairs.csv.", raw=True)
     directions = verdict.directions

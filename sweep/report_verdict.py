@@ -190,16 +190,16 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
                 if hit:
                     more, n, extra, share = hit
                     rule = f"sign test p < {SIGN_LEVEL:g}" if n >= MIN_BLOCKS else "every block; too few for a sign test"
-                    rel = f", +{format_number(100 * share, 2)} %" if np.isfinite(share) else ""
-                    found.append(f"more {unit} in {more} of {n} blocks ({rule}), {format_number(extra / scale, 2)} "
+                    rel = f" (+{format_number(100 * share, 2)} %)" if np.isfinite(share) else ""
+                    found.append(f"more {unit} in {more} of {n} blocks ({rule}): {format_number(extra / scale, 2)} "
                                  f"more per block on average{rel}")
             if found:
-                parts.append(f"{s.scope}: {a}, recommended on {' and '.join(objectives)}, leaves in the queue at the "
-                             f"window end, against {b} (the {', the '.join(roles)}): " + "; ".join(found))
+                parts.append(f"{s.scope}: {a} (recommended on {' and '.join(objectives)}) leaves queued at the window "
+                             f"end, against {b} (the {', the '.join(roles)}), " + "; and ".join(found))
     if not parts:
         return None
     return ("<b>Recommendations on metrics of the finished jobs only</b> (survivorship): "
-            f"{html.escape(' — '.join(parts))}. Those jobs are not in its means, so part of its lead may be the "
+            f"{html.escape('. '.join(parts))}. Those jobs are not in its means, so part of its lead may be the "
             f"queue it left; {html.escape(metric('wait_censored_mean_s').label)} counts the jobs (rank by it, or "
             "weigh it in [report] tradeoff, to see whether the lead holds), utilisation the work.")
 

@@ -248,9 +248,10 @@ def test_survivorship_note_names_a_lead_on_finished_jobs_bought_with_a_longer_qu
     assert survivorship_note(runs, v) is None
     runs["count_still_queued"] = [10] * 6 + [13] * 5 + [16]
     note = survivorship_note(runs, v)
-    assert note is not None and ("d1: b, recommended on mean wait and the stated trade-off, leaves in the queue at "
-                                 "the window end, against fcfs+easy (the runner-up, the baseline): more jobs in 6 of "
-                                 "6 blocks (sign test p &lt; 0.05), 3.5 more per block on average, +35 %. ") in note
+    assert note is not None and (
+        "d1: b (recommended on mean wait and the stated trade-off) leaves queued at the window end, against fcfs+easy "
+        "(the runner-up, the baseline), more jobs in 6 of 6 blocks (sign test p &lt; 0.05): 3.5 more per block on "
+        "average (+35 %). ") in note
     assert "mean wait incl. still queued" in note
     runs["count_still_queued"] = [10] * 6 + [11] * 3 + [10] * 3  # 0.5 more: +5 %
     runs.loc[runs["variant"] == "b", "count_still_queued"] = [11, 11, 11, 11, 11, 10]
@@ -278,8 +279,8 @@ def test_survivorship_note_sees_fewer_jobs_but_more_work_left_queued():
     runs["count_still_queued_node_s"] = [36_000] * 6 + [144_000] * 6
     v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
     note = survivorship_note(runs, v)
-    assert "more requested node-hours in 6 of 6 blocks (sign test p &lt; 0.05), 30 more per block on average, " \
-        "+300 %" in note and "more jobs" not in note
+    assert "more requested node-hours in 6 of 6 blocks (sign test p &lt; 0.05): 30 more per block on average " \
+        "(+300 %)" in note and "more jobs" not in note
 
 
 def test_survivorship_note_below_the_sign_test_needs_every_block():
@@ -291,7 +292,7 @@ def test_survivorship_note_below_the_sign_test_needs_every_block():
     v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
     assert survivorship_note(runs, v) is None
     runs["count_still_queued"] = [10] * 3 + [12, 12, 13]
-    assert "more jobs in 3 of 3 blocks (every block; too few for a sign test), 2.3 more per block" in \
+    assert "more jobs in 3 of 3 blocks (every block; too few for a sign test): 2.3 more per block" in \
         survivorship_note(runs, v)
 
 
