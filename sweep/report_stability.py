@@ -54,7 +54,7 @@ def _obj(o: str, directions: dict[str, str]) -> str:
     return "the stated trade-off" if o == TRADEOFF else objective_label(o, directions)
 
 
-def _standing(r) -> tuple[str, str]:
+def _standing(r, untested: str = " (too few blocks to test)") -> tuple[str, str]:
     """How a conclusion stands, as (counts, verdict), from both criteria of the section: whether
     any block reverses it (``survives``) and, from :data:`MIN_BLOCKS` blocks, whether the sign test
     is significant at :data:`sweep.stability.SIGN_LEVEL`. So that "does not survive" never sits
@@ -68,7 +68,8 @@ def _standing(r) -> tuple[str, str]:
     - reversed in some block, significant: ``holds on balance (significant), not in every block``;
     - reversed, not significant: ``does not survive``.
 
-    ``counts`` gives ahead / reversed / tied out of the blocks, ties always shown."""
+    ``counts`` gives ahead / reversed / tied out of the blocks, ties always shown; ``untested``: what
+    follows ``survives`` below :data:`MIN_BLOCKS` blocks (``""`` where the caller says it itself)."""
     tied = f", tied in {r.ties}" if r.ties else ""
     testable = r.blocks >= MIN_BLOCKS
     significant = testable and r.p_sign < SIGN_LEVEL
@@ -77,7 +78,7 @@ def _standing(r) -> tuple[str, str]:
     if r.survives:
         counts = f"ahead in {r.a_better} of {r.blocks}{tied}"
         if not testable:
-            return counts, "survives (too few blocks to test)"
+            return counts, "survives" + untested
         if not significant:
             return counts, "never reversed, but not significant" + (
                 ": the blocks mostly tie" if r.ties > r.a_better else "")
@@ -102,10 +103,9 @@ def conclusion_text(r, directions: dict[str, str], test: bool = True) -> str:
     with ``test``, the sign test's p, or that there are too few blocks for one."""
     obj = _obj(r.objective, directions)
     who = f"{r.b} (the {r.against})"
-    _, verdict = _standing(r)
+    _, verdict = _standing(r, untested="")  # too few blocks: said below, with the number needed
     tied = f", tied in {r.ties}" if r.ties else ""
     if r.survives:
-        verdict = verdict.replace(" (too few blocks to test)", "")  # said below, with the number needed
         text = (f"{r.a} is ahead of {who} on {obj} in {_pct(r.holds_share)} of blocks ({r.a_better} of "
                 f"{r.blocks}{tied}): {verdict}")
     elif r.a_better == 0 and r.b_better == 0:

@@ -14,7 +14,8 @@ import pandas as pd
 from twinsweep.core.metrics import ENERGY_PER_WORK, format_number, metric
 
 from .ranking import BLOCK_COLS, SIGN_LEVEL, sign_test
-from .verdict import MIN_BLOCKS, OVERALL, TRADEOFF, ObjectiveVerdict, ScopeVerdict, Verdict, cost_text
+from .verdict import (DEFAULT_BASELINE, MIN_BLOCKS, OVERALL, TRADEOFF, ObjectiveVerdict, ScopeVerdict, Verdict,
+                      baseline_rule, cost_text)
 
 #: HTML id of the section.
 SECTION_ID = "verdict"
@@ -266,16 +267,14 @@ def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str
     pg.table(pd.DataFrame(rows), cls="t verdict-table")
     energy = metric(ENERGY_PER_WORK)
     bases = sorted({str(s.baseline) for s in v.scopes})
-    if baseline and all(b == baseline or b.startswith(baseline + "+") for b in bases):
-        rule = "the study's [report] baseline"
-    elif bases == ["fcfs+easy"]:
-        rule = "the default baseline" + (f"; the study's [report] baseline {baseline!r} is not a variant"
-                                         if baseline else "")
-    else:
-        rule = ("the first variant: " + (f"neither the study's [report] baseline {baseline!r} nor fcfs+easy is a "
-                                         "variant" if baseline else "no [report] baseline is given and fcfs+easy is "
-                                         "not a variant"))
-    text = f"Baseline: {', '.join(bases)} ({rule})."
+    said = {"study": "the study's [report] baseline",
+            "default": "the default baseline" + (f"; the study's [report] baseline {baseline!r} is not a variant"
+                                                 if baseline else ""),
+            "first": "the first variant: " + (f"neither the study's [report] baseline {baseline!r} nor "
+                                              f"{DEFAULT_BASELINE} is a variant" if baseline else
+                                              f"no [report] baseline is given and {DEFAULT_BASELINE} is not a variant")}
+    rules = dict.fromkeys(said[baseline_rule(list(s.variants), baseline)] for s in v.scopes)
+    text = f"Baseline: {', '.join(bases)} ({'; '.join(rules)})."
     if any(metric(m).power for m in v.directions):
         text += (f" Energy is compared per unit of work: {energy.label} [{energy.display_unit}] = facility energy / "
                  "node-hours delivered in the window.")

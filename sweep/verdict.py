@@ -44,10 +44,10 @@ import pandas as pd
 
 from twinsweep.core.metrics import format_number, metric
 
-from .ranking import BLOCK_COLS, SIGN_LEVEL, BlockPivot, block_ranks, past_end_blocks, sign_test
+from .ranking import BLOCK_COLS, SIGN_LEVEL, BlockPivot, block_ranks, past_end_blocks, sign_test, win_counts
 
 __all__ = ["ObjectiveVerdict", "ScopeVerdict", "Verdict", "BlockScores", "block_scores", "compute_verdict",
-           "default_baseline", "alike_pairs", "TRADEOFF", "OVERALL", "MIN_BLOCKS", "cost_text"]
+           "default_baseline", "baseline_rule", "DEFAULT_BASELINE", "alike_pairs", "TRADEOFF", "OVERALL", "MIN_BLOCKS", "cost_text"]
 
 #: Objective name of the study's stated trade-off.
 TRADEOFF = "trade-off"
@@ -118,15 +118,30 @@ class Verdict:
     directions: dict[str, str]
 
 
+#: The baseline when the study names none (or names no variant) and it is a variant.
+DEFAULT_BASELINE = "fcfs+easy"
+
+
+def _baseline_choice(variants: list[str], baseline: str | None) -> tuple[str | None, str]:
+    """(the baseline, which rule chose it: ``"study"``, ``"default"`` or ``"first"``)."""
+    for want, rule in ([(baseline, "study")] if baseline else []) + [(DEFAULT_BASELINE, "default")]:
+        hit = next((v for v in variants if v == want or v.startswith(want + "+")), None)
+        if hit is not None:
+            return hit, rule
+    return (variants[0] if variants else None), "first"
+
+
 def default_baseline(variants: list[str], baseline: str | None = None) -> str | None:
     """The variant every other is compared with: the spec's ``baseline`` (``"policy+backfill"``,
     matching the first variant whose label is it or starts with it and ``+``), else ``fcfs+easy``
     when present, else the first variant; None without variants."""
-    for want in ([baseline] if baseline else []) + ["fcfs+easy"]:
-        hit = next((v for v in variants if v == want or v.startswith(want + "+")), None)
-        if hit is not None:
-            return hit
-    return variants[0] if variants else None
+    return _baseline_choice(variants, baseline)[0]
+
+
+def baseline_rule(variants: list[str], baseline: str | None = None) -> str:
+    """Which rule of :func:`default_baseline` chose the baseline of ``variants``: ``"study"`` (the
+    spec's ``baseline``), ``"default"`` (:data:`DEFAULT_BASELINE`) or ``"first"`` (the first variant)."""
+    return _baseline_choice(variants, baseline)[1]
 
 
 def _bootstrap(scores: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
@@ -154,8 +169,8 @@ def _objective(name: str, scores: np.ndarray, vs: list[str], n_boot: int, seed: 
     lo, hi = (np.quantile(gap, [0.025, 0.975]) if scores.shape[0] >= 2 else (float("nan"), float("nan")))
     # the paired sign test of best against the runner-up (the stability section's test): a bootstrap
     # of few blocks can exclude zero while the runner-up is ahead in some blocks and tied in others
-    ahead, behind = int((scores[:, b] < scores[:, r]).sum()), int((scores[:, r] < scores[:, b]).sum())
-    p_sign = sign_test(ahead, behind, scores.shape[0] - ahead - behind)
+    c, n = win_counts(scores[:, [b, r]], "min")  # as sweep.stability counts the pair: NaN never wins
+    p_sign = sign_test(int(c[0, 1]), int(c[1, 0]), n - int(c[0, 1]) - int(c[1, 0]))
     dist = bool(scores.shape[0] >= MIN_BLOCKS and lo > 0 and p_sign < SIGN_LEVEL)
     return vs[b], p, float(mean[b]), vs[r], (float(lo), float(hi)), dist, p_sign
 
