@@ -66,7 +66,8 @@ def _standing(r, untested: str = " (too few blocks to test)") -> tuple[str, str]
     - never reversed, not significant: ``never reversed, but not significant``, with ``: the
       blocks mostly tie`` when more blocks tie than favour it;
     - reversed in some block, significant: ``holds on balance (significant), not in every block``;
-    - reversed, not significant: ``does not survive``.
+    - reversed, not significant: ``does not survive``; as many blocks each way reads ``split 4–4``,
+      not as a reversal.
 
     ``counts`` gives ahead / reversed / tied out of the blocks, ties always shown; ``untested``: what
     follows ``survives`` below :data:`MIN_BLOCKS` blocks (``""`` where the caller says it itself)."""
@@ -83,6 +84,8 @@ def _standing(r, untested: str = " (too few blocks to test)") -> tuple[str, str]
             return counts, "never reversed, but not significant" + (
                 ": the blocks mostly tie" if r.ties > r.a_better else "")
         return counts, "survives"
+    if r.a_better == r.b_better:  # neither is behind: not a reversal of a lead
+        return f"split {r.a_better}–{r.b_better} of {r.blocks}{tied}", "does not survive"
     counts = f"reversed in {r.b_better} of {r.blocks} ({_pct(r.flip_share)}), ahead in {r.a_better}{tied}"
     if significant:
         return counts, "holds on balance (significant), not in every block"
@@ -233,7 +236,7 @@ def section_stability(pg, runs: pd.DataFrame, variants: list[str], verdict: Verd
          "(paired comparison as in J. Demšar, \"Statistical comparisons of classifiers over multiple data "
          "sets\", JMLR 7, 2006). A conclusion of the verdict — the recommended variant ahead of the runner-up or "
          "the baseline — <b>survives</b> when no block of its scope reverses it. The two-sided exact sign test "
-         f"(ties split evenly) can reach the 5 % level only from {MIN_BLOCKS} blocks. The two criteria can "
+         f"(ties split evenly, an odd tie dropped) can reach the 5 % level only from {MIN_BLOCKS} blocks. The two criteria can "
          "disagree, and the wording says so: a conclusion never reversed whose sign test is not significant "
          "(too few blocks favour it, often because most tie) is <i>never reversed, but not significant</i>; one reversed in a few blocks whose "
          "sign test is significant <i>holds on balance, not in every block</i>. Every pair of variants "

@@ -74,7 +74,8 @@ def _sure(o: ObjectiveVerdict, blocks: int) -> str:
     if o.p_sign is not None and o.p_sign >= SIGN_LEVEL and o.gap_ci[0] > 0:  # the bootstrap alone would say so
         return (f"not distinguishable from {o.runner_up}: the bootstrap interval of the mean-rank gap excludes 0, "
                 f"but block by block the sign test gives p = {format_number(o.p_sign, 2)}")
-    return f"not distinguishable from {o.runner_up}"
+    p = f"; sign test p = {format_number(o.p_sign, 2)}" if o.p_sign is not None else ""
+    return f"not distinguishable from {o.runner_up}: the bootstrap interval of the mean-rank gap includes 0{p}"
 
 
 def _tradeoff_text(v: Verdict) -> str:
@@ -126,8 +127,8 @@ LEFT_QUEUED = (("count_still_queued", "jobs", 1.0), ("count_still_queued_node_s"
 SURVIVORSHIP_MIN_SHARE = 0.10
 
 
-def _left_more(pair: pd.DataFrame, a: str, b: str) -> tuple[int, int, float, float] | None:
-    """(blocks where ``a`` left more, blocks compared, mean extra per block, extra / b's mean) when
+def _left_more(pair: pd.DataFrame, a: str, b: str) -> tuple[int, int, float, float, float] | None:
+    """(blocks where ``a`` left more, blocks compared, mean extra per block, b's mean, extra / b's mean) when
     ``a`` left more than ``b`` by the survivorship rule (:func:`survivorship_note`), else None."""
     n = len(pair)
     more, fewer = int((pair[a] > pair[b]).sum()), int((pair[a] < pair[b]).sum())
@@ -137,7 +138,7 @@ def _left_more(pair: pd.DataFrame, a: str, b: str) -> tuple[int, int, float, flo
         return None
     extra, base = float((pair[a] - pair[b]).mean()), float(pair[b].mean())
     share = extra / base if base > 0 else float("inf")
-    return (more, n, extra, share) if share >= SURVIVORSHIP_MIN_SHARE else None
+    return (more, n, extra, base, share) if share >= SURVIVORSHIP_MIN_SHARE else None
 
 
 def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
@@ -189,11 +190,13 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
                     continue
                 hit = _left_more(q[[a, b]].dropna(), a, b)
                 if hit:
-                    more, n, extra, share = hit
+                    more, n, extra, base, share = hit
                     rule = f"sign test p < {SIGN_LEVEL:g}" if n >= MIN_BLOCKS else "every block; too few for a sign test"
-                    rel = f" (+{format_number(100 * share, 2)} %)" if np.isfinite(share) else ""
+                    rel = f", +{format_number(100 * share, 2)} %" if np.isfinite(share) else ""
                     found.append(f"more {unit} in {more} of {n} blocks ({rule}): {format_number(extra / scale, 2)} "
-                                 f"more per block on average{rel}")
+                                 f"more per block on average ({format_number((base + extra) / scale, 3)} against "
+                                 f"{format_number(base / scale, 3)}{rel}; runs.parquet {col}"
+                                 + (", in node-seconds" if scale == 3600.0 else "") + ")")
             if found:
                 parts.append(f"{s.scope}: {a} (recommended on {' and '.join(objectives)}) leaves queued at the window "
                              f"end, against {b} (the {', the '.join(roles)}), " + "; and ".join(found))

@@ -391,3 +391,15 @@ def test_stability_wording_edge_cases_follow_the_counts():
     ties = types.SimpleNamespace(**row, survives=False, a_better=0, b_better=0, ties=8, blocks=8, flip_share=0.0,
                                  holds_share=0.0, p_sign=1.0)
     assert standing(ties) == "tied in every block" and _cell(ties) == "fcfs+easy: tied in all 8; p = 1.0"
+
+
+def test_an_even_split_is_not_worded_as_a_reversal():
+    """4 blocks each way of 8: 'split 4–4', not 'reversed in 4 of 8'."""
+    import types
+
+    from twinsweep.sweep.report_stability import _cell
+
+    r = types.SimpleNamespace(objective="wait_mean_s", a="sjf+easy", b="fcfs+easy", against="runner-up",
+                              survives=False, a_better=4, b_better=4, ties=0, blocks=8, flip_share=0.5,
+                              holds_share=0.5, p_sign=1.0)
+    assert _cell(r) == "fcfs+easy: split 4–4 of 8 — does not survive; p = 1.0"

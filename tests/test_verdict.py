@@ -251,7 +251,7 @@ def test_survivorship_note_names_a_lead_on_finished_jobs_bought_with_a_longer_qu
     assert note is not None and (
         "d1: b (recommended on mean wait and the stated trade-off) leaves queued at the window end, against fcfs+easy "
         "(the runner-up, the baseline), more jobs in 6 of 6 blocks (sign test p &lt; 0.05): 3.5 more per block on "
-        "average (+35 %). ") in note
+        "average (13.5 against 10.0, +35 %; runs.parquet count_still_queued). ") in note
     assert "mean wait incl. still queued" in note
     runs["count_still_queued"] = [10] * 6 + [11] * 3 + [10] * 3  # 0.5 more: +5 %
     runs.loc[runs["variant"] == "b", "count_still_queued"] = [11, 11, 11, 11, 11, 10]
@@ -280,7 +280,8 @@ def test_survivorship_note_sees_fewer_jobs_but_more_work_left_queued():
     v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
     note = survivorship_note(runs, v)
     assert "more requested node-hours in 6 of 6 blocks (sign test p &lt; 0.05): 30 more per block on average " \
-        "(+300 %)" in note and "more jobs" not in note
+        "(40.0 against 10.0, +300 %; runs.parquet count_still_queued_node_s, in node-seconds)" in note \
+        and "more jobs" not in note
 
 
 def test_survivorship_note_below_the_sign_test_needs_every_block():
