@@ -38,7 +38,10 @@ class SweepResult:
     this call; ``ran``: completed now; ``failed``: keys still failing after every retry;
     ``attempts``: extra attempts used by retries; ``interrupted``: stopped by Ctrl-C;
     ``table`` / ``aggregate`` / ``report``: paths of runs.parquet, aggregate.parquet and the HTML
-    report (None when not built); ``wall_s``: seconds; ``items``: the expanded plan;
+    report (None when not built); ``wall_s``: seconds in all (loading the traces, the runs, the
+    tables and the report); ``runs_s``: seconds of those spent starting the backend and running
+    (what the progress bar shows); ``outputs_s``: seconds spent writing runs.parquet, the
+    aggregates and the report after the last run; ``items``: the expanded plan;
     ``slurm``: for a detached Slurm sweep (``detach=True``), what was submitted (``submission``,
     ``jobs``, ``tasks``, ``adopted``, ``folder``), else None.
     """
@@ -54,6 +57,8 @@ class SweepResult:
     aggregate_path: Path | None = None
     report: Path | None = None
     wall_s: float = 0.0
+    runs_s: float = 0.0
+    outputs_s: float = 0.0
     items: list[RunItem] = dataclasses.field(default_factory=list, repr=False)
     slurm: dict | None = None
 
@@ -323,6 +328,7 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
     attempts: dict[str, int] = {}
     ship = {"on": False}  # switched on when the workers turn out not to see the results folder
     failed_final: list[str] = []
+    t_runs = time.perf_counter()
     try:
         with bk, SweepProgress(len(todo), f"{spec.name} ({res.skipped} already done)", enabled=progress) as bar:
             round_no = 0
@@ -387,6 +393,8 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
             pass  # the earlier table stays as it was (written atomically)
         res.wall_s = time.perf_counter() - t0
         raise
+    t_outputs = time.perf_counter()
+    res.runs_s = t_outputs - t_runs
     res.ran = n_ok
     res.failed = sorted(failed_final)
     res.table_path = store.write_table(by_key)
@@ -394,6 +402,7 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
         shutil.rmtree(store.cache_dir, ignore_errors=True)
     if report:
         build_outputs(store.root, res)
+    res.outputs_s = time.perf_counter() - t_outputs
     res.wall_s = time.perf_counter() - t0
     return res
 

@@ -141,6 +141,10 @@ def _left_more(pair: pd.DataFrame, a: str, b: str) -> tuple[int, int, float, flo
     return (more, n, extra, base, share) if share >= SURVIVORSHIP_MIN_SHARE else None
 
 
+#: The wait metric that counts the jobs still queued at the window end (survivorship's check).
+CENSORED_WAIT = "wait_censored_mean_s"
+
+
 def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
     """The caveat (HTML) for recommendations made on metrics of the finished jobs only
     (:attr:`core.metrics.Metric.finished_only`: mean wait, bounded slowdown, AWRT …, or a trade-off
@@ -154,7 +158,8 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
     ranks them; ties split) — or, below :data:`sweep.verdict.MIN_BLOCKS` blocks where no sign test can
     be significant, in every block — and its mean extra per block is at least
     :data:`SURVIVORSHIP_MIN_SHARE` of the other's mean; the note gives the counts, the mean extra and
-    which rule applied. None when no recommendation is concerned, or ``runs`` has none of the
+    which rule applied, and — when :data:`CENSORED_WAIT` is ranked too — the best variant by it in
+    each scope concerned (else how to rank by it). None when no recommendation is concerned, or ``runs`` has none of the
     columns (results written before they existed).
 
     ``runs``: the ranked runs the verdict was computed from (``variant`` column, block columns)."""
@@ -162,6 +167,7 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
     if not measures or runs.empty:
         return None
     parts = []
+    censored = []  # (scope, best on the censored mean wait) where that metric is ranked
     for s in v.scopes:
         g = runs if s.scope == OVERALL else runs[runs["dataset"].astype(str) == s.scope]
         pairs: dict[tuple[str, str], tuple[list[str], list[str]]] = {}  # (best, other) -> (objectives, roles)
@@ -200,12 +206,22 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
             if found:
                 parts.append(f"{s.scope}: {a} (recommended on {' and '.join(objectives)}) leaves queued at the window "
                              f"end, against {b} (the {', the '.join(roles)}), " + "; and ".join(found))
+                oc = s.get(CENSORED_WAIT)
+                if oc is not None and (s.scope, oc.best) not in censored:
+                    censored.append((s.scope, oc.best))
     if not parts:
         return None
+    label = html.escape(metric(CENSORED_WAIT).label)
+    if censored:
+        said = "; ".join(f"{sc}: {html.escape(best)}" for sc, best in censored)
+        check = (f"{label} counts the queued jobs, each with its wait up to the window end; ranked by it on this "
+                 f"page, the best is {said} (the verdict table), and utilisation counts the work.")
+    else:
+        check = (f"{label} counts the jobs (rank by it, or weigh it in [report] tradeoff, to see whether the lead "
+                 "holds), utilisation the work.")
     return ("<b>Recommendations on metrics of the finished jobs only</b> (survivorship): "
             f"{html.escape('. '.join(parts))}. Those jobs are not in its means, so part of its lead may be the "
-            f"queue it left; {html.escape(metric('wait_censored_mean_s').label)} counts the jobs (rank by it, or "
-            "weigh it in [report] tradeoff, to see whether the lead holds), utilisation the work.")
+            f"queue it left; {check}")
 
 
 def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str]] = (),

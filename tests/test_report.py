@@ -253,6 +253,13 @@ def test_sweep_cli_prints_report_path(tmp_path, capsys):
     assert main(["sweep", str(spec), "--backend", "local", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "2 run(s) done now" in out and "report:" in out and "index.html" in out
+    # the total is split so that it can be matched with the progress bar's (which times the runs only)
+    import re
+    m = re.search(r"in ([0-9.]+) s: runs ([0-9.]+) s \(the progress bar's\), traces and plan ([0-9.]+) s, "
+                  r"tables and report ([0-9.]+) s", out)
+    assert m, out
+    total, *parts = (float(x) for x in m.groups())
+    assert all(p > 0 for p in parts[::2]) and abs(sum(parts) - total) <= 0.15  # three 1-decimal roundings
 
 
 def test_figure_file_names_differ_for_names_that_differ_only_in_unsafe_characters():

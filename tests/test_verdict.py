@@ -268,6 +268,25 @@ def test_survivorship_note_names_a_lead_on_finished_jobs_bought_with_a_longer_qu
     assert survivorship_note(runs.drop(columns="count_still_queued"), v) is None
 
 
+def test_survivorship_note_says_what_the_censored_wait_ranks_best_when_it_is_ranked():
+    """When the page ranks the censored mean wait too, the note gives its best variant per scope
+    instead of advising to rank by it: here b leads on mean wait (50 against 100 s) but fcfs+easy on
+    the censored mean wait (200 against 400 s) in every block."""
+    from twinsweep.sweep.report_verdict import survivorship_note
+
+    runs = _runs({"fcfs+easy": [(100, 1000)] * 6, "b": [(50, 1100)] * 6}, seeds=range(6))
+    runs["count_still_queued"] = [10] * 6 + [20] * 6
+    runs["wait_censored_mean_s"] = [200.0] * 6 + [400.0] * 6
+    v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min", "wait_censored_mean_s": "min"}, n_boot=50)
+    note = survivorship_note(runs, v)
+    assert "d1: b (recommended on mean wait) leaves queued" in note
+    assert ("mean wait incl. still queued counts the queued jobs, each with its wait up to the window end; ranked "
+            "by it on this page, the best is d1: fcfs+easy (the verdict table)") in note
+    assert "rank by it" not in note
+    v1 = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
+    assert "rank by it, or weigh it in [report] tradeoff" in survivorship_note(runs, v1)
+
+
 def test_survivorship_note_sees_fewer_jobs_but_more_work_left_queued():
     """SJF's starvation of large jobs: b leaves fewer jobs queued (5 against 10) but more requested
     node-hours (40 h = 144,000 node-s against 10 h) in all 6 blocks: the note names the work, 30
