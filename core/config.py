@@ -192,10 +192,15 @@ def run_key(config: RunConfig, workload, system) -> str:
     config with its system as :func:`system_ref` resolves it, over the workload's identity
     (``workload.identity``: sha256 of the uncompressed trace, and the zone its local times were
     read in) and the system's parameters
-    (``system.checksum``), so that a changed trace or system file never reuses an old result and
+    (``system.checksum``), and the source of the plug-ins it uses that are not twinsweep's own
+    (:func:`core.plugin_code.plugins_identity`; nothing for built-ins, so their keys are unchanged),
+    so that a changed trace, system file or plug-in never reuses an old result and
     ``twinsweep run`` and a sweep key the same run alike. Returns 16 hex characters."""
     ref = system_ref(config.system, system)
     if ref != config.system:
         config = dataclasses.replace(config, system=ref)
     sc = system.checksum
-    return config.key(workload.identity + ("|" + sc if sc else ""))
+    from .plugin_code import plugins_identity  # the registries load the plug-ins (as check_names does)
+
+    code = plugins_identity(config, getattr(workload, "format", None))
+    return config.key(workload.identity + ("|" + sc if sc else "") + ("|plugins=" + code if code else ""))

@@ -36,6 +36,7 @@ from .errors import ConfigError
 from .partitions import (pool_job_node_power_w, pool_rows, pool_traces_node_power, run_partitioned, run_warnings,
                          serves_warnings, with_pool_nodes)
 from .perturb import perturb
+from .plugin_code import plugins_manifest
 from .power import account_power, build_timeline, idle_node_power_w
 from .scheduler import validate_scheduler
 from .stats import compute_stats
@@ -413,6 +414,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
                      **({"timezone": workload.timezone} if workload.timezone else {}),
                      **({"dump_time": int(workload.dump_time)} if workload.dump_time is not None else {})},
         "run_key": run_key(config, workload, system),
+        **({"plugins": plugins} if (plugins := plugins_manifest(config, workload.format)) else {}),
         **({"accounts": accounts_manifest} if accounts_manifest is not None else {}),
         **({"cooling": cooling_manifest} if cooling_manifest is not None else {}),
         **({"warnings": warnings} if warnings else {}),

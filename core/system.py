@@ -127,6 +127,30 @@ class PowerModel:
     cdus: int = 0  # coolant distribution units (whole system)
     cdu_w: float = 0.0  # W per CDU, constant, added after the rectifiers
 
+    def __post_init__(self):
+        """Raises ConfigError naming the key: a power (``*_w``) that is negative or not a finite
+        number, a ``*_max_w`` below its ``*_idle_w`` (a busy device drawing less than an idle one
+        would make the model's power fall with load), a default utilisation outside 0..1, or a
+        negative switch / CDU count."""
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name.endswith("_w") and not (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                              and math.isfinite(v) and v >= 0):
+                raise ConfigError(f"{f.name} must be a finite number of watts >= 0, got {v!r}")
+        for dev in ("cpu", "gpu"):
+            idle, peak = getattr(self, f"{dev}_idle_w"), getattr(self, f"{dev}_max_w")
+            if peak < idle:
+                raise ConfigError(f"{dev}_max_w ({peak:g} W) is below {dev}_idle_w ({idle:g} W): the power at full "
+                                  "load must be at least the idle power")
+        for k in ("default_cpu_util", "default_gpu_util"):
+            v = getattr(self, k)
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0):
+                raise ConfigError(f"{k} must be a utilisation in 0..1, got {v!r}")
+        for k in ("switches", "cdus"):
+            v = getattr(self, k)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ConfigError(f"{k} must be a whole number >= 0, got {v!r}")
+
     @property
     def assumed(self) -> bool:
         """True when the parameters come from comparable hardware, not the machine itself."""
@@ -332,8 +356,11 @@ def _converter(d: dict | None, where: str) -> Converter:
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: c_w, eta, nodes_per_group, units")
     units = d.get("units")
-    return Converter(float(d.get("c_w", 0.0)), float(d.get("eta", 1.0)), int(d.get("nodes_per_group", 1)),
-                     None if units is None else int(units))
+    try:
+        return Converter(float(d.get("c_w", 0.0)), float(d.get("eta", 1.0)), int(d.get("nodes_per_group", 1)),
+                         None if units is None else int(units))
+    except (ConfigError, TypeError, ValueError) as e:
+        raise ConfigError(f"{where}: {e}") from None
 
 
 def _node_positions(v, where: str) -> tuple[int, ...]:
@@ -458,7 +485,10 @@ def system_from_dict(doc: dict, path: str | None = None) -> System:
         raise ConfigError(f"{where}: [power] status must be 'assumed' or 'published', got {p['status']!r}")
     p["node_converter"] = _converter(p.get("node_converter"), f"{where} [power.node_converter]")
     p["rectifier"] = _converter(p.get("rectifier"), f"{where} [power.rectifier]")
-    power = PowerModel(**p)
+    try:
+        power = PowerModel(**p)
+    except ConfigError as e:
+        raise ConfigError(f"{where} [power]: {e}") from None
     cooling = None
     if "cooling" in doc:  # a [cooling] table: parameters of the cooling plant (core/cooling/)
         from .cooling import cooling_from_table  # the cooling model and its FMU path load only when used

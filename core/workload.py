@@ -192,6 +192,53 @@ def coerce_jobs_frame(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+#: (column, lowest valid value, what the column is) of :func:`jobs_problems`' range checks; a
+#: missing value (<NA> / NaN) is always valid. Units as in the module docstring.
+_RANGES: tuple[tuple[str, float, str], ...] = (
+    ("run_time", 0, "a run time (s)"),
+    ("time_limit", 0, "a time limit (s)"),
+    ("energy_j", 0, "an energy (J)"),
+    ("avg_power_w", 0, "a power (W)"),
+    ("cpu_util", 0, "a utilisation (0..1)"),
+    ("gpu_util", 0, "a utilisation (0..1)"),
+)
+
+
+def jobs_problems(jobs: pd.DataFrame, most: int = 3) -> tuple[int, list[str]]:
+    """Values no job can have, in a jobs table with the Workload schema (after
+    :func:`coerce_jobs_frame`): ``(count, first)`` = how many jobs have one, and up to ``most``
+    one-line descriptions naming the job (``job_id``, 0-based ``trace_index``), the column and the
+    value. Checked: negative ``run_time``, ``time_limit``, ``energy_j``, ``avg_power_w``,
+    ``cpu_util``, ``gpu_util`` (:data:`_RANGES`); ``recorded_end_time`` before
+    ``recorded_start_time``; a ``status`` not in :data:`JOB_STATUSES`. Missing values are valid.
+    A built-in loader never produces these (its own line checks reject them first); the check
+    catches a plug-in loader's or a hand-built table's (:func:`core.loaders.load_workload`)."""
+    bad = np.zeros(len(jobs), dtype=bool)
+    why: dict[int, str] = {}
+
+    def mark(mask: np.ndarray, text) -> None:
+        for i in np.flatnonzero(mask & ~bad)[:most]:
+            why.setdefault(int(i), text(int(i)))
+        bad[:] |= mask
+
+    for col, low, what in _RANGES:
+        if col in jobs.columns:
+            v = jobs[col].astype("float64").to_numpy(na_value=np.nan)
+            mark(v < low, lambda i, c=col, v=v, w=what: f"{c} = {v[i]:g} (not {w}; missing is <NA>)")
+    if {"recorded_start_time", "recorded_end_time"} <= set(jobs.columns):
+        st = jobs["recorded_start_time"].astype("float64").to_numpy(na_value=np.nan)
+        en = jobs["recorded_end_time"].astype("float64").to_numpy(na_value=np.nan)
+        mark(en < st, lambda i: f"recorded_end_time {en[i]:.0f} s is before recorded_start_time {st[i]:.0f} s")
+    if "status" in jobs.columns:
+        status = jobs["status"]
+        mark(~status.isin(JOB_STATUSES).to_numpy(),
+             lambda i: f"status {status.iloc[i]!r} (valid: {', '.join(JOB_STATUSES)})")
+    ids = jobs["job_id"].astype(str).to_numpy() if "job_id" in jobs.columns else np.arange(len(jobs)).astype(str)
+    pos = jobs["trace_index"].to_numpy() if "trace_index" in jobs.columns else np.arange(len(jobs))
+    first = [f"job {ids[i]} (trace_index {pos[i]}): {why[i]}" for i in sorted(why)[:most]]
+    return int(bad.sum()), first
+
+
 def latest_time(jobs: pd.DataFrame) -> int | None:
     """The latest time stamp of a jobs table (s since the epoch): the maximum of ``submit_time``,
     ``recorded_start_time``, ``recorded_end_time`` and ``recorded_start_time + run_time``; None

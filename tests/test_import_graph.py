@@ -48,6 +48,8 @@ LAZY_STDLIB = {
     ("twinsweep.core.registry", "importlib"): "importlib.metadata (~6 ms CPU: it imports the e-mail parser) only when "
                                              "the entry-point scan is not cached, or an installed plug-in is loaded",
     ("twinsweep.core.errors", "errno"): "only when an OSError is turned into one line (disk full, ...)",
+    ("twinsweep.core.plugin_code", "importlib"): "importlib.metadata (~6 ms CPU) only when a run uses a plug-in "
+                                                "from another package (its distribution and version)",
     ("twinsweep.core.system", "hashlib"): "only when a System's checksum is first asked for",
     ("twinsweep.core.system", "json"): "only when a System's checksum is first asked for",
     ("twinsweep.sweep.cli", "sys"): "the entry point's error path",

@@ -572,6 +572,46 @@ def test_register_custom_loader(tmp_path):
         _registry.LOADERS.unregister("myfmt-test")
 
 
+def test_a_loader_giving_impossible_values_is_an_error_naming_the_jobs(tmp_path):
+    """A plug-in loader whose jobs have a negative run time, a negative limit, an end before their
+    start or an unknown status: load_workload refuses the table with one error naming the file, the
+    format, how many jobs and the first three (job id, row, column, value); never simulated."""
+    from twinsweep.core.workload import Workload, coerce_jobs_frame, jobs_problems
+
+    rows = {"job_id": ["a", "b", "c", "d", "e"], "submit_time": [0, 10, 20, 30, 40],
+            "run_time": [100, -500, 50, 60, 70], "time_limit": [200, 200, -10, 100, 100],
+            "recorded_start_time": [5, 15, 25, 35, 45], "recorded_end_time": [105, 20, 75, 30, 115],
+            "status": ["completed", "completed", "completed", "completed", "done"]}
+
+    def detect(trace):
+        return 10.0 if trace.data.startswith(b"#BADFMT") else 0.0
+
+    def load(trace, lenient=False):
+        return Workload(coerce_jobs_frame(pd.DataFrame(rows)), 0, trace.checksum, trace.path, "badfmt-test")
+
+    n, first = jobs_problems(coerce_jobs_frame(pd.DataFrame(rows)))
+    assert n == 4 and first == [
+        "job b (trace_index 1): run_time = -500 (not a run time (s); missing is <NA>)",
+        "job c (trace_index 2): time_limit = -10 (not a time limit (s); missing is <NA>)",
+        "job d (trace_index 3): recorded_end_time 30 s is before recorded_start_time 35 s"]
+    register_loader("badfmt-test", detect, load)
+    try:
+        with pytest.raises(TraceFormatError) as ei:
+            load_workload(write(tmp_path, "x.bad", "#BADFMT\n"))
+        msg = str(ei.value)
+        assert "x.bad" in msg and "format 'badfmt-test' gave 4 job(s) with impossible values" in msg
+        assert "job b (trace_index 1): run_time = -500" in msg and "status" not in msg  # the first three only
+        rows["run_time"][1], rows["time_limit"][2], rows["recorded_end_time"][3] = 0, pd.NA, 95
+        with pytest.raises(TraceFormatError, match=r"1 job\(s\) .*job e \(trace_index 4\): status 'done' \(valid: "):
+            load_workload(write(tmp_path, "y.bad", "#BADFMT\n"))
+        rows["status"][4] = "completed"
+        assert len(load_workload(write(tmp_path, "z.bad", "#BADFMT\n"))) == 5  # 0 s, a missing limit: valid
+    finally:
+        from twinsweep.core.loaders import _registry
+
+        _registry.LOADERS.unregister("badfmt-test")
+
+
 def test_relative_paths_resolve_under_the_data_dir(monkeypatch, tmp_path):
     (tmp_path / "sub").mkdir()
     write(tmp_path / "sub", "r.swf", HEADER + "".join(basic_lines()))

@@ -78,9 +78,8 @@ def test_idle_and_job_node_power():
 
 def test_job_node_power_nan_default_raises():
     s = four_node_system()
-    bad = System(name="b", title="b", nodes=1, power=PowerModel(default_cpu_util=float("nan")))
-    with pytest.raises(ConfigError):
-        job_node_power_w(bad, pd.DataFrame({"nodes": [1], "cpu_util": [np.nan]}))
+    with pytest.raises(ConfigError, match="default_cpu_util must be a utilisation in 0..1, got nan"):
+        PowerModel(default_cpu_util=float("nan"))  # refused where the model is built, before any run
     assert job_node_power_w(s, pd.DataFrame({"nodes": [1]}))[0] == pytest.approx(300)
 
 

@@ -134,6 +134,25 @@ def test_bad_toml_names_the_key(tmp_path):
         load_system("no-such-system")
 
 
+@pytest.mark.parametrize("extra, message", [
+    ("mem_w = -400.0\n", r"bad.toml \[power\]: mem_w must be a finite number of watts >= 0, got -400.0"),
+    ("gpu_idle_w = 50.0\ngpu_max_w = 10.0\n", r"bad.toml \[power\]: gpu_max_w \(10 W\) is below gpu_idle_w \(50 W\)"),
+    ("cpu_idle_w = 11.0\n", r"cpu_max_w \(10 W\) is below cpu_idle_w \(11 W\)"),
+    ("default_cpu_util = 1.5\n", r"\[power\]: default_cpu_util must be a utilisation in 0..1, got 1.5"),
+    ("switches = -2\n", r"\[power\]: switches must be a whole number >= 0, got -2"),
+    ("other_w = nan\n", r"other_w must be a finite number of watts >= 0, got nan"),
+    ("node_converter = { eta = 1.5 }\n", r"bad.toml \[power.node_converter\]: converter eta must be in \(0, 1\], got 1.5"),
+    ('rectifier = { c_w = "ten" }\n', r"bad.toml \[power.rectifier\]: could not convert string to float: 'ten'"),
+])
+def test_power_values_no_machine_has_are_refused_naming_the_file_and_key(tmp_path, extra, message):
+    """A negative power, a device whose full-load power is below its idle power, a default
+    utilisation outside 0..1, a negative count or a converter efficiency above 1: one ConfigError
+    naming the file, the table and the key, when the system is loaded (before any run)."""
+    with pytest.raises(ConfigError, match=message):
+        load_system(_write(tmp_path, GOOD + extra))
+    assert load_system(_write(tmp_path, GOOD + "cpu_idle_w = 10.0\nmem_w = 0\n")).power.cpu_idle_w == 10.0  # equal: fine
+
+
 def test_system_from_swf_header_values():
     s = system_from_swf_header(load_cached("pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz").header, "KTH-SP2-1996-2.1-cln.swf.gz")
     assert (s.nodes, s.cores_per_node, s.default_time_limit, s.generic) == (100, 1, None, True)
