@@ -30,6 +30,11 @@ import pandas as pd
 
 from .stats import BSLD_TAU_S
 
+#: Fewest hourly bins over which the busy-node correlation is given: with 2 bins Pearson's r is
+#: always ±1, and with a handful one burst decides it; a day of hours is the least that reads as a
+#: correlation of occupancy over time.
+MIN_CORR_HOURS = 24
+
 #: The figures :func:`compare` returns: name -> (unit, definition). Relative errors are signed
 #: (twin − reference) / reference; a twin that waits less than the machine did is negative.
 FIGURES: dict[str, tuple[str, str]] = {
@@ -46,7 +51,9 @@ FIGURES: dict[str, tuple[str, str]] = {
     "start_within_1min_frac": ("1", "share of compared jobs whose |start error| <= 60 s"),
     "wait_ks": ("1", "two-sample Kolmogorov-Smirnov statistic of the two wait distributions"),
     "wait_w1_s": ("s", "1-Wasserstein (earth mover's) distance of the two wait distributions"),
-    "occupancy_corr_hourly": ("1", "Pearson correlation of hourly mean busy nodes over [t0, t1)"),
+    "occupancy_corr_hourly": ("1", "Pearson correlation of hourly mean busy nodes over [t0, t1); undefined "
+                                   "(None) over fewer than MIN_CORR_HOURS hours (two points always correlate ±1) "
+                                   "or when either side never varies"),
     "occupancy_rmse_frac": ("1", "RMSE of hourly mean busy nodes / the system's nodes"),
     "wait_mean_ref_s": ("s", "mean reference wait of the compared jobs"),
     "wait_mean_twin_s": ("s", "mean twin wait of the compared jobs"),
@@ -279,7 +286,7 @@ def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
         reference_busy = reference.loc[reference["trace_index"].isin(held)]
     occ_r = hourly_busy_nodes(reference_busy, t0, t1)
     occ_t = hourly_busy_nodes(twin if twin_busy is None else twin_busy, t0, t1)
-    if len(occ_r) >= 2 and occ_r.std() > 0 and occ_t.std() > 0:
+    if len(occ_r) >= MIN_CORR_HOURS and occ_r.std() > 0 and occ_t.std() > 0:
         out["occupancy_corr_hourly"] = float(np.corrcoef(occ_r, occ_t)[0, 1])
     else:
         out["occupancy_corr_hourly"] = None

@@ -32,7 +32,7 @@ import numpy as np
 
 from .errors import ConfigError
 
-__all__ = ["TraceSpan", "trace_span", "utc_text"]
+__all__ = ["TraceSpan", "trace_span", "utc_text", "gap_text"]
 
 
 def utc_text(epoch: int, offset: float) -> str:
@@ -46,7 +46,7 @@ def _days(s: float) -> str:
     return f"{s / 86400:,.2f} d"
 
 
-def _gap(s: float) -> str:
+def gap_text(s: float) -> str:
     """A gap for people: s below an hour, h (1 decimal) below a day, else d (2 decimals); not
     "0.00 d" for 146 s."""
     if s < 3600:
@@ -131,7 +131,7 @@ class TraceSpan:
             tail = "it holds no submission, only the jobs running at its start"
         else:
             span = (f"the window [{t0:,}, {t1:,}) s ({self.date(t0)} to {self.date(t1)}) ends "
-                    f"{_gap(t1 - 1 - self.last_submit_s)}")
+                    f"{gap_text(t1 - 1 - self.last_submit_s)}")
             tail = ("no job arrives in that time, so its utilisation and energy describe a machine emptying out"
                     + (" (and idle after the last job ends)" if t1 > self.last_end_s else ""))
         return (f"{pre}{span} after the trace's last submission at {self.last_submit_s:,} s "
@@ -143,7 +143,7 @@ class TraceSpan:
         if int(t0) >= self.first_submit_s:
             return None
         pre = f"{where}: " if where else ""
-        return (f"{pre}the window starts at {int(t0):,} s ({self.date(t0)}), {_gap(self.first_submit_s - int(t0))} "
+        return (f"{pre}the window starts at {int(t0):,} s ({self.date(t0)}), {gap_text(self.first_submit_s - int(t0))} "
                 f"before the trace's first submission at {self.first_submit_s:,} s ({self.date(self.first_submit_s)}); "
                 "the machine is idle until then, so its utilisation and energy are averaged over that idle lead-in")
 

@@ -68,7 +68,7 @@ from twinsweep.core.partitions import pool_rows, values_text, with_pool_nodes
 from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json, trace_system_warnings
 from twinsweep.core.scheduler import validate_scheduler
 from twinsweep.core.system import header_mismatch, run_setting
-from twinsweep.core.tracespan import utc_text
+from twinsweep.core.tracespan import gap_text, utc_text
 from twinsweep.core.workload import Workload
 
 #: validation.json layout version.
@@ -254,6 +254,11 @@ def cleaning_warning(cleaning: dict) -> str:
                 cleaning.get("removed_is_upper_bound") or cleaning.get("unexplained_number_gaps")) else ""))
 
 
+#: A recorded wait longer than the log's whole submit span and than this (s; 30 days) is said as
+#: implausible before any run (:func:`_input_warnings`): a log's jobs waited inside its span.
+LONGEST_PLAUSIBLE_WAIT_S = 30 * 86400
+
+
 def _input_warnings(workload: Workload, reference: pd.DataFrame, sizes: tuple, submit: np.ndarray,
                     limits: np.ndarray, reported: np.ndarray, fit: tuple[int, int], nodes: int,
                     default_limit: int | None, grace: int | None) -> list[str]:
@@ -266,6 +271,8 @@ def _input_warnings(workload: Workload, reference: pd.DataFrame, sizes: tuple, s
       twin rejects them at submit; they count on neither side;
     - with ``grace`` (kill on): jobs that ran longer in the log than the limit the twin gives them
       (requested, else ``default_limit``) plus the kill grace: the twin kills them early;
+    - jobs that waited longer than the log's whole submit span (and :data:`LONGEST_PLAUSIBLE_WAIT_S`):
+      a corrupt wait, said with the share of the log's wait it holds;
     - a reported window whose jobs that ran all ran for 0 s: no busy node to compare or to read;
     - a fitting window in which no job has a recorded start: nothing is fitted from the schedule
       there (the kill grace reads run times and limits only).
@@ -294,7 +301,22 @@ def _input_warnings(workload: Workload, reference: pd.DataFrame, sizes: tuple, s
                   ] if wide.any() else []
         out.append(f"of the reported window's {n_rep:,} jobs that ran in the log, {' and '.join(parts)}: the twin rejects "
                    "them at submit; they are not compared and count in neither side's busy nodes"
-                   + (" (check --system if the log's machine was larger)" if wide.any() else ""))
+                   + (" — except in informed and restart modes where the log's busy count shows more nodes held than "
+                      "the machine has: the node slots those modes add may run such a job, which is then compared "
+                      "(each mode's jobs_compared and log's mean wait say so; check --system if the log's machine "
+                      "was larger)" if wide.any() and not parted else
+                      " (check --system if the log's machine was larger)" if wide.any() else ""))
+    start = reference["start_time"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
+    wait = start - submit
+    longest = max(float(submit.max() - submit.min()) if len(submit) else 0.0, LONGEST_PLAUSIBLE_WAIT_S)
+    if (late := reported & ran & (wait > longest)).any():
+        i = int(np.argmax(np.where(late, wait, -np.inf)))
+        all_ran = reported & ran
+        share = float(wait[late].sum() / max(wait[all_ran].sum(), 1.0))
+        out.append(f"{int(late.sum()):,} of the reported window's jobs that ran in the log waited longer than the log's "
+                   f"whole submit span ({gap_text(longest)}), e.g. job {jobs['job_id'].iloc[i]} (trace position {i:,}): "
+                   f"{gap_text(wait[i])} — a corrupt wait (SWF field 3)? They hold {_share_text(share)} of the log's "
+                   "wait there and are compared as recorded (a --report-window that does not hold their submit times leaves them out)")
     if grace is not None:
         lim = np.where(limits > 0, limits, np.nan if not default_limit else float(default_limit))
         killed = reported & ran & (run > lim + grace)
@@ -788,6 +810,11 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     simulation, and nothing is written unless the whole validation succeeds.
     """
     t_wall = time.perf_counter()
+    for name, v, low in (("noise_seeds", noise_seeds, 0), ("windows", windows, 0), ("rank_seeds", rank_seeds, 0)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+            raise ConfigError(f"validate: {name} must be a whole number >= {low}, got {v!r}")
+    if windows and (parse_human_duration(rank_window, "rank_window") or 0) <= 0:
+        raise ConfigError(f"validate: rank_window must be a duration > 0 (e.g. '7d'), got {rank_window!r}")
     if out is not None and (problem := folder_target_problem(out)):
         raise ConfigError(f"--out {str(out)!r}: {problem}")
     if out is not None and not force and (show := foreign_folder(out, "validation.json")):

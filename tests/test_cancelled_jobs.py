@@ -86,3 +86,28 @@ def test_a_window_starting_while_it_waits_queues_it_and_a_started_one_runs_until
     res = _run(f, option=True)
     assert res.jobs["start_time"].tolist()[1] == 10 and res.jobs["end_time"].tolist()[1] == 50
     assert res.jobs["status"].tolist()[1] == "cancelled"
+
+
+def test_an_swf_job_cancelled_in_the_queue_written_with_run_time_0_and_no_processors_never_ran(tmp_path):
+    """CEA-Curie / LLNL-Atlas write a job cancelled before it started as status 5, run time 0 and
+    allocated processors -1 (SDSC writes run time -1). Read either way it never ran: no run time,
+    its wait is the time to its cancellation (its cancel time = submit + wait), so it is not
+    compared as a job that ran and, with queue_cancelled, stays queued until then. A cancelled job
+    with run time 0 that was allocated processors, and a completed one with run time 0 and none,
+    keep their run time 0 (they are not told apart as never started)."""
+    from twinsweep.core.jobprep import cancel_times
+    from twinsweep.core.loaders import load_workload
+
+    log = tmp_path / "c.swf"
+    log.write_text("; MaxNodes: 4\n; MaxProcs: 4\n"
+                   "1 0 0 100 2 -1 -1 2 100 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                   "2 10 40 0 -1 -1 -1 4 1000 -1 5 1 1 -1 -1 -1 -1 -1\n"   # CEA style: cancelled at 50
+                   "3 10 40 -1 -1 -1 -1 4 1000 -1 5 1 1 -1 -1 -1 -1 -1\n"  # SDSC style: cancelled at 50
+                   "4 20 5 0 2 -1 -1 2 200 -1 5 1 1 -1 -1 -1 -1 -1\n"      # allocated: it started
+                   "5 30 5 0 -1 -1 -1 2 200 -1 1 1 1 -1 -1 -1 -1 -1\n")    # completed, 0 s
+    j = load_workload(log).jobs
+    assert j["run_time"].isna().tolist() == [False, True, True, False, False]
+    assert j["recorded_end_time"].isna().tolist() == [False, True, True, False, False]
+    assert j["recorded_start_time"].tolist()[1:3] == [50, 50]
+    ct = cancel_times(j)
+    assert ct[1] == 50 and ct[2] == 50 and pd.isna(ct[[0, 3, 4]]).all()

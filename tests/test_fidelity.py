@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from twinsweep.core.fidelity import FIGURES, SPLIT_FIGURES, compare, hourly_busy_nodes, recorded_schedule, wait_split
+from twinsweep.core.fidelity import (FIGURES, MIN_CORR_HOURS, SPLIT_FIGURES, compare, hourly_busy_nodes,
+                                     recorded_schedule, wait_split)
 
 
 def _sched(rows):
@@ -100,22 +101,27 @@ def test_wait_split_by_hand():
 
 def test_compare_identity_and_occupancy():
     ref, _ = _pair()
-    big = _sched([(i, i * 600, i * 600 + 60 * (i % 7), i * 600 + 60 * (i % 7) + 1800 + 300 * (i % 5), 1 + i % 3)
+    big = _sched([(i, i * 2400, i * 2400 + 60 * (i % 7), i * 2400 + 60 * (i % 7) + 1800 + 300 * (i % 5), 1 + i % 3)
                   for i in range(40)])
     for s in (ref, big):
-        f = compare(s, s, 0, 24000, system_nodes=8)
+        f = compare(s, s, 0, 96000, system_nodes=8)
         for k in ("wait_mean_rel_error", "wait_p95_rel_error", "bsld_mean_rel_error", "start_error_median_s",
                   "start_error_mae_s", "wait_ks", "wait_w1_s", "occupancy_rmse_frac"):
             assert f[k] == 0.0 or f[k] is None, k
-    f = compare(big, big, 0, 24000, system_nodes=8)
+    f = compare(big, big, 0, 96000, system_nodes=8)  # 27 hourly bins
     assert f["occupancy_corr_hourly"] == pytest.approx(1.0)
     assert f["start_within_1min_frac"] == 1.0
+    # fewer than MIN_CORR_HOURS bins: no correlation (2 bins always correlate ±1)
+    assert MIN_CORR_HOURS == 24
+    assert compare(big, big, 0, 7200, system_nodes=8)["occupancy_corr_hourly"] is None
+    assert compare(big, big, 0, 23 * 3600, system_nodes=8)["occupancy_corr_hourly"] is None
+    assert compare(big, big, 0, 24 * 3600, system_nodes=8)["occupancy_corr_hourly"] == pytest.approx(1.0)
     # the twin's occupancy shifted by one hour: correlation and RMSE as computed from the bins directly
     late = big.copy()
     late["start_time"] = late["start_time"] + 3600
     late["end_time"] = late["end_time"] + 3600
-    g = compare(big, late, 0, 24000, system_nodes=8)
-    a, b = hourly_busy_nodes(big, 0, 24000), hourly_busy_nodes(late, 0, 24000)
+    g = compare(big, late, 0, 96000, system_nodes=8)
+    a, b = hourly_busy_nodes(big, 0, 96000), hourly_busy_nodes(late, 0, 96000)
     assert g["occupancy_corr_hourly"] == pytest.approx(float(np.corrcoef(a, b)[0, 1]))
     assert g["occupancy_rmse_frac"] == pytest.approx(math.sqrt(float(np.mean((a - b) ** 2))) / 8)
     assert g["start_error_median_s"] == 3600 and g["start_within_1h_frac"] == 1.0

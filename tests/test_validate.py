@@ -743,7 +743,20 @@ def test_jobs_the_comparison_cannot_use_are_said_before_the_run_and_counted_on_n
     assert any("ran longer than the limit the twin gives them" in w and "--no-kill" in w for w in res["warnings"])
     assert not any("ran longer than the limit" in w for w in validate(str(short), kill=False, **kw)["warnings"])
     assert not any("ran longer than the limit" in w or "no recorded start" in w or "ask for" in w
-                   for w in validate(str(log), **kw)["warnings"])
+                   or "whole submit span" in w for w in validate(str(log), **kw)["warnings"])
+    # a corrupt wait: one job of the reported window starting 63 years after its submission
+    span = jobs[-1][1] - jobs[0][1]  # about 2.5 d, below the 30-day floor
+    victim = next(j for j, s, _, _ in jobs if s >= last * 3 // 4)
+    corrupt = _edit_swf(log, tmp_path / "corrupt.swf",
+                        lambda x: x if int(x[0]) != victim else [x[0], x[1], "2000000000", *x[3:]])
+    res = validate(str(corrupt), **kw)
+    (w,) = [w for w in res["warnings"] if "whole submit span" in w]
+    assert span < 30 * 86400 and w.startswith("1 of the reported window's jobs that ran in the log waited longer than "
+                                              "the log's whole submit span (30.00 d), e.g. job "
+                                              f"{victim} (trace position {victim - 1}): 23,148.15 d")
+    f = res["modes"]["blind"]
+    share = 2e9 / (f["wait_mean_ref_s"] * f["jobs_compared"])  # its wait over the compared jobs' (it is one of them)
+    assert f"hold {round(100 * share)} % of the log's wait" in w
 
 
 def test_a_restart_period_longer_than_the_reported_window_is_said(tmp_path):
@@ -955,3 +968,44 @@ def test_a_reported_window_of_zero_run_times_is_said(tmp_path):
                     "holds no node busy there, so the hourly busy-node comparison has nothing to correlate, and informed "
                     "mode reads any queue in it as nodes down (a log without run times?)"]
     assert not any("ran for 0 s" in w for w in validate(str(log), **kw)["warnings"])
+
+
+def test_modes_that_compare_different_jobs_give_each_its_own_log_mean(tmp_path, capsys):
+    """A log whose header says 4 nodes while its jobs use up to 8: the blind twin rejects the jobs
+    wider than 4 at submit, informed mode's node slots (the log's busy count shows 8 held) run and
+    compare them. The console then gives each mode's own mean recorded wait (as validation.json's
+    wait_mean_ref_s), not blind's for all, and says whose compared jobs the held-jobs line counts."""
+    log = _log_of(tmp_path, "easy", _jobs(), "fcfs", "easy")
+    small = tmp_path / "small.swf"
+    small.write_text(log.read_text().replace("; MaxNodes: 8", "; MaxNodes: 4").replace("; MaxProcs: 8", "; MaxProcs: 4"))
+    out = tmp_path / "o"
+    assert main(["validate", "--data", str(small), "--out", str(out), "--noise-seeds", "0", "--no-sensitivity",
+                 "--windows", "0"]) == 0
+    text = capsys.readouterr().out
+    modes = json.loads((out / "validation.json").read_text())["modes"]
+    assert modes["blind"]["jobs_compared"] < modes["informed"]["jobs_compared"]
+    assert "the modes compare different jobs, each line gives the log's mean wait over its own" in text
+    from twinsweep.core.metrics import format_number
+
+    for mode in ("blind", "informed"):
+        line = next(x for x in text.splitlines() if x.startswith(mode))
+        h = format_number(modes[mode]["wait_mean_ref_s"] / 3600, 3)
+        assert line.endswith(f"(the log's mean wait over these jobs {h} h)"), line
+    held = [x for x in text.splitlines() if x.startswith("jobs the log held")]
+    assert all("of the blind mode's compared jobs" in x for x in held)
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"noise_seeds": -1}, "noise_seeds must be a whole number >= 0, got -1"),
+    ({"windows": -1}, "windows must be a whole number >= 0, got -1"),
+    ({"windows": 1.5}, "windows must be a whole number >= 0, got 1.5"),
+    ({"rank_seeds": -2}, "rank_seeds must be a whole number >= 0, got -2"),
+    ({"windows": 1, "rank_window": "0"}, "rank_window must be a duration > 0"),
+])
+def test_the_api_refuses_what_the_cli_refuses_before_any_work(tmp_path, kw, message):
+    """validate() checks its counts and the ranking window itself (the CLI's checks name flags; a
+    Python caller got a ZeroDivisionError from a 0 s ranking window, or a silent default study)."""
+    log = write_swf_rows(tmp_path / "t.swf", [(j, s, 0, r, p) for j, s, r, p in _jobs(40)], max_nodes=NODES)
+    with pytest.raises(ConfigError, match=message):
+        validate(str(log), sensitivity=False, out=tmp_path / "o", **kw)
+    assert not (tmp_path / "o").exists()

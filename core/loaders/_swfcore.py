@@ -520,6 +520,8 @@ def obj_series(arr, index=None) -> pd.Series:
 #: SWF status codes (PWA SWF v2.2 field 11): 1 completed, 0 failed, 5 cancelled; partial-execution
 #: lines 3 (last part, completed) and 4 (last part, failed), 2 (part to be continued) -> unknown.
 SWF_STATUS = {1: "completed", 0: "failed", 5: "cancelled", 3: "completed", 4: "failed"}
+#: SWF field 11's code of a cancelled job.
+CANCELLED_CODE = 5
 
 
 def status_col(code: np.ndarray) -> np.ndarray:
@@ -544,7 +546,11 @@ def swf_jobs_frame(a: np.ndarray, submit_abs_offset: int = 0) -> tuple[dict, np.
     job_id        field 1 as str
     submit_time   field 2 (rounded to int s) - offset
     recorded_start_time  submit + field 3 (wait) when wait >= 0, else <NA>
-    run_time      field 4 when >= 0, else <NA>
+    run_time      field 4 when >= 0, else <NA> — also <NA> for a cancelled job (status 5)
+                  with run time 0 and no allocated processors (field 5 = -1): it never
+                  started, and its wait is the time to its cancellation (CEA-Curie writes
+                  9,786 jobs cancelled in the queue so, LLNL-Atlas 4,550; SDSC-SP2 and
+                  SDSC Blue write run time -1; PWA's field definitions, "-1 = unknown")
     recorded_end_time    start + run when both known, else <NA>
     procs         field 5 (allocated) when > 0, else field 8 (requested) when > 0, else <NA>
     cpu_util      field 6 / field 4 (avg CPU time per processor / run time) clipped to
@@ -563,8 +569,11 @@ def swf_jobs_frame(a: np.ndarray, submit_abs_offset: int = 0) -> tuple[dict, np.
     f = lambda k: a[:, k - 1]  # noqa: E731  (1-based SWF field)
     submit = np.rint(f(2)).astype(np.int64) - int(submit_abs_offset)
     wait, run = f(3), f(4)
+    code = np.rint(f(11)).astype(np.int64)
     has_start = wait >= 0
-    has_run = run >= 0
+    # a cancelled job with run time 0 to which no processor was ever allocated never started: its
+    # wait (field 3) is the time to its cancellation, as a run time of -1 says in other logs
+    has_run = (run >= 0) & ~((code == CANCELLED_CODE) & (run == 0) & (f(5) == -1))
     start = submit + np.rint(np.where(has_start, wait, 0)).astype(np.int64)
     run_i = np.rint(np.where(has_run, run, 0)).astype(np.int64)
     alloc, req = f(5), f(8)
@@ -573,7 +582,6 @@ def swf_jobs_frame(a: np.ndarray, submit_abs_offset: int = 0) -> tuple[dict, np.
     with np.errstate(divide="ignore", invalid="ignore"):
         util = np.where((cpu >= 0) & (run > 0), np.clip(cpu / np.where(run > 0, run, 1.0), 0.0, 1.0), np.nan)
     tl = f(9)
-    code = np.rint(f(11)).astype(np.int64)
     cols = {
         "job_id": id_str_col(f(1)),
         "trace_index": np.arange(n, dtype=np.int64),
