@@ -687,9 +687,13 @@ def system_from_swf_header(header: dict, source: str = "", procs_unit: str = "co
     max_nodes, max_procs = header_count(header, "MaxNodes", source), header_count(header, "MaxProcs", source)
     nodes = max_nodes or max_procs
     if not nodes:
+        given = [f"{k} {header[k]}" for k in ("MaxNodes", "MaxProcs") if k in header]
+        what = (f"its header gives {' and '.join(given)} (-1 and 0 mean unknown)" if given else
+                "it states no machine size (an SWF header's MaxNodes / MaxProcs; accounting dumps such as sacct "
+                "have none)")
         raise ConfigError(
-            f"{source or 'trace'}: header has neither MaxNodes nor MaxProcs; pass --system NAME "
-            "(see `twinsweep systems`)"
+            f"{source or 'trace'}: no system named or catalogued for this trace, and {what}; pass --system NAME "
+            "or a system TOML file (see `twinsweep systems`)"
         )
     cpn = 1
     head = (f"SWF header MaxNodes {'absent' if max_nodes is None else max_nodes}, "

@@ -187,7 +187,11 @@ def ranking_stability(config: RunConfig, workload: Workload, sys_blind, sys_info
                                  "blind": blind[m], "informed": inf[m]}
         per_window.append(row)
     skipped = None
-    if not starts:
+    if not starts and (t1 - t0) >= window_s:  # full windows, none with work (nodes x run time) in it
+        skipped = (f"none of the trace's {(t1 - t0) // window_s:,} full window(s) of {window_s / 86400:g} d holds "
+                   "submitted work (every job submitted in them asks for no nodes or runs for 0 s): no ranking to "
+                   "compare")
+    elif not starts:
         skipped = (f"the trace's submit span ({(t1 - t0) / 86400:.1f} d) holds no full window of {window_s / 86400:g} d "
                    "with submitted work: no ranking to compare")
     elif not taus_bi:

@@ -167,7 +167,8 @@ def test_llnl_first_row_all_unknown():
     # "1435 3273240 -1 0 -1 -1 -1 -1 -1 -1 5 14 -1 184 -1 1 -1 -1"
     r = _row(load_cached("pwa-swf/LLNL-Atlas-2006-2.1-cln.swf.gz"), 0)
     assert r["job_id"] == "1435" and r["submit_time"] == 3273240
-    assert r["procs"] is NA and r["recorded_start_time"] is NA and r["recorded_end_time"] is NA and r["run_time"] == 0
+    # cancelled (5) with run time 0 and no allocated processors: it never started, so no run time
+    assert r["procs"] is NA and r["recorded_start_time"] is NA and r["recorded_end_time"] is NA and r["run_time"] is NA
     assert r["time_limit"] is NA and r["status"] == "cancelled" and r["account"] is None and r["partition"] == "1"
 
 

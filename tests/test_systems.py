@@ -153,6 +153,37 @@ def test_power_values_no_machine_has_are_refused_naming_the_file_and_key(tmp_pat
     assert load_system(_write(tmp_path, GOOD + "cpu_idle_w = 10.0\nmem_w = 0\n")).power.cpu_idle_w == 10.0  # equal: fine
 
 
+def test_a_trace_without_a_machine_size_says_what_its_header_gives(tmp_path):
+    """No system named or catalogued and no size in the trace: the error says what the header gives
+    (both fields -1: unknown) or that the trace states none (an accounting dump), never SWF's field
+    names alone for a file that has no SWF header."""
+    with pytest.raises(ConfigError, match=r"x.swf: no system named or catalogued for this trace, and its header gives "
+                                          r"MaxNodes -1 and MaxProcs -1 \(-1 and 0 mean unknown\); pass --system"):
+        system_from_swf_header({"MaxNodes": -1, "MaxProcs": -1}, "x.swf")
+    with pytest.raises(ConfigError, match=r"dump.txt: .* it states no machine size \(an SWF header's MaxNodes / "
+                                          r"MaxProcs; accounting dumps such as sacct have none\)"):
+        system_from_swf_header({}, "dump.txt")
+
+
+def test_header_fields_after_the_first_job_line_are_said_not_read(tmp_path):
+    """``; MaxNodes:`` lines after job lines are not an SWF header: the load says so, naming the
+    first such line, and the size is not taken from them."""
+    from twinsweep.core.loaders import load_workload
+
+    log = tmp_path / "late.swf"
+    log.write_text("; Version: 2.2\n"
+                   "1 0 0 100 2 -1 -1 2 200 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                   "2 10 0 100 2 -1 -1 2 200 -1 1 1 1 -1 -1 -1 -1 -1 ; a trailing comment\n"
+                   ";   MaxNodes: 100\n; MaxProcs: 100\n")
+    wl = load_workload(log)
+    assert "MaxNodes" not in wl.header
+    assert any(w == "late.swf: header field(s) MaxNodes, MaxProcs stand after the first job line (line 4 first): an "
+                    "SWF header comes before the jobs, so they are not read; move them to the top of the file"
+               for w in wl.warnings), wl.warnings
+    log.write_text("; MaxNodes: 8\n1 0 0 100 2 -1 -1 2 200 -1 1 1 1 -1 -1 -1 -1 -1\n; MaxNodes: 100\n")
+    assert any("(line 3 first)" in w and "(the header read says: MaxNodes 8)" in w for w in load_workload(log).warnings)
+
+
 def test_system_from_swf_header_values():
     s = system_from_swf_header(load_cached("pwa-swf/KTH-SP2-1996-2.1-cln.swf.gz").header, "KTH-SP2-1996-2.1-cln.swf.gz")
     assert (s.nodes, s.cores_per_node, s.default_time_limit, s.generic) == (100, 1, None, True)

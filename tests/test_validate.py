@@ -1009,3 +1009,14 @@ def test_the_api_refuses_what_the_cli_refuses_before_any_work(tmp_path, kw, mess
     with pytest.raises(ConfigError, match=message):
         validate(str(log), sensitivity=False, out=tmp_path / "o", **kw)
     assert not (tmp_path / "o").exists()
+
+
+def test_a_log_whose_jobs_all_run_0_s_says_why_no_ranking_is_studied(tmp_path):
+    """Every week of the log is full, but no job does work (run time 0): the ranking study says so,
+    not that the span holds no full window."""
+    jobs = [(j, s, 0, p) for j, s, _, p in _jobs(200, gap=3600)]  # about 8 days of submissions
+    log = write_swf_rows(tmp_path / "zero.swf", [(j, s, 0, r, p) for j, s, r, p in jobs], max_nodes=NODES)
+    res = validate(str(log), noise_seeds=0, sensitivity=False, windows=1, rank_window="2d")
+    assert res["ranking_stability"]["skipped"].startswith("none of the trace's 4 full window(s) of 2 d holds submitted "
+                                                          "work (every job submitted in them asks for no nodes or "
+                                                          "runs for 0 s)")

@@ -189,6 +189,30 @@ SWF_HEADER_NUMERIC: dict[str, HeaderField] = {
 }
 
 
+def _late_header_fields(data: bytes, header_lines: int) -> list[tuple[int, str]]:
+    """``(1-based line, key)`` of the numeric header fields (:data:`SWF_HEADER_NUMERIC`) written as
+    ``; Key: value`` lines after the first job line (the file's first ``header_lines`` lines are
+    its header): a search for ``;`` past the header (none in most logs), then one regular-expression
+    search from the first one, the line counted for the matches only."""
+    keys = b"|".join(re.escape(k.encode()) for k in SWF_HEADER_NUMERIC)
+    out = []
+    skip = 0
+    for _ in range(header_lines):  # the offset just past the header's lines
+        nl = data.find(b"\n", skip)
+        if nl < 0:
+            return []
+        skip = nl + 1
+    first = data.find(b";", skip)  # job lines hold no ';' (one memchr over a log of 40 MB: milliseconds)
+    if first < 0:
+        return []
+    skip = data.rfind(b"\n", 0, first) + 1
+    header_lines = data.count(b"\n", 0, skip)
+    for m in re.finditer(rb"(?im)^[ \t]*;[ \t]*(" + keys + rb")[ \t]*:", data[skip:]):
+        out.append((header_lines + data.count(b"\n", skip, skip + m.start()) + 1,
+                    next(k for k in SWF_HEADER_NUMERIC if k.lower() == m.group(1).decode().lower())))
+    return out
+
+
 def read_swf_header(trace: TraceText, absent_means: str = "times count from time 0 = 1970-01-01 00:00 UTC",
                     ) -> tuple[dict, list[str]]:
     """The header of an SWF-family file (the ``;`` lines before the first job line), checked.
@@ -201,7 +225,9 @@ def read_swf_header(trace: TraceText, absent_means: str = "times count from time
     * a field given on several lines must give the same number each time (an identical repeat is
       kept once); free-text fields (``Note``, ``Information`` …) are joined as before;
     * ``UnixStartTime: -1`` is treated as absent (the epoch is then the loader's default,
-      ``absent_means`` says which) and said in a warning.
+      ``absent_means`` says which) and said in a warning;
+    * numeric header fields written after the first job line are not read, and said in a warning
+      naming the first such line (:func:`_late_header_fields`).
 
     Returns ``(header, warnings)``: warnings are one-line texts for ``Workload.warnings``.
 
@@ -243,6 +269,14 @@ def read_swf_header(trace: TraceText, absent_means: str = "times count from time
         elif key in repeated:  # an identical repeat is kept once, as the first line wrote it
             header[key] = int(raw) if _INT_RE.match(raw) else raw
     warnings: list[str] = []
+    late = _late_header_fields(trace.data, len(lines))
+    if late:
+        no, _ = late[0]
+        keys = ", ".join(dict.fromkeys(k for _, k in late))
+        warnings.append(f"{trace.name}: header field(s) {keys} stand after the first job line (line {no:,} first): an SWF "
+                        "header comes before the jobs, so they are not read" + (
+                            f" (the header read says: {', '.join(f'{k} {header[k]}' for k in dict.fromkeys(k for _, k in late) if k in header)})"
+                            if any(k in header for _, k in late) else "; move them to the top of the file"))
     if "UnixStartTime" in seen and seen["UnixStartTime"][2] == -1:
         warnings.append(f"{trace.name}: header UnixStartTime is -1 (unknown, line {seen['UnixStartTime'][0]}): "
                         f"treated as absent, so {absent_means}")
