@@ -456,19 +456,28 @@ def _holding_nodes(jobs: pd.DataFrame, s: int, e: int) -> pd.DataFrame:
 RESTART_STRETCH = 4
 
 
-def _noise_floor(base: tuple, make_jobs, seeds: int, t0: int, t1: int, nodes: int) -> dict:
+def _noise_floor(base: tuple, make_jobs, seeds: int, t0: int, t1: int, nodes: int,
+                 ran: np.ndarray | None = None) -> dict:
     """Mean and worst (``*_worst``: the largest in size, or the least for a correlation or a share
     of starts within a bound, :data:`_HIGHER_IS_CLOSER`) of each figure between the twin and itself
     under 1 % run-time noise.
 
     ``base`` and what ``make_jobs(seed)`` returns: ``(jobs, busy)``, a twin job table and the
-    machine state of the occupancy figures (None: the job table's own, :func:`_restart_jobs`)."""
+    machine state of the occupancy figures (None: the job table's own, :func:`_restart_jobs`).
+    ``ran``: the ``trace_index`` of the jobs that ran in the log: the per-job figures pair those
+    only, the jobs the mode's own figures compare (until 2026-12-07 they paired every job the twin
+    started, also those the log gives no start); the occupancy figures read each side's whole
+    machine either way."""
     base_jobs, base_busy = base
-    ref = twin_schedule(base_jobs)
+    ref_all = twin_schedule(base_jobs)
+    ref = ref_all if ran is None else ref_all[ref_all["trace_index"].isin(ran)]
     rows = []
     for seed in range(1, seeds + 1):
         jobs, busy = make_jobs(seed)
-        rows.append(compare(ref, twin_schedule(jobs), t0, t1, nodes, reference_busy=base_busy, twin_busy=busy))
+        tw_all = twin_schedule(jobs)
+        tw = tw_all if ran is None else tw_all[tw_all["trace_index"].isin(ran)]
+        rows.append(compare(ref, tw, t0, t1, nodes, reference_busy=ref_all if base_busy is None else base_busy,
+                            twin_busy=tw_all if busy is None else busy))
     out: dict[str, Any] = {"seeds": seeds, "runtime_sigma": NOISE_SIGMA}
     for k in FIGURES:
         vals = [r[k] for r in rows if r.get(k) is not None]
@@ -929,6 +938,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
             cap[r] = p.nodes
         reference = reference.assign(capacity=cap)
     sizes = _ran_sizes(reference, nominal)
+    ran_index = reference["trace_index"].to_numpy()[sizes[0]]  # the jobs that ran in the log (the noise floor's)
     reported = (submit >= t0) & (submit < t1)
     _check_comparable(reference, sizes, reported, t0, t1, nominal, data)
     if time_shared:
@@ -1015,7 +1025,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         modes["blind"]["noise_floor"] = _noise_floor(
             (blind_jobs, None),
             lambda s: (_run(dataclasses.replace(base_cfg, seed=s, perturbation=pert), blind_wl, sys_blind), None),
-            noise_seeds, t0, t1, nodes)
+            noise_seeds, t0, t1, nodes, ran_index)
     timing["blind_s"] = time.perf_counter() - t
 
     # -- informed ---------------------------------------------------------------------------------
@@ -1035,7 +1045,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         modes["informed"]["noise_floor"] = _noise_floor(
             (inf_jobs, None),
             lambda s: (_run(dataclasses.replace(base_cfg, seed=s, perturbation=pert), blind_wl, sys_informed), None),
-            noise_seeds, t0, t1, nodes)
+            noise_seeds, t0, t1, nodes, ran_index)
     timing["informed_s"] = time.perf_counter() - t
 
     # -- restart ----------------------------------------------------------------------------------
@@ -1050,7 +1060,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         if noise_seeds:
             modes["restart"]["noise_floor"] = _noise_floor(
                 restarted, lambda s: _restart_jobs(dataclasses.replace(base_cfg, seed=s, perturbation=pert), workload,
-                                               sys_informed, t0, t1, period, trace_jobs), noise_seeds, t0, t1, nodes)
+                                               sys_informed, t0, t1, period, trace_jobs), noise_seeds, t0, t1, nodes,
+                ran_index)
         timing["restart_s"] = time.perf_counter() - t
 
     # -- holds given (diagnostic) ----------------------------------------------------------------

@@ -1020,3 +1020,19 @@ def test_a_log_whose_jobs_all_run_0_s_says_why_no_ranking_is_studied(tmp_path):
     assert res["ranking_stability"]["skipped"].startswith("none of the trace's 4 full window(s) of 2 d holds submitted "
                                                           "work (every job submitted in them asks for no nodes or "
                                                           "runs for 0 s)")
+
+
+def test_the_noise_floor_pairs_the_jobs_the_mode_compares(tmp_path):
+    """A log in which every tenth job has no recorded start (SWF wait -1): the twin runs them, the
+    modes do not compare them, and neither does the noise floor that qualifies the modes' figures
+    (it paired every job the twin started before)."""
+    jobs = _jobs()
+    log = _log_of(tmp_path, "easy", jobs, "fcfs", "easy")
+    nowait = _edit_swf(log, tmp_path / "nowait.swf", lambda x: x if int(x[0]) % 10 else [x[0], x[1], "-1", *x[3:]])
+    res = validate(str(nowait), noise_seeds=1, sensitivity=False, windows=0, restart="12h")
+    r0, r1 = res["windows"]["reported"]
+    n_ran = sum(1 for j, s, _, _ in jobs if j % 10 and r0 <= s < r1)
+    for mode in ("blind", "informed", "restart"):
+        f = res["modes"][mode]
+        assert f["jobs_compared"] == n_ran
+        assert f["noise_floor"]["jobs_compared"] == n_ran, mode  # 1 seed: its mean is its one value
