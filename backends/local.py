@@ -10,8 +10,9 @@ once to a file that every worker reads at start-up (not pushed through the start
 ``<results>/.cache``: a file left by a ``kill -9`` stays inside the results folder and is reused,
 after its content hash is checked, by the next run; other ``shared-*.pkl`` files there are
 removed), else a temporary file removed at :meth:`LocalBackend.close`. Each worker exits by
-itself if the driver dies (it watches its parent pid), so a ``kill -9`` of the driver leaves no
-orphans running.
+itself within a second if the driver dies (it watches the driver's pid, not only its parent's:
+see :func:`_watch_driver`), and the fork server and the resource tracker then exit too, so a
+``kill -9`` of the driver leaves no orphans running.
 
 A worker process that dies (segfault, OOM kill, ``os._exit``) breaks the whole pool, and every
 task in it fails with ``BrokenProcessPool``, the innocent ones too. Those tasks are not reported
@@ -58,18 +59,60 @@ def _mp_context():
     return multiprocessing.get_context("spawn")
 
 
-def _watch_parent(ppid: int) -> None:
+def _proc_start(pid: int) -> str | None:
+    """The start time of process ``pid`` (field 22 of ``/proc/<pid>/stat``, in clock ticks since
+    boot), or None when it has none: gone, a zombie (killed but not yet reaped: it runs no more),
+    or no ``/proc`` (not Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(b")") + 2:].split()  # after "pid (comm) ": state, ppid, ...
+    if fields[0] in (b"Z", b"X"):
+        return None
+    return fields[19].decode()
+
+
+_HAVE_PROC = os.path.isdir("/proc/self")
+
+
+def _driver_alive(pid: int, start: str | None) -> bool:
+    """Whether the driver (pid ``pid``, started at ``start`` by :func:`_proc_start`) still runs.
+    With ``/proc`` a reused pid (another start time) and a zombie count as gone; elsewhere only a
+    pid that no longer exists does."""
+    if _HAVE_PROC:
+        return start is not None and _proc_start(pid) == start
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else (a reused pid): not ours
+        return False
+    return True
+
+
+def _watch_driver(driver: int, ppid: int, period: float = 0.5) -> None:
+    """Exit this worker as soon as its driver is gone (or its parent changes).
+
+    Watching the parent alone is not enough: with ``forkserver`` the parent is the fork server,
+    and the fork server lives as long as any of its children holds its "alive" pipe (every worker
+    does, multiprocessing/forkserver.py), so after a ``kill -9`` of the driver the server, the
+    workers and the resource tracker would wait for each other forever. Once the workers exit, the
+    server sees the end of that pipe and exits, and so does the resource tracker."""
+    start = _proc_start(driver)  # None: already gone (a worker started as the driver died)
     while True:
-        time.sleep(1.0)
-        if os.getppid() != ppid:
+        if os.getppid() != ppid or not _driver_alive(driver, start):
             os._exit(1)
+        time.sleep(period)
 
 
-def _init_worker(fn: RunFn, shared_path: str | None) -> None:
+def _init_worker(fn: RunFn, shared_path: str | None, driver: int | None = None) -> None:
     global _FN
-    # the parent is the driver (spawn) or the forkserver, which exits when the driver does: either
-    # way a changed parent pid means the driver is gone
-    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    # the parent is the driver (spawn) or the fork server: watch both the parent and the driver
+    # (``driver``: its pid, given by the driver when it makes the pool)
+    threading.Thread(target=_watch_driver, args=(driver if driver is not None else os.getppid(), os.getppid()),
+                     name="twinsweep-driver-watch", daemon=True).start()
     _FN = fn
     _SHARED.clear()
     if shared_path is not None:
@@ -248,7 +291,7 @@ class LocalBackend(Backend):
     def _new_pool(self, fn) -> cf.ProcessPoolExecutor:
         return cf.ProcessPoolExecutor(
             max_workers=self.workers, mp_context=_mp_context(),
-            initializer=_init_worker, initargs=(fn, self._shared_path))
+            initializer=_init_worker, initargs=(fn, self._shared_path, os.getpid()))
 
     def _terminate(self) -> None:
         pool, self._pool = self._pool, None

@@ -469,6 +469,17 @@ def _plan_keys(root: Path) -> list[str]:
     return [str(k) for k in pd.read_csv(root / "plan.csv", usecols=["key"], dtype={"key": str})["key"]]
 
 
+def _rebuild_table(store: ResultStore, planned: list[str] | None = None) -> Path:
+    """Rebuild runs.parquet from the complete run folders, holding the folder's lock (damaged
+    folders go to quarantine/); ``planned``: the plan's keys (default: plan.csv's, when there is
+    one), so that the table records whether it covers the whole plan. Used by ``twinsweep status``
+    and ``twinsweep report``. Raises StoreBusyError when a sweep holds the folder."""
+    if planned is None and store.has("plan.csv"):
+        planned = _plan_keys(store.root)
+    with store.locked():
+        return store.write_table(planned)
+
+
 def sweep_status(results: str | os.PathLike, rebuild: bool = True) -> dict[str, Any]:
     """Progress of a sweep's results folder (``twinsweep status``), also while Slurm array tasks
     of a detached sweep are writing into it. Reads only JSON, CSV and parquet files twinsweep
@@ -514,8 +525,7 @@ def sweep_status(results: str | os.PathLike, rebuild: bool = True) -> dict[str, 
         newest = max((store.run_dir(k).stat().st_mtime for k in done), default=0.0)
         if not table.exists() or table.stat().st_mtime < newest or not (store.table_info() or {}).get("complete"):
             try:
-                with store.locked():
-                    store.write_table(planned)
+                _rebuild_table(store, planned)
             except StoreBusyError:
                 pass
     return {"out": str(root), "study": study, "planned": len(want), "done": len(done),
@@ -579,21 +589,36 @@ def report(results: str | os.PathLike, include_incomplete: bool = False,
     report never counts a run it cannot read. Blocks (dataset, window, seed) that miss planned runs
     are left out of the rankings unless ``include_incomplete`` (the page says which either way).
 
-    Raises FileNotFoundError when the folder holds no sweep (no runs.parquet / study.json), and
-    StoreBusyError when damaged runs must be set aside while a sweep is writing there.
+    A folder whose runs.parquet is missing (deleted, or a sweep killed before writing it) gets it
+    rebuilt from its complete run folders first, as ``twinsweep status`` does (one line through
+    ``log``).
+
+    Raises FileNotFoundError when the folder holds no sweep results (no study.json, or neither
+    runs.parquet nor a run folder), and StoreBusyError when runs.parquet must be rebuilt or damaged
+    runs set aside while a sweep is writing there.
     """
     root = Path(results)
     store = ResultStore(root, log=log)
-    for need in ("runs.parquet", "study.json"):
-        if not store.has(need):
-            raise FileNotFoundError(f"{root}: no sweep results here (missing {need}); run `twinsweep sweep` first")
+    if not store.has("study.json"):
+        raise FileNotFoundError(f"{root}: no sweep results here (missing study.json); run `twinsweep sweep` first")
+    if not store.has("runs.parquet"):
+        planned = _plan_keys(root) if store.has("plan.csv") else None
+        runs = store.done_keys() if planned is None else store.done_keys() & set(planned)
+        if not runs:
+            raise FileNotFoundError(f"{root}: no sweep results here (missing runs.parquet, and no run folder in "
+                                    f"{store.runs_dir}); run `twinsweep sweep` first")
+        _rebuild_table(store, planned)
+        info = store.table_info() or {}
+        if not info.get("runs"):
+            raise FileNotFoundError(f"{root}: no sweep results here (runs.parquet was missing, and none of the "
+                                    f"{len(runs)} run folder(s) could be read; see {store.quarantine_dir})")
+        store.warn(f"runs.parquet was missing: rebuilt from {info['runs']} complete run folder(s) "
+                   f"(of {info['planned']} planned)")
     try:
         in_table = set(store.read_table(columns=["key"])["key"].astype(str))
     except Exception:  # noqa: BLE001 - an unreadable table is rebuilt from the run folders
         in_table = None
     good, bad = store.check_runs(in_table) if in_table is not None else (set(), {"": ""})
     if bad or (in_table is not None and in_table - good):
-        with store.locked():
-            keys = _plan_keys(root) if (root / "plan.csv").exists() else None
-            store.write_table(keys)
+        _rebuild_table(store)
     return build_outputs(root, include_incomplete=include_incomplete, scheduler=scheduler, address=address)

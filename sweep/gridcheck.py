@@ -32,7 +32,7 @@ from typing import Any
 from twinsweep.core.config import RunConfig
 from twinsweep.core.errors import ConfigError
 
-__all__ = ["check_grid", "check_scheduler"]
+__all__ = ["check_grid", "check_scheduler", "check_tuned_options"]
 
 _OPTION_PREFIX = "options."
 
@@ -183,3 +183,20 @@ def check_grid(grid: tuple[tuple[str, tuple], ...]) -> None:
     _check_external(g)
     _check_axis_values(g)
     _check_schedulers(g)
+
+
+def check_tuned_options(grid: tuple[tuple[str, tuple], ...], bounds: dict[str, tuple[Any, Any]],
+                        where: str = "tune.params") -> None:
+    """Check run options that a search sets (``twinsweep tune``) as :func:`check_grid` checks a
+    sweep's ``options.<name>`` axes, before any run: ``grid``, a checked grid whose axes have one
+    value each; ``bounds``, ``"options.<name>" -> (low, high)`` (the values of the option's type).
+    The grid point with every tuned option at its low bound, then the one with all at their high
+    bound, get their scheduler built (:func:`check_scheduler`: a misspelt or unknown option, a
+    wrong type, a value the policy refuses). Raises ConfigError prefixed with ``where``."""
+    for i in (0, 1):
+        g = {**dict(grid), **{axis: (b[i],) for axis, b in bounds.items()}}
+        try:
+            _check_option_values(g)
+            _check_schedulers(g)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None

@@ -248,6 +248,44 @@ def test_report_cli_on_empty_folder(tmp_path, capsys):
     assert "no sweep results here" in capsys.readouterr().err
 
 
+def test_report_rebuilds_a_deleted_runs_table_from_the_run_folders(tmp_path, capsys):
+    """Issue trialL item 3: `twinsweep report` on a sweep folder whose runs.parquet is gone
+    rebuilds it from the complete run folders (as `twinsweep status` does, same code), says so
+    in one line, and builds the report; "no sweep results" only when there is no run folder."""
+    import shutil
+
+    from twinsweep.sweep.store import ResultStore
+
+    spec = write_spec(tmp_path, seeds=1, policies=("fcfs",), backfills=("none", "easy"))
+    res = run_sweep(spec, backend="local", report=False)
+    before = pd.read_parquet(res.table_path)
+    res.table_path.unlink()
+    assert main(["report", str(res.out)]) == 0
+    out, err = capsys.readouterr()
+    assert "runs.parquet was missing: rebuilt from 2 complete run folder(s) (of 2 planned)" in err
+    assert "report:" in out and (res.out / "report" / "index.html").exists()
+    pd.testing.assert_frame_equal(pd.read_parquet(res.table_path), before)
+    assert ResultStore(res.out).table_info()["complete"] is True
+
+    # a run folder missing too: the table is rebuilt from what is there, marked partial
+    res.table_path.unlink()
+    gone = sorted((res.out / "runs").iterdir())[0]
+    shutil.rmtree(gone)
+    assert main(["report", str(res.out)]) == 0
+    assert "rebuilt from 1 complete run folder(s) (of 2 planned)" in capsys.readouterr().err
+    info = ResultStore(res.out).table_info()
+    assert info["runs"] == 1 and info["planned"] == 2 and info["complete"] is False
+    assert list(pd.read_parquet(res.table_path)["key"]) == sorted(p.name for p in (res.out / "runs").iterdir())
+
+    # no run folder at all: nothing to report, and nothing written
+    res.table_path.unlink()
+    shutil.rmtree(res.out / "runs")
+    assert main(["report", str(res.out)]) == 2
+    err = capsys.readouterr().err
+    assert "no sweep results here (missing runs.parquet, and no run folder in" in err
+    assert len(err.strip().splitlines()) == 1 and not res.table_path.exists() and not (res.out / "runs").exists()
+
+
 def test_sweep_cli_prints_report_path(tmp_path, capsys):
     spec = write_spec(tmp_path, seeds=1, policies=("fcfs",), backfills=("none", "easy"))
     assert main(["sweep", str(spec), "--backend", "local", "--no-progress"]) == 0

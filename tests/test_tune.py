@@ -176,6 +176,9 @@ def test_pareto_front_helper():
     ("", '"options.w_age" = { low = 1.0, high = 0.0 }', "", "low must be < high"),
     ("", '"options.w_age" = { low = 0.0, high = 1.0 }', 'objectives = ["speed"]', "not a metric"),
     ("", '"options.w_age" = { low = 0.0, high = 1.0 }', 'train_windows = ["nope"]', "no window 'nope'"),
+    # a misspelt tuned option: refused when the spec is read, as a sweep's grid.options.<name> is
+    ("", '"options.w_agee" = { low = 0.0, high = 1.0 }', "", r"tune\.params: .*unknown option 'w_agee'"),
+    ("", '"options.backfill_depth" = { low = 0.0, high = 1.0 }', "", r"tune\.params: .*unknown option"),
 ])
 def test_spec_errors(tmp_path, extra_grid, params, tune_extra, match):
     trace = _trace(tmp_path / "t.swf", n=10)
@@ -218,3 +221,96 @@ def test_objective_labels_read_as_metrics_not_minutes(tmp_path):
     assert spec.objective_label(1) == "mean bounded slowdown (minimise)"
     assert spec.objective_value(0, 7200.0) == 2.0  # axes in the display unit
     assert spec.format_values([5400.0, 6.75692]) == "mean wait 1.50 h (minimise); mean bounded slowdown 6.76 (minimise)"
+
+
+def _misspelt(tmp_path):
+    spec = _spec(tmp_path)
+    spec.write_text(spec.read_text().replace('"options.w_tlimit"', '"options.w_tlimitt"'))
+    return spec
+
+
+def test_misspelt_tuned_option_stops_before_any_run_or_folder(tmp_path, capsys):
+    """Issue trialL item 1: a tuned parameter that names no option of the policy is one error when
+    the spec is read (the sweep's option check, sweep.gridcheck), not a failure in every trial;
+    nothing is created, nothing runs."""
+    from twinsweep.sweep.cli import main
+
+    spec = _misspelt(tmp_path)
+    calls = Counter()
+    with pytest.raises(ConfigError, match=r"tune\.params: .*unknown option 'w_tlimitt'; valid options: .*w_tlimit"):
+        run_tune(spec, run_fn=calls)
+    assert calls.keys == [] and not (tmp_path / "out").exists()
+    assert main(["tune", str(spec), "--trials", "2"]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("twinsweep tune: error: ") and len(err.strip().splitlines()) == 1
+    assert str(spec) in err and "tune.params" in err and "w_tlimitt" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+class FailFirst:
+    """Run function whose first ``n`` runs raise (serial backend: they are trial 0's runs)."""
+
+    def __init__(self, n):
+        from twinsweep.sweep.runner import execute_run
+
+        self.n, self.calls, self.run = n, 0, execute_run  # the real one, before a test patches it
+
+    def __call__(self, payload, shared):
+        self.calls += 1
+        if self.calls <= self.n:
+            raise RuntimeError("boom in a run")
+        return self.run(payload, shared)
+
+
+def test_failed_trials_are_counted_and_make_the_cli_exit_1(tmp_path, capsys, monkeypatch):
+    """Issue trialL item 1: trials whose runs failed are counted in the result and the summary
+    line, and `twinsweep tune` exits 1 as `twinsweep sweep` does when runs failed (the outputs are
+    still written). A later session without failures exits 0 and still shows the study's failed
+    trial."""
+    from twinsweep.sweep import runner
+    from twinsweep.sweep.cli import main
+
+    spec = _spec(tmp_path, trials=2)
+    res = run_tune(spec, run_fn=FailFirst(2), test=False)  # trial 0: both its runs (w1 x 2 seeds) fail
+    assert res.ran_trials == 2 and res.failed_trials == 1 and res.failed_in_study == 1 and res.complete == 2
+    states = [t.state for t in _study(tmp_path / "out").trials]
+    assert states == [optuna.trial.TrialState.FAIL, optuna.trial.TrialState.COMPLETE]
+
+    monkeypatch.setattr(runner, "execute_run", FailFirst(2))  # what the CLI runs (serial: in this process)
+    assert main(["tune", str(spec), "--trials", "2", "--no-test", "--out", str(tmp_path / "cli")]) == 1
+    out, err = capsys.readouterr()
+    assert "2 trial(s) evaluated now, 1 failed" in out and "failed:  1 trial(s)" in out
+    assert "FAILED" in err and "boom in a run" in err and "Traceback" not in err + out
+    assert (tmp_path / "cli" / "trials.csv").exists() and (tmp_path / "cli" / "failed").is_dir()
+
+    monkeypatch.undo()  # the real run function again
+    assert main(["tune", str(spec), "--trials", "3", "--no-test", "--out", str(tmp_path / "cli")]) == 0
+    out, _ = capsys.readouterr()
+    assert "1 trial(s) evaluated now, 0 failed" in out and "3 finished in the study (1 failed)" in out
+
+
+@pytest.mark.parametrize("url, where, why", [
+    ("postgres://nowhere/db", "tune.storage", 'SQLAlchemy has no dialect \'postgres\'.*spells it "postgresql://"'),
+    ("sqlite:////nonexistent-folder-twinsweep/sub/tune.db", "tune.storage", "unable to open database file"),
+    ("nosuchdialect+x://host/db", "tune.storage", "SQLAlchemy has no dialect"),
+])
+def test_bad_storage_is_one_error_before_anything_is_created(tmp_path, capsys, url, where, why):
+    """Issue trialL item 2: a storage URL that cannot be opened is one line naming tune.storage
+    (or --storage) and why, before the output folder exists; no traceback."""
+    from twinsweep.sweep.cli import main
+
+    spec = _spec(tmp_path, extra=f'storage = "{url}"')
+    calls = Counter()
+    with pytest.raises(ConfigError, match=f"{where}: cannot open the Optuna storage .*{why}"):
+        run_tune(spec, run_fn=calls)
+    assert calls.keys == [] and not (tmp_path / "out").exists()
+    assert main(["tune", str(spec), "--trials", "2"]) == 2
+    _, err = capsys.readouterr()
+    assert len(err.strip().splitlines()) == 1 and f"{spec}: tune.storage: cannot open" in err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()
+    # the same URL given on the command line is named as the option
+    good = _spec(tmp_path)
+    assert main(["tune", str(good), "--trials", "2", "--storage", url]) == 2
+    _, err = capsys.readouterr()
+    assert err.startswith("twinsweep tune: error: --storage: cannot open the Optuna storage")
+    assert not (tmp_path / "out").exists()

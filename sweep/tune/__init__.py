@@ -25,8 +25,17 @@ user attributes ``seeds``, ``windows`` and ``run_keys``). Its objective values a
 Trials run in parallel as far as the backend's workers allow: a new trial is asked whenever a
 worker would otherwise idle, and told as soon as its last run is in.
 
+The tuned options are checked when the spec is read, as a sweep's ``options.<name>`` axes are
+(:func:`sweep.gridcheck.check_tuned_options`: the scheduler is built with every tuned option at its
+low, then at its high bound), so a misspelt name is one error before anything runs; a storage URL
+is opened before the output folder is created, and one that cannot be opened is one error naming
+``tune.storage`` (or ``--storage``).
+
 A run that fails makes its trial fail (recorded in ``failed/<key>/error.json`` and in the trial's
-``error`` attribute); runs are not retried within a tuning (``[study] retries`` is ignored).
+``error`` attribute); runs are not retried within a tuning (``[study] retries`` is ignored). Failed
+trials count towards ``trials`` (so a run that always fails is not retried for ever); the summary
+line says how many failed, and ``twinsweep tune`` then exits with status 1, as ``twinsweep sweep``
+does when runs failed (the outputs are written all the same).
 
 On Slurm (``--backend slurm``) the trials run inside the cluster: the driver submits an array of
 Optuna workers (``workers`` of them, default 4, never more than the trials wanted), each an array

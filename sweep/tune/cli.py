@@ -53,8 +53,9 @@ def _cmd_tune(args) -> int:
     except KeyboardInterrupt:
         print("interrupted: finished trials and runs are kept; run the same command again to resume", file=sys.stderr)
         raise
-    print(f"{res.ran_trials} trial(s) evaluated now ({res.executed} run(s) simulated), {res.complete} finished "
-          f"in the study, {res.wall_s:.1f} s")
+    in_study = f" ({res.failed_in_study} failed)" if res.failed_in_study else ""
+    print(f"{res.ran_trials} trial(s) evaluated now, {res.failed_trials} failed ({res.executed} run(s) simulated), "
+          f"{res.complete} finished in the study{in_study}, {res.wall_s:.1f} s")
     for b in res.best:
         test = b.get("test_values")
         print(f"best trial {b['number']}: {_params_text(b['params'])}\n  train: {spec.format_values(b['values'])}"
@@ -62,4 +63,8 @@ def _cmd_tune(args) -> int:
     print(f"storage: {res.storage}  (optuna-dashboard {res.storage})")
     for name, path in res.files.items():
         print(f"{name}: {path}")
-    return 0
+    if res.failed_trials:
+        print(f"failed:  {res.failed_trials} trial(s) (their errors above and in trials.csv, column user_attrs_error; "
+              f"failed runs in {res.out / 'failed'})")
+    # as `twinsweep sweep` when runs failed: the outputs are written, the exit status says not all went well
+    return 1 if res.failed_trials or res.worker_errors else 0

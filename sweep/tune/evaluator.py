@@ -51,6 +51,7 @@ class Evaluator:
         self.failed: dict[str, str] = {}
         self.executed = 0
         self.told = 0
+        self.failed_trials = 0  # trials told failed (a run failed, or a metric undefined)
         self.trial_attrs: dict[str, Any] = {}  # extra user attributes of every trial asked (e.g. its worker)
 
     def _finish(self, rec: dict) -> None:
@@ -74,6 +75,8 @@ class Evaluator:
                 self.study.tell(trial, values)
             rec["values"] = values
         self.told += 1
+        if rec.get("values") is None:
+            self.failed_trials += 1
         if self.on_trial is not None:
             self.on_trial(trial.number, rec.get("params"), rec.get("values"), sorted(rec["errors"]))
 

@@ -6,7 +6,7 @@ import dataclasses
 import time
 from pathlib import Path
 
-from .study import counted
+from .study import counted, failed_count
 
 __all__ = ["TuneResult", "record_interrupt"]
 
@@ -15,6 +15,8 @@ __all__ = ["TuneResult", "record_interrupt"]
 class TuneResult:
     """What a tune call did: ``out``, ``study_name``, ``storage`` (URL or journal path),
     ``complete`` (finished trials in the study), ``ran_trials`` (trials evaluated by this call),
+    ``failed_trials`` (of those, the trials that failed: a run failed or a metric was undefined),
+    ``failed_in_study`` (failed trials in the study, counted in ``complete``),
     ``executed`` (runs simulated by this call), ``best`` (list of dicts: number, params, values,
     test_values), ``files`` (name -> path), ``interrupted``, ``wall_s``."""
 
@@ -23,6 +25,8 @@ class TuneResult:
     storage: str
     complete: int = 0
     ran_trials: int = 0
+    failed_trials: int = 0
+    failed_in_study: int = 0
     executed: int = 0
     best: list = dataclasses.field(default_factory=list)
     files: dict = dataclasses.field(default_factory=dict)
@@ -34,6 +38,6 @@ class TuneResult:
 def record_interrupt(res, ev, study, t_wall: float) -> None:
     """What an interrupted tune call leaves in its result: progress so far and its wall time."""
     res.interrupted = True
-    res.executed, res.ran_trials = ev.executed, ev.told
-    res.complete = counted(study)
+    res.executed, res.ran_trials, res.failed_trials = ev.executed, ev.told, ev.failed_trials
+    res.complete, res.failed_in_study = counted(study), failed_count(study)
     res.wall_s = time.perf_counter() - t_wall

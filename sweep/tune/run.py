@@ -18,7 +18,8 @@ from .outputs import write_outputs
 from .result import TuneResult, record_interrupt
 from .slurm_workers import tune_on_slurm
 from .spec import TuneSpec, load_tune_spec
-from .study import best_trials, counted, make_sampler, name_objectives, open_storage, recover_interrupted
+from .study import (best_trials, counted, failed_count, is_url, make_sampler, name_objectives, open_storage,
+                    recover_interrupted)
 
 __all__ = ["run_tune"]
 
@@ -41,11 +42,7 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
     """
     import optuna
 
-    from twinsweep.backends.base import BACKENDS, make_backend
-
-    from ..api import _backend_options
-    from ..expand import load_datasets
-    from ..runner import execute_run
+    from ..api import _remove_if_untouched
     from ..store import ResultStore
 
     t_wall = time.perf_counter()
@@ -58,13 +55,36 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
     if n_wanted < 1:
         raise ConfigError(f"--trials: expected >= 1, got {n_wanted}")
     root = Path(study_spec.output).expanduser().absolute()  # workers elsewhere must not resolve it themselves
-    store = ResultStore(root)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # a database storage is opened (and so checked: dialect, driver, connection) before anything
+    # is created here; the journal file lives in the output folder, opened once it is locked
+    opened = open_storage(spec, root, storage) if is_url(storage or spec.storage) else None
+    store = ResultStore(root)
     res = TuneResult(out=store.root, study_name=spec.study_name, storage="")
+    # what this call creates: removed again when it stops before writing anything (as a sweep's)
+    made = [d for d in (root, store.runs_dir, store.failed_dir) if not d.exists()]
+    try:
+        return _run_locked(spec, study_spec, store, res, opened, storage, n_wanted, run_fn, test, on_trial, log,
+                           t_wall)
+    except BaseException:
+        _remove_if_untouched(made)
+        raise
+
+
+def _run_locked(spec, study_spec, store, res, opened, storage, n_wanted, run_fn, test, on_trial, log,
+                t_wall) -> TuneResult:
+    import optuna
+
+    from twinsweep.backends.base import BACKENDS, make_backend
+
+    from ..api import _backend_options
+    from ..expand import load_datasets
+    from ..runner import execute_run
+
     with store.locked():
         store.clean_tmp()
         datasets = load_datasets(study_spec)
-        stor, res.storage = open_storage(spec, store.root, storage)
+        stor, res.storage = opened or open_storage(spec, store.root, storage)
         study = optuna.create_study(storage=stor, study_name=spec.study_name, directions=spec.directions,
                                     sampler=make_sampler(spec), load_if_exists=True)
         if [d.name.lower() for d in study.directions] != spec.directions:
@@ -103,8 +123,8 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
             except KeyboardInterrupt:
                 record_interrupt(res, ev, study, t_wall)
                 raise
-        res.executed, res.ran_trials = ev.executed, ev.told
-        res.complete = counted(study)
+        res.executed, res.ran_trials, res.failed_trials = ev.executed, ev.told, ev.failed_trials
+        res.complete, res.failed_in_study = counted(study), failed_count(study)
         res.best = best_trials(study, spec)
         if test and spec.test and res.best:
             evaluate_test(spec, study_spec, store, datasets, res.best, run_fn or execute_run, shared, ev, log)

@@ -22,7 +22,7 @@ def tune_worker(payload: dict[str, Any], datasets: dict) -> dict[str, Any]:
     ``payload``: ``spec`` (TuneSpec), ``out`` (results folder), ``storage`` (URL or journal path),
     ``tag`` (this worker's id, stored on its trials as the user attribute ``worker``), ``trials``
     (its share), ``seed_offset`` (sampler seed offset), ``run_fn``. ``datasets``: the loaded datasets.
-    Returns ``{"tag", "trials" (told now), "executed" (runs simulated now)}``.
+    Returns ``{"tag", "trials" (told now), "failed" (of those, failed), "executed" (runs simulated now)}``.
     """
     import optuna
 
@@ -56,8 +56,9 @@ def tune_worker(payload: dict[str, Any], datasets: dict) -> dict[str, Any]:
         with make_backend("local", workers=cpus, cache_dir=str(store.cache_dir)) as bk:
             for outcome in bk.run(ev.tasks(owed), ev.run_fn, shared):
                 ev.outcome(outcome)
-    print(f"[twinsweep] tune worker {tag}: {ev.told} trial(s), {ev.executed} run(s)", flush=True)
-    return {"tag": tag, "trials": ev.told, "executed": ev.executed}
+    print(f"[twinsweep] tune worker {tag}: {ev.told} trial(s) ({ev.failed_trials} failed), {ev.executed} run(s)",
+          flush=True)
+    return {"tag": tag, "trials": ev.told, "failed": ev.failed_trials, "executed": ev.executed}
 
 
 def tune_on_slurm(spec: TuneSpec, store, study, datasets, remaining: int, n_before: int, ev, res, on_trial,
@@ -103,6 +104,7 @@ def tune_on_slurm(spec: TuneSpec, store, study, datasets, remaining: int, n_befo
                 if out.ok:
                     ev.executed += out.result["executed"]
                     ev.told += out.result["trials"]
+                    ev.failed_trials += out.result.get("failed", 0)
                 else:
                     errors.append(f"{out.key}: {out.error}")
     except KeyboardInterrupt:

@@ -13,6 +13,7 @@ from typing import Any
 from twinsweep.core.errors import ConfigError
 from twinsweep.core.metrics import metric
 
+from ..gridcheck import check_tuned_options
 from ..spec import StudySpec, load_toml_spec, metric_direction, parse_spec
 
 __all__ = ["TuneParam", "TuneSpec", "SAMPLERS", "parse_tune_spec", "load_tune_spec"]
@@ -214,6 +215,10 @@ def parse_tune_spec(doc: dict, source: str | None = None) -> TuneSpec:
     clash = sorted({p.axis for p in params} & {a for a, _ in study.grid})
     if clash:
         raise ConfigError(f"tune.params: {clash} also fixed in [grid]; keep each parameter in one place")
+    # as a sweep's options.<name> axes: each tuned option is known to the policy / backfill and
+    # accepted at its bounds, before any trial runs (sweep.gridcheck)
+    check_tuned_options(study.grid, {p.axis: (int(p.low), int(p.high)) if p.integer else (p.low, p.high)
+                                     for p in params})
     if "objectives" not in t:
         raise ConfigError("tune.objectives: missing (e.g. objectives = {bsld_mean = \"min\"})")
     objectives = _parse_objectives(t["objectives"])

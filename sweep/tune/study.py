@@ -8,25 +8,57 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+from twinsweep.core.errors import ConfigError
+
 from .spec import TuneSpec
 
-__all__ = ["open_storage", "make_sampler", "counted", "recover_interrupted", "requeue_cut_trial",
+__all__ = ["open_storage", "is_url", "failed_count", "make_sampler", "counted", "recover_interrupted", "requeue_cut_trial",
            "interrupted_numbers", "best_trials"]
 
 def open_storage(spec: TuneSpec, out: Path, override: str | None):
     """The study's storage and its display name: ``override`` or ``tune.storage`` — a SQLAlchemy
-    URL (``RDBStorage``), ``"journal"`` (``<out>/optuna.journal``) or a journal file path."""
+    URL (``RDBStorage``), ``"journal"`` (``<out>/optuna.journal``) or a journal file path.
+
+    A URL that cannot be opened (a dialect SQLAlchemy does not know, its database driver not
+    installed, a database that cannot be reached) raises one ConfigError naming ``tune.storage``
+    (or ``--storage``, the override) and why; :func:`run_tune` opens a URL before it creates
+    anything, so that nothing is left behind."""
     import optuna
 
     s = override or spec.storage
-    if "://" in s:
-        return optuna.storages.RDBStorage(s), s
+    if is_url(s):
+        try:
+            return optuna.storages.RDBStorage(s), s
+        except Exception as exc:  # noqa: BLE001 - SQLAlchemy's errors (NoSuchModuleError, OperationalError ...)
+            where = "--storage" if override else (f"{spec.study.source}: tune.storage" if spec.study.source
+                                                  else "tune.storage")
+            raise ConfigError(_storage_error(s, where, exc)) from None
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
     path = out / "optuna.journal" if s == "journal" else Path(s)
     path.parent.mkdir(parents=True, exist_ok=True)
     return JournalStorage(JournalFileBackend(str(path))), str(path)
+
+
+def is_url(storage: str) -> bool:
+    """Whether a storage setting is a SQLAlchemy URL (else ``"journal"`` or a journal file)."""
+    return "://" in storage
+
+
+def _storage_error(url: str, where: str, exc: BaseException) -> str:
+    scheme = url.split("://", 1)[0]
+    why = (str(exc).strip().splitlines() or [""])[0] or type(exc).__name__
+    if isinstance(exc, ImportError):
+        why = f"its database driver is not installed ({why})"
+    elif type(exc).__name__ == "NoSuchModuleError":
+        why = f"SQLAlchemy has no dialect {scheme!r} ({why})"
+        if scheme == "postgres":
+            why += '; SQLAlchemy spells it "postgresql://"'
+    elif type(exc).__name__ == "ArgumentError":
+        why = f"not a valid SQLAlchemy URL ({why})"
+    return (f"{where}: cannot open the Optuna storage {url!r}: {why}. Use \"journal\" (<output>/optuna.journal), "
+            "a journal file path, or a SQLAlchemy URL such as sqlite:///tune.db")
 
 
 def make_sampler(spec: TuneSpec, offset: int = 0):
@@ -89,6 +121,16 @@ def counted(study) -> int:
     fin = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
     cut = interrupted_numbers(study)
     return sum(1 for t in study.get_trials(deepcopy=False, states=fin) if t.number not in cut)
+
+
+def failed_count(study) -> int:
+    """Failed trials of the study that count towards ``tune.trials`` (:func:`counted`): a run of
+    theirs failed, or their metrics were undefined; trials cut by an interruption are not."""
+    import optuna
+
+    cut = interrupted_numbers(study)
+    return sum(1 for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.FAIL,))
+               if t.number not in cut)
 
 
 def best_trials(study, spec: TuneSpec) -> list[dict]:
