@@ -14,12 +14,24 @@
   default for its dataset, UTC.
 * :func:`check_elapsed`: count (and describe in one warning) the jobs whose ``End − Start``
   differs from their recorded elapsed time, the sign of a wrong time zone or a DST change.
+* :func:`parse_naive_timestamp`: one strict ``YYYY-MM-DD[T ]HH:MM:SS`` wall-clock time (sacct,
+  Eurora), a ValueError naming the field for anything else (``2014-13-45 …``, ``2024-02-30 …``).
+* :func:`read_csv_rows`: a CSV table with the 1-based file line of every row; a row whose field
+  count differs from the header's (a file cut mid-row) is an error naming its line, or skipped
+  under ``lenient``.
+* :class:`BadRows`: per-row problems found by column checks of a table loader (CSV or parquet):
+  the first (in file order) raises TraceFormatError naming its line, or, under ``lenient``, every
+  bad row is skipped and listed in ``Workload.skipped_lines``.
+* :func:`numbers_checked` / :func:`epoch_seconds_checked`: a column as numbers / Unix seconds,
+  with the mask of the rows whose value is present but not a number / not a time.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import os
+import re
 from datetime import datetime, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -285,3 +297,147 @@ def util_from_power(power_w: np.ndarray, units: float, idle_w: float, max_w: flo
     if units <= 0 or max_w <= idle_w:
         return np.full(p.shape, np.nan)
     return np.clip((p / units - idle_w) / (max_w - idle_w), 0.0, 1.0)
+
+
+_TS_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})$")
+
+
+def parse_naive_timestamp(text, field: str, missing=frozenset({""})) -> datetime | None:
+    """Naive datetime of a wall-clock time stamp ``YYYY-MM-DDTHH:MM:SS`` or ``YYYY-MM-DD HH:MM:SS``
+    (what ``sacct`` and the Eurora traces print); None when ``text`` is None or, lower-cased and
+    stripped, in ``missing``. Raises ValueError naming ``field`` and the text for another shape or an
+    impossible date or time (month 13, February 30, hour 24)."""
+    if text is None:
+        return None
+    s = str(text).strip()
+    if s.lower() in missing:
+        return None
+    m = _TS_RE.match(s)
+    if not m:
+        raise ValueError(f"{field}: {s!r} is not a time stamp (YYYY-MM-DDTHH:MM:SS)")
+    try:
+        return datetime(*(int(x) for x in m.groups()))
+    except ValueError as exc:  # e.g. "month must be in 1..12", "day is out of range for month"
+        raise ValueError(f"{field}: {s!r} is not a valid date and time ({exc})") from None
+
+
+class BadRows:
+    """Rows of a table (CSV / parquet) that a loader found malformed, each with its first reason.
+
+    ``lines[i]`` is the 1-based file line of row ``i`` (None for a parquet table: rows are then named
+    ``row i+1`` in the detail, and the error carries no line). :meth:`add` marks rows; :meth:`resolve`
+    raises TraceFormatError for the first bad row in file order unless ``lenient``, else returns the
+    mask of the rows to keep and appends ``(line or row number, reason)`` of the others to ``skipped``
+    (:attr:`core.workload.Workload.skipped_lines`).
+    """
+
+    def __init__(self, path: str, n: int, lines=None, ids=None):
+        self.path, self.n = str(path), int(n)
+        self.lines = None if lines is None else [int(x) for x in lines]
+        self.ids = ids
+        self.why: dict[int, str] = {}
+
+    def detail(self, i: int) -> str:
+        """The reason of row ``i``, after ``row i+1`` (parquet) and ``job <id>`` when known."""
+        names = [f"row {i + 1}"] if self.lines is None else []
+        if self.ids is not None and self.ids[i] is not None:
+            names.append(f"job {self.ids[i]}")
+        return f"{', '.join(names)}: {self.why[i]}" if names else self.why[i]
+
+    def add(self, mask, detail) -> None:
+        """Mark the rows where ``mask`` is True; ``detail(i)`` gives the reason of row ``i``."""
+        for i in np.flatnonzero(np.asarray(mask, dtype=bool)):
+            self.why.setdefault(int(i), detail(int(i)))
+
+    def resolve(self, lenient: bool, skipped: list) -> np.ndarray:
+        """Mask of the rows to keep (see the class docstring)."""
+        keep = np.ones(self.n, dtype=bool)
+        if not self.why:
+            return keep
+        rows = sorted(self.why)
+        if not lenient:
+            i = rows[0]
+            raise TraceFormatError(self.path, None if self.lines is None else self.lines[i], self.detail(i))
+        for i in rows:
+            keep[i] = False
+            skipped.append((i + 1 if self.lines is None else self.lines[i], self.detail(i)))
+        return keep
+
+
+def read_csv_rows(trace: TraceText, lenient: bool, skipped: list, **read_csv_kw) -> tuple[pd.DataFrame, np.ndarray]:
+    """``(table, lines)``: the CSV in ``trace`` (first line = header) read with :func:`pandas.read_csv`
+    (``read_csv_kw`` passed on), and the 1-based file line where each row starts.
+
+    Each record's field count is checked against the header's first: a record with fewer fields (a
+    file cut mid-row: pandas would fill the missing fields with NaN) or more is a TraceFormatError
+    naming its line, or, under ``lenient``, skipped and listed in ``skipped``. Blank lines are not rows.
+    Raises TraceFormatError (no line) when the text is not CSV at all.
+    """
+    text = trace.data.decode("utf-8", "replace")
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        header = next(reader, None)
+        if header is None:
+            raise TraceFormatError(trace.path, None, "empty CSV (no header line)", skippable=False)
+        ncol = len(header)
+        good: list[list[str]] = []
+        lines: list[int] = []
+        prev = reader.line_num
+        bad = False
+        for rec in reader:
+            first, prev = prev + 1, reader.line_num
+            if not rec or (len(rec) == 1 and not rec[0].strip()):
+                continue
+            if len(rec) != ncol:
+                why = (f"expected {ncol} comma-separated fields (the header's), found {len(rec)}"
+                       + (" (the line is cut short: a truncated file?)" if len(rec) < ncol else ""))
+                if not lenient:
+                    raise TraceFormatError(trace.path, first, why)
+                skipped.append((first, why))
+                bad = True
+                continue
+            good.append(rec)
+            lines.append(first)
+    except csv.Error as exc:
+        raise TraceFormatError(trace.path, reader.line_num or None, f"cannot parse CSV: {exc}") from None
+    try:
+        if not bad:
+            df = pd.read_csv(io.BytesIO(trace.data), **read_csv_kw)
+        else:  # the good records only, re-read so that pandas infers the same types
+            buf = io.StringIO()
+            w = csv.writer(buf, lineterminator="\n")
+            w.writerow(header)
+            w.writerows(good)
+            buf.seek(0)
+            df = pd.read_csv(buf, **read_csv_kw)
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise TraceFormatError(trace.path, None, f"cannot parse CSV: {exc}") from exc
+    if len(df) != len(lines):  # pandas and csv disagree on the records (should not happen)
+        raise TraceFormatError(trace.path, None, f"cannot parse CSV: {len(df)} rows read, {len(lines)} records found")
+    return df, np.asarray(lines, dtype=np.int64)
+
+
+_MISSING_TEXT = frozenset({"", "nan", "nat", "none", "null", "na", "n/a", "unknown"})
+
+
+def _present(values) -> np.ndarray:
+    """True where a value is given (not None/NaN/NaT and not a missing-value word)."""
+    s = pd.Series(values)
+    given = s.notna().to_numpy()
+    if s.dtype == object:
+        given &= ~s.map(lambda v: isinstance(v, str) and v.strip().lower() in _MISSING_TEXT).to_numpy(dtype=bool)
+    return given
+
+
+def numbers_checked(values) -> tuple[np.ndarray, np.ndarray]:
+    """``(float64 array, bad)``: the values as numbers (NaN where missing) and the mask of the values
+    that are given but are not numbers (``"abc"``, ``"12x"``)."""
+    x = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    return x, _present(values) & np.isnan(x)
+
+
+def epoch_seconds_checked(values, tz_name: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(Unix seconds, bad)``: :func:`to_epoch_seconds` of the values and the mask of the values
+    that are given but are not a time (``2014-13-45 08:51:10``): NaN in the first array."""
+    x = to_epoch_seconds(values, tz_name)
+    return x, _present(values) & np.isnan(x)

@@ -14,6 +14,12 @@ Line format (``;``-separated; the node block between ``__`` markers)::
   ``$TWINSWEEP_TZ`` overrides: :func:`core.loaders._facility.resolve_timezone`).
 * The node block lists every node used: node number (1..64), cores, GPUs, MICs and memory (KB);
   a node can appear more than once in a block (its cores then add up).
+* Line checks (a TraceFormatError naming the file and 1-based line; under ``lenient`` the line is
+  skipped and listed in ``Workload.skipped_lines``): the layout above with exactly 10 fields after
+  the node block (a line cut short has fewer: a truncated file), SUBMIT/START/END each a valid
+  ``YYYY-MM-DD HH:MM:SS`` (``2014-13-45 08:51:10`` is not), END not before START (compared as
+  instants, after the zone conversion), req_nodes/req_cores/req_mem and apptype whole numbers,
+  HH:MM a walltime, STATE an upper-case word.
 * HH:MM is the requested walltime (→ ``time_limit``); STATE is always COMPLETED in this data (its
   README says so; kept as ``completed``); exe/user are anonymised (``xxx``/``yyy``), apptype is
   synthetic.
@@ -41,6 +47,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +55,7 @@ import pandas as pd
 
 from ..errors import TraceFormatError
 from ..workload import Workload
-from ._facility import int_or_na, jobs_frame, resolve_timezone, to_epoch_seconds
+from ._facility import BadRows, int_or_na, jobs_frame, parse_naive_timestamp, resolve_timezone, to_epoch_seconds
 from ._registry import TraceText, register_loader
 from ._swfcore import obj_array
 from .nodelist import assign_core_slots
@@ -59,6 +66,10 @@ DEFAULT_TZ = "Europe/Rome"
 PREDICTIONS = "eurora_job_power_predictions.csv.gz"
 PROVENANCE = ("CINECA Eurora 2014 job traces from PA-HPC-SIM (A. Borghesi, Apache-2.0); predicted job power: "
               "Borghesi et al., ISC 2016 (model outputs, not measurements)")
+
+
+#: The fields after the node block (PA-HPC-SIM's historical job lines).
+_TAIL = ("start", "end", "req_nodes", "req_cores", "req_mem", "HH:MM", "NA", "NA", "state", "apptype")
 
 
 def _split(line: str):
@@ -77,8 +88,10 @@ def _split(line: str):
             raise ValueError(f"node entry {b!r} is not 'node;cores;gpus;mics;mem'")
         blocks.append(tuple(int(x) for x in f[:4]) + (float(f[4]),))
     tail = parts[2].split(";")
-    if len(tail) < 8:
-        raise ValueError("expected 'start;end;req_nodes;req_cores;req_mem;HH:MM;…;state' after the node block")
+    if len(tail) != len(_TAIL):
+        raise ValueError(f"expected {len(_TAIL)} ';'-separated fields after the node block "
+                         f"({';'.join(_TAIL)}), found {len(tail)}"
+                         + (" (the line is cut short: a truncated file?)" if len(tail) < len(_TAIL) else ""))
     return head, blocks, tail
 
 
@@ -98,14 +111,42 @@ def detect_eurora(trace: TraceText) -> float:
 
 
 def _hhmm(s: str) -> float:
-    s = s.strip()
-    try:
-        if ":" in s:
-            h, m = s.split(":")[:2]
-            return float(int(h) * 3600 + int(m) * 60)
-        return float(int(s) * 60)
-    except ValueError:
-        return np.nan
+    """Seconds of a requested walltime ``HH:MM`` (or plain minutes). Raises ValueError otherwise."""
+    t = s.strip()
+    m = re.fullmatch(r"(\d+):([0-5]\d)|(\d+)", t)
+    if not m:
+        raise ValueError(f"walltime (HH:MM) {t!r} is not HH:MM")
+    if m.group(3) is not None:
+        return float(int(m.group(3)) * 60)
+    return float(int(m.group(1)) * 3600 + int(m.group(2)) * 60)
+
+
+def _check_line(head, blocks, tail) -> dict:
+    """The checked values of one split line (ValueError naming the field otherwise): the three time
+    stamps (naive datetimes), the walltime (s), req_nodes/req_cores/req_mem (ints) and the state."""
+    if not head[0].strip():
+        raise ValueError("job_id is empty")
+    if any(not (1 <= b[0] <= EURORA_NODES) for b in blocks):
+        raise ValueError(f"node number outside 1..{EURORA_NODES}")
+    if any(b[1] < 0 or b[2] < 0 or b[3] < 0 for b in blocks):
+        raise ValueError("a node entry has a negative count of cores, GPUs or MICs")
+    times = {}
+    for name, text in (("SUBMIT", head[4]), ("START", tail[0]), ("END", tail[1])):
+        t = parse_naive_timestamp(text, name)
+        if t is None:
+            raise ValueError(f"{name} is missing")
+        times[name] = t
+    req = {}
+    for k, name in ((2, "req_nodes"), (3, "req_cores"), (4, "req_mem")):
+        if not tail[k].strip().isdigit():
+            raise ValueError(f"{name} {tail[k]!r} is not a whole number")
+        req[name] = int(tail[k])
+    state = tail[8].strip()
+    if not re.fullmatch(r"[A-Z_]+", state):
+        raise ValueError(f"state {tail[8]!r} is not a job state (e.g. COMPLETED)")
+    if not tail[9].strip().isdigit():
+        raise ValueError(f"apptype {tail[9]!r} is not a whole number (the line is cut short?)")
+    return dict(times=times, walltime=_hhmm(tail[5]), state=state, **req)
 
 
 def load_predictions(path: Path) -> dict[str, float]:
@@ -122,29 +163,38 @@ def load_eurora(trace: TraceText, lenient: bool = False) -> Workload:
     """Load a Eurora historical job file (see the module docstring)."""
     tz, tz_where = resolve_timezone(trace, None, DEFAULT_TZ)
     rows = []
+    lines: list[int] = []
     skipped: list[tuple[int, str]] = []
     for no, line in enumerate(trace.data.decode("utf-8", "replace").splitlines(), 1):
         if not line.strip():
             continue
         try:
             head, blocks, tail = _split(line)
-            if any(not (1 <= b[0] <= EURORA_NODES) for b in blocks):
-                raise ValueError(f"node number outside 1..{EURORA_NODES}")
+            checked = _check_line(head, blocks, tail)
         except ValueError as exc:
             if not lenient:
                 raise TraceFormatError(trace.path, no, str(exc)) from None
             skipped.append((no, str(exc)))
             continue
-        rows.append((head, blocks, tail))
+        rows.append((head, blocks, tail, checked))
+        lines.append(no)
+    # local times -> Unix s (zoneinfo rules through pandas: DST honoured)
+    sub_abs = to_epoch_seconds([r[0][4].strip() for r in rows], tz)
+    st_abs = to_epoch_seconds([r[2][0].strip() for r in rows], tz)
+    en_abs = to_epoch_seconds([r[2][1].strip() for r in rows], tz)
+    bad = BadRows(trace.path, len(rows), lines, [r[0][0].strip() for r in rows])
+    bad.add(en_abs < st_abs, lambda i: f"END {rows[i][2][1].strip()} is before START {rows[i][2][0].strip()}"
+                                       f" ({tz} times)")
+    keep = bad.resolve(lenient, skipped)
+    if not keep.all():
+        rows = [r for r, k in zip(rows, keep) if k]
+        sub_abs, st_abs, en_abs = sub_abs[keep], st_abs[keep], en_abs[keep]
     n = len(rows)
-    sub_abs = to_epoch_seconds([r[0][4] for r in rows], tz)
-    st_abs = to_epoch_seconds([r[2][0] for r in rows], tz)
-    en_abs = to_epoch_seconds([r[2][1] for r in rows], tz)
-    epoch = int(np.floor(np.nanmin(sub_abs))) if n else 0
+    epoch = int(np.floor(np.min(sub_abs))) if n else 0
     submit = np.rint(sub_abs - epoch)
     start = np.rint(st_abs - epoch)
     end = np.rint(en_abs - epoch)
-    run = np.where(np.isfinite(start) & np.isfinite(end) & (end >= start), end - start, np.nan)
+    run = end - start
     cores = np.array([sum(b[1] for b in r[1]) for r in rows], dtype="float64")
     host_cores = []
     for r in rows:  # a node may appear more than once in a block: its cores add up
@@ -174,20 +224,20 @@ def load_eurora(trace: TraceText, lenient: bool = False) -> Workload:
         "recorded_start_time": int_or_na(start),
         "recorded_end_time": int_or_na(end),
         "run_time": int_or_na(run),
-        "time_limit": int_or_na(np.array([_hhmm(r[2][5]) for r in rows], dtype="float64")),
+        "time_limit": int_or_na(np.array([r[3]["walltime"] for r in rows], dtype="float64")),
         "procs": int_or_na(cores),
         "nodes": int_or_na(cores),
         "avg_power_w": avg,
         "energy_j": energy,
         "partition": obj_array([r[0][3] for r in rows]),
-        "status": obj_array([state(r[2][8]) if len(r[2]) > 8 else "unknown" for r in rows]),
+        "status": obj_array([state(r[3]["state"]) for r in rows]),
         "node_ids": obj_array(slots),
         "hosts": obj_array([sorted({b[0] for b in r[1]}) or None for r in rows]),
         "gpus": np.array([sum(b[2] for b in r[1]) for r in rows], dtype=np.int64),
         "mics": np.array([sum(b[3] for b in r[1]) for r in rows], dtype=np.int64),
         "queue": obj_array([r[0][3] for r in rows]),
-        "req_nodes": int_or_na(np.array([float(r[2][2]) if r[2][2].isdigit() else np.nan for r in rows])),
-        "req_cores": int_or_na(np.array([float(r[2][3]) if r[2][3].isdigit() else np.nan for r in rows])),
+        "req_nodes": int_or_na(np.array([r[3]["req_nodes"] for r in rows], dtype="float64")),
+        "req_cores": int_or_na(np.array([r[3]["req_cores"] for r in rows], dtype="float64")),
     }
     header = {"timezone": tz, "timezone_source": tz_where, "loader_slot_collisions": collisions, "power_predictions": str(pred_path)
               if preds else None, "slots": EURORA_NODES * EURORA_CORES}

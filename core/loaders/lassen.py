@@ -55,8 +55,8 @@ from ..errors import TraceFormatError
 from ..system import load_system
 from ..workload import Workload
 from ._facility import (
-    int_or_na, resolve_timezone, jobs_frame, parquet_columns, read_parquet_bytes, str_or_none, to_epoch_seconds,
-    util_from_power,
+    BadRows, epoch_seconds_checked, int_or_na, jobs_frame, numbers_checked, parquet_columns, read_csv_rows,
+    read_parquet_bytes, resolve_timezone, str_or_none, util_from_power,
 )
 from ._registry import TraceText, read_trace, register_loader
 from ._swfcore import obj_array
@@ -105,26 +105,36 @@ def node_history_path(alloc_path: str) -> Path | None:
 
 def load_last(trace: TraceText, lenient: bool = False) -> Workload:
     """Load LAST's allocation history (+ per-node history beside it); see the module docstring."""
-    try:
-        alloc = pd.read_csv(io.BytesIO(trace.data), low_memory=False)
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise TraceFormatError(trace.path, None, f"cannot parse CSV: {exc}") from exc
-    n = len(alloc)
-    tz, tz_where = resolve_timezone(trace, None, LAST_TZ)
-    sub_abs = to_epoch_seconds(alloc["job_submit_time"], tz)
-    st_abs = to_epoch_seconds(alloc["begin_time"], tz)
-    en_abs = to_epoch_seconds(alloc["end_time"], tz)
-    keep = np.isfinite(sub_abs)
     skipped: list[tuple[int, str]] = []
+    alloc, lines = read_csv_rows(trace, lenient, skipped, low_memory=False)
+    missing = sorted(_ALLOC_COLS - set(alloc.columns))
+    if missing:
+        raise TraceFormatError(trace.path, 1, f"not a LAST allocation history: missing column(s) {missing}",
+                               skippable=False)
+    tz, tz_where = resolve_timezone(trace, None, LAST_TZ)
+    bad = BadRows(trace.path, len(alloc), lines, str_or_none(alloc["primary_job_id"].tolist()))
+    sub_abs, bs = epoch_seconds_checked(alloc["job_submit_time"], tz)
+    st_abs, bb = epoch_seconds_checked(alloc["begin_time"], tz)
+    en_abs, be = epoch_seconds_checked(alloc["end_time"], tz)
+    for col, b in (("job_submit_time", bs), ("begin_time", bb), ("end_time", be)):
+        bad.add(b, lambda i, c=col: f"{c} '{alloc[c].iloc[i]}' is not a date and time")
+    bad.add(~np.isfinite(sub_abs), lambda i: "job_submit_time is missing")
+    bad.add(en_abs < st_abs, lambda i: f"end_time {alloc['end_time'].iloc[i]} is before begin_time "
+                                       f"{alloc['begin_time'].iloc[i]}")
+    nodes, bn = numbers_checked(alloc["num_nodes"])
+    bad.add(bn | (np.isfinite(nodes) & ((nodes < 1) | (nodes != np.floor(nodes)))),
+            lambda i: f"num_nodes '{alloc['num_nodes'].iloc[i]}' is not a whole number of nodes >= 1")
+    tl, bt = numbers_checked(alloc["time_limit"])
+    bad.add(bt | (tl < 0), lambda i: f"time_limit '{alloc['time_limit'].iloc[i]}' is not a number of seconds >= 0")
+    keep = bad.resolve(lenient, skipped)
     if not keep.all():
-        if not lenient:
-            raise TraceFormatError(trace.path, int(np.flatnonzero(~keep)[0]) + 2, "job_submit_time is missing")
-        skipped = [(int(i) + 2, "job_submit_time is missing") for i in np.flatnonzero(~keep)]
-    epoch = int(np.floor(sub_abs[keep].min())) if keep.any() else 0
+        alloc = alloc.loc[keep].reset_index(drop=True)
+        sub_abs, st_abs, en_abs, nodes, tl = (a[keep] for a in (sub_abs, st_abs, en_abs, nodes, tl))
+    n = len(alloc)
+    epoch = int(np.floor(sub_abs.min())) if n else 0
     start = np.rint(st_abs - epoch)
     end = np.rint(en_abs - epoch)
     run = np.where(np.isfinite(start) & np.isfinite(end) & (end >= start), end - start, np.nan)
-    nodes = pd.to_numeric(alloc["num_nodes"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
     checksum = trace.checksum
     npath = node_history_path(trace.path)
     node_ids = [None] * n
@@ -174,12 +184,11 @@ def load_last(trace: TraceText, lenient: bool = False) -> Workload:
         "job_id": col("primary_job_id"),
         "user": col("hashed_user_id"),
         "account": col("hashed_user_group_id"),
-        "submit_time": np.where(keep, np.rint(sub_abs - epoch), 0).astype(np.int64),
+        "submit_time": np.rint(sub_abs - epoch).astype(np.int64),
         "recorded_start_time": int_or_na(start),
         "recorded_end_time": int_or_na(end),
         "run_time": int_or_na(run),
-        "time_limit": int_or_na(pd.to_numeric(alloc["time_limit"], errors="coerce").to_numpy(
-            dtype="float64", na_value=np.nan)),
+        "time_limit": int_or_na(tl),
         "procs": int_or_na(nodes),
         "nodes": int_or_na(nodes),
         "cpu_util": cpu_util,
@@ -194,9 +203,6 @@ def load_last(trace: TraceText, lenient: bool = False) -> Workload:
         "cpu_usage_s": cpu_ns / 1e9,
     }
     jobs = jobs_frame(cols)
-    if not keep.all():
-        jobs = jobs.loc[keep].reset_index(drop=True)
-        jobs["trace_index"] = np.arange(len(jobs), dtype=np.int64)
     header = {"timezone": tz, "timezone_source": tz_where, "node_history": str(npath) if npath else None, "node_names": names}
     return Workload(jobs=jobs, epoch=epoch, checksum=checksum, source=trace.path, format="lassen-last",
                     header=header, procs_unit="nodes", skipped_lines=skipped, provenance=LAST_PROVENANCE,
@@ -204,35 +210,81 @@ def load_last(trace: TraceText, lenient: bool = False) -> Workload:
 
 
 def _parse_nodes(v) -> list[int]:
+    """RAPS ``scheduled_nodes``: a list (parquet) or space/comma-separated text (CSV) of node indexes
+    >= 0; [] when missing. Raises ValueError for another value."""
     if v is None or (isinstance(v, float) and np.isnan(v)):
         return []
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return [int(x) for x in v]
-    return [int(x) for x in str(v).replace(",", " ").split()]
+    items = list(v) if isinstance(v, (list, tuple, np.ndarray)) else str(v).replace(",", " ").split()
+    out = []
+    for x in items:
+        try:
+            k = int(x)
+        except (TypeError, ValueError):
+            raise ValueError(f"scheduled_nodes: {x!r} is not a node index") from None
+        if k < 0 or k != float(x):
+            raise ValueError(f"scheduled_nodes: {x!r} is not a node index >= 0")
+        out.append(k)
+    return out
 
 
 def load_raps(trace: TraceText, lenient: bool = False) -> Workload:
-    """Load the RAPS Lassen snapshot (parquet with traces, or the summary CSV)."""
+    """Load the RAPS Lassen snapshot (parquet with traces, or the summary CSV).
+
+    Row checks (a TraceFormatError naming the CSV line, or the parquet row, of the first bad row;
+    under ``lenient`` every bad row is skipped and listed in ``Workload.skipped_lines``): a CSV row
+    with another field count than the header (a file cut mid-row); ``submit_time_s`` missing;
+    a time, ``nodes_required``, ``time_limit_s`` or ``wall_time_s`` that is not a number;
+    ``nodes_required`` not a whole number >= 1; ``end_time_s`` before ``start_time_s``; a negative
+    ``wall_time_s`` or ``time_limit_s``; a ``scheduled_nodes`` entry that is not an index >= 0.
+    """
+    skipped: list[tuple[int, str]] = []
     if parquet_columns(trace):
         df = read_parquet_bytes(trace)
+        lines = None
     else:
-        try:
-            df = pd.read_csv(io.BytesIO(trace.data), dtype={"scheduled_nodes": str, "account_hash": str,
-                                                          "name_hash": str})
-        except (ValueError, pd.errors.ParserError) as exc:
-            raise TraceFormatError(trace.path, None, f"cannot parse CSV: {exc}") from exc
+        df, lines = read_csv_rows(trace, lenient, skipped,
+                                  dtype={"scheduled_nodes": str, "account_hash": str, "name_hash": str})
     missing = sorted(_RAPS_COLS - set(df.columns))
     if missing:
-        raise TraceFormatError(trace.path, None, f"not a RAPS Lassen snapshot: missing column(s) {missing}")
+        raise TraceFormatError(trace.path, None, f"not a RAPS Lassen snapshot: missing column(s) {missing}",
+                               skippable=False)
+    ids = str_or_none(df["job_id"].tolist())
+    bad = BadRows(trace.path, len(df), lines, ids)
+    bad.add(np.array([i is None for i in ids], dtype=bool), lambda i: "job_id is missing")
+    vals: dict[str, np.ndarray] = {}
+    for c in ("submit_time_s", "start_time_s", "end_time_s", "nodes_required", "time_limit_s", "wall_time_s"):
+        if c in df.columns:
+            vals[c], b = numbers_checked(df[c])
+            bad.add(b, lambda i, c=c: f"{c} '{df[c].iloc[i]}' is not a number")
+        else:
+            vals[c] = np.full(len(df), np.nan)
+    bad.add(~np.isfinite(vals["submit_time_s"]), lambda i: "submit_time_s is missing")
+    nr = vals["nodes_required"]
+    bad.add(~np.isfinite(nr) | (nr < 1) | (nr != np.floor(nr)),
+            lambda i: f"nodes_required '{df['nodes_required'].iloc[i]}' is not a whole number of nodes >= 1")
+    st, en = vals["start_time_s"], vals["end_time_s"]
+    bad.add(en < st, lambda i: f"end_time_s {en[i]:.0f} is before start_time_s {st[i]:.0f}")
+    for c, what in (("wall_time_s", "run time"), ("time_limit_s", "time limit")):
+        bad.add(vals[c] < 0, lambda i, c=c, w=what: f"{c} {vals[c][i]:g} is not a {w} (s >= 0)")
+    raw = []
+    for i, v in enumerate(df["scheduled_nodes"]):
+        try:
+            raw.append(_parse_nodes(v))
+        except ValueError as exc:
+            bad.add(np.arange(len(df)) == i, lambda _i, e=str(exc): e)
+            raw.append([])
+    keep = bad.resolve(lenient, skipped)
+    if not keep.all():
+        df = df.loc[keep].reset_index(drop=True)
+        ids = ids[keep]
+        raw = [r for r, k in zip(raw, keep) if k]
     n = len(df)
-    raw = [_parse_nodes(v) for v in df["scheduled_nodes"]]
     distinct = sorted({x for lst in raw for x in lst})
     rank = {x: i for i, x in enumerate(distinct)}
     node_ids = [sorted(rank[x] for x in lst) if lst else None for lst in raw]
 
     def num(c):
-        return pd.to_numeric(df[c], errors="coerce").to_numpy(dtype="float64", na_value=np.nan) \
-            if c in df.columns else np.full(n, np.nan)
+        return numbers_checked(df[c])[0] if c in df.columns else np.full(n, np.nan)
 
     submit, start, end = num("submit_time_s"), num("start_time_s"), num("end_time_s")
     run = num("wall_time_s")
@@ -240,7 +292,6 @@ def load_raps(trace: TraceText, lenient: bool = False) -> Workload:
     nodes = num("nodes_required")
     cpu = np.clip(num("cpu_util_mean") / 2.0, 0.0, 1.0)
     gpu = np.clip(num("gpu_util_mean") / 4.0, 0.0, 1.0)
-    ids = str_or_none(df["job_id"].tolist())
     traces = {}
     if "cpu_trace" in df.columns and "gpu_trace" in df.columns:
         period = int(np.nanmax(num("trace_quanta_s"))) if "trace_quanta_s" in df.columns else 20
@@ -277,7 +328,7 @@ def load_raps(trace: TraceText, lenient: bool = False) -> Workload:
               "node_index_map": "ascending rank of RAPS scheduled_nodes indexes", "distinct_nodes": len(distinct)}
     return Workload(jobs=jobs_frame(cols), epoch=RAPS_SNAPSHOT_EPOCH, checksum=trace.checksum, source=trace.path,
                     format="lassen-raps", header=header, procs_unit="nodes", provenance=RAPS_PROVENANCE,
-                    traces=traces)
+                    traces=traces, skipped_lines=skipped)
 
 
 register_loader("lassen-last", detect_last, load_last)
