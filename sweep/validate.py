@@ -172,17 +172,42 @@ def _system_origin(system) -> str:
     return next((src["cite"] for src in system.sources if "nodes" in src.get("what", "")), "the trace header")
 
 
-def _oversubscribed(reference: pd.DataFrame, nodes: int, partition: str | None = None) -> str | None:
+#: When the log's busy processors stand above the machine's for at most this share of the time its
+#: busy whole nodes do, :func:`_oversubscribed` names node sharing as the cause (one processor over
+#: for a few hours, as in KTH's log, against hundreds of hours of rounded-up nodes).
+NODE_SHARING_SHARE = 0.1
+
+
+def _oversubscribed(reference: pd.DataFrame, nodes: int, partition: str | None = None,
+                    procs: pd.Series | None = None, cores_per_node: int = 1) -> str | None:
     """A warning when the recorded schedule holds more than ``nodes`` nodes busy at some time
     (jobs that fit the machine only: :func:`core.availability.over_capacity`), else None: the
     log's machine was larger then, or ran jobs time-shared, and no twin of ``nodes`` nodes can
     follow those periods (nor can the estimators, which read the recorded busy-node counts).
-    ``partition``: the pool of a partitioned machine the schedule is of (its jobs, its nodes)."""
+    ``partition``: the pool of a partitioned machine the schedule is of (its jobs, its nodes).
+    ``procs`` (the processors of each row of ``reference``) and ``cores_per_node`` > 1: when the
+    log's busy *processors* exceed the machine's for at most :data:`NODE_SHARING_SHARE` of that
+    time, the warning says the cause is jobs sharing
+    nodes (each job rounded up to whole nodes counts more nodes than it held) and which machine of
+    one-processor slots follows the log."""
     periods, secs, peak = _avail.over_capacity(reference, nodes)
     if not periods:
         return None
     length = f"{secs / 3600:,.1f} h" if secs >= 3600 else f"{secs:,} s"
     whose = f"the machine's {nodes:,} nodes" if partition is None else f"the {nodes:,} nodes of partition {partition!r}"
+    if procs is not None and cores_per_node > 1:
+        slots = nodes * cores_per_node
+        p_periods, p_secs, p_peak = _avail.over_capacity(reference.assign(nodes=procs.to_numpy()), slots)
+        if p_secs <= NODE_SHARING_SHARE * secs:
+            above = ("never exceed the machine's" if not p_periods else
+                     f"exceed the machine's {slots:,} in {p_periods:,} period(s) only ({p_secs / 3600:,.1f} h, peak "
+                     f"{p_peak:,}), against")
+            return (f"the recorded schedule holds more than {whose} busy in {periods:,} period(s), {length} in all "
+                    f"(peak {peak:,} nodes, each job rounded up to whole nodes of {cores_per_node} processors), but its "
+                    f"busy processors {above} {slots:,}: its jobs shared nodes, which a twin of whole nodes cannot "
+                    f"do; a system of {slots:,} one-processor nodes (a system TOML with nodes = {slots} and "
+                    "cores_per_node = 1, --system) follows it (the jobs are compared all the same: none is left out "
+                    "for it)")
     return (f"the recorded schedule holds more than {whose} busy in {periods:,} period(s), "
             f"{length} in all (peak {peak:,} nodes): the log's machine was larger then, or ran "
             "jobs time-shared (see time_shared in the system file's [site] table, docs/validation.md "
@@ -948,7 +973,10 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
         sysobj = dataclasses.replace(sysobj, nodes=nodes)
     for label, rows, n in ([(None, None, nodes)] if pools is None else
                            [(p.name, r, p.nodes) for p, r in zip(sysobj.partitions, pools)]):
-        if (over := _oversubscribed(reference if rows is None else reference.iloc[rows], n, label)) is not None:
+        whole = pools is None and not time_shared and workload.procs_unit == "cores"  # one pool of the header's nodes
+        if (over := _oversubscribed(reference if rows is None else reference.iloc[rows], n, label,
+                                    workload.jobs["procs"] if whole else None,
+                                    sysobj.cores_per_node if whole else 1)) is not None:
             warns.append(over)  # against the slots of a time-shared site, or each partition's nodes
     blind_wl = blind_workload(workload)
 

@@ -1036,3 +1036,20 @@ def test_the_noise_floor_pairs_the_jobs_the_mode_compares(tmp_path):
         f = res["modes"][mode]
         assert f["jobs_compared"] == n_ran
         assert f["noise_floor"]["jobs_compared"] == n_ran, mode  # 1 seed: its mean is its one value
+
+
+def test_a_log_whose_jobs_shared_nodes_is_told_so(tmp_path):
+    """A log made on 8 one-processor slots, read with a header of 2 nodes x 4 processors: each job
+    (1-3 processors) rounds up to a whole node, so the log "holds" up to 8 nodes on a 2-node
+    machine, while its busy processors never exceed 8. The warning names node sharing and the
+    machine of one-processor slots that follows the log, not a larger machine or time sharing."""
+    log = _log_of(tmp_path, "easy", _jobs(max_procs=3), "fcfs", "easy")
+    shared = tmp_path / "shared.swf"
+    shared.write_text(log.read_text().replace("; MaxNodes: 8", "; MaxNodes: 2"))
+    res = validate(str(shared), noise_seeds=0, sensitivity=False, windows=0)
+    (w,) = [w for w in res["warnings"] if w.startswith("the recorded schedule holds more than")]
+    assert "each job rounded up to whole nodes of 4 processors), but its busy processors never exceed the machine's 8" in w
+    assert "a system of 8 one-processor nodes (a system TOML with nodes = 8 and cores_per_node = 1" in w
+    assert "time-shared" not in w
+    plain = validate(str(log), noise_seeds=0, sensitivity=False, windows=0)
+    assert not any(w.startswith("the recorded schedule holds more than") for w in plain["warnings"])
