@@ -67,3 +67,10 @@ class ProtocolError(TwinError):
     impossible decision (a job not queued, too many nodes, busy or unknown nodes, a wake-up time
     not after now), or the child process exited. Quotes the offending reply and names the
     scheduler and the simulated time; the run stops."""
+
+
+class PluginError(TwinError, RuntimeError):
+    """A plug-in broke its contract while it ran (a policy key that is NaN or not a number, a
+    backfill variant whose ``select`` returned something other than a list of distinct queued jobs
+    that fit): names the plug-in, the simulated time and the job or value at fault. A
+    RuntimeError as well (a bug in the plug-in, not in the run's inputs)."""

@@ -140,6 +140,10 @@ class SchedulerContext:
         default_time_limit: the system's default time limit (s) given to jobs that request none,
             or None (then such jobs get their own run time: ``JobView.time_limit_imputed``).
         kill: jobs are killed at their time limit (plus the system's kill grace).
+
+    It holds no run seed: the seed drives the twin's perturbations, not the scheduler. A policy
+    that randomises takes its own seed as an option and draws every number from it, so that one
+    config gives one schedule (docs/plugins.md, "What else a policy may know").
     """
 
     system_nodes: int

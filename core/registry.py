@@ -34,8 +34,9 @@ import os
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 from typing import Callable, Generic, Iterator, Mapping, NamedTuple, TypeVar
 
 from .atomic import atomic_write
@@ -43,6 +44,16 @@ from .errors import ConfigError, UnknownNameError
 from .usercache import cache_dir
 
 T = TypeVar("T")
+
+
+class ShadowedPluginWarning(UserWarning):
+    """An installed entry point has the name of a built-in plug-in of its group: the built-in is
+    used and the entry point is ignored (warned once per process, :meth:`Registry.get` /
+    :meth:`Registry.names`)."""
+
+
+#: ``(group, name, value)`` of the shadowed entry points warned about in this process (once each).
+_SHADOW_WARNED: set[tuple[str, str, str]] = set()
 
 #: Entry-point groups read by the twin's registries (documented in docs/plugins.md).
 ENTRY_POINT_GROUPS = ("twinsweep.policies", "twinsweep.backfill", "twinsweep.loaders",
@@ -219,6 +230,8 @@ class Registry(Generic[T]):
         self._items: dict[str, T] = {}
         self._declared: dict[str, str] = {}  # built-in name -> module that registers it, not imported yet
         self._builtin_rank: dict[str, int] = {}  # declared names in declaration order (in_order's order)
+        self._from_entry_point: set[str] = set()  # names registered by loading their installed entry point
+        self._shadow_checked: set[str] = set()  # names checked against the installed entry points
         self._lock = threading.RLock()
 
     # -- registration ----------------------------------------------------------------------------
@@ -281,33 +294,97 @@ class Registry(Generic[T]):
             self._items.pop(name, None)
             self._declared.pop(name, None)
             self._builtin_rank.pop(name, None)
+            self._from_entry_point.discard(name)
+            self._shadow_checked.discard(name)
 
     # -- lookup ----------------------------------------------------------------------------------
     def get(self, name: str) -> T:
         """The plug-in called ``name``: registered, installed (entry point, loaded now) or a
-        ``"module:object"`` path. Raises UnknownNameError listing the valid names, or ConfigError
-        when an installed or dotted plug-in cannot be imported (naming it and why)."""
+        ``"module:object"`` path.
+
+        An installed entry point whose import registers ``name`` itself (a module calling e.g.
+        ``register_loader(name, ...)`` at import, with the entry point's object that module or the
+        object it registered) gives what the import registered. An entry point named like a
+        name registered otherwise (a built-in) is not used: the registered plug-in is, and a
+        :class:`ShadowedPluginWarning` says so once per process.
+
+        Raises UnknownNameError listing the valid names, or ConfigError when an installed or
+        dotted plug-in cannot be imported, or when importing an entry point registers another
+        object under its name (naming it and why)."""
         obj = self._items.get(name)
         if obj is not None:
+            if name not in self._shadow_checked:
+                self._check_shadowed([name])
             return obj
         module = self._declared.get(name) if isinstance(name, str) else None
         if module is not None:
             self._import_declared([module])
+            self._check_shadowed([name])
             return self._items[name]
         if not isinstance(name, str):
             raise UnknownNameError(self.kind, repr(name), self.names())
         ep = self._installed().get(name)
         if ep is not None:
-            try:
-                loaded = ep.load()
-            except Exception as exc:  # noqa: BLE001 - one clear error naming the plug-in
-                raise ConfigError(f"{self.kind} {name!r}: the installed plug-in {ep.value!r} "
-                                  f"(entry point group {self.group!r}) cannot be loaded: "
-                                  f"{type(exc).__name__}: {exc}") from exc
-            return self.register(name, loaded)
+            return self._load_entry_point(ep)
         if ":" in name and not name.startswith(":"):
             return self.register(name, load_object(name, self.kind))
         raise UnknownNameError(self.kind, name, self.names())
+
+    def _load_entry_point(self, ep: EntryPoint) -> T:
+        """Load the installed entry point ``ep`` (its name not registered yet) and register its
+        object under its name, or take what its import registered under that name (see
+        :meth:`get`). Raises ConfigError naming the entry point when it cannot be imported or its
+        import registered another object under its name."""
+        name = ep.name
+        try:
+            loaded = ep.load()
+        except Exception as exc:  # noqa: BLE001 - one clear error naming the plug-in
+            raise ConfigError(f"{self.kind} {name!r}: the installed plug-in {ep.value!r} "
+                              f"(entry point group {self.group!r}) cannot be loaded: "
+                              f"{type(exc).__name__}: {exc}") from exc
+        mine = self._items.get(name)  # registered by the import itself (e.g. register_loader at import)
+        if mine is not None and mine is not loaded:
+            if not (isinstance(loaded, ModuleType) and _comes_from(mine, loaded.__name__)):
+                raise ConfigError(f"{self.kind} {name!r}: importing the installed plug-in {ep.value!r} "
+                                  f"(entry point group {self.group!r}) registered another object under that "
+                                  f"name ({_describe(mine)}); point the entry point at that object or at the "
+                                  "module that registers it, or register it under another name")
+            loaded = mine
+        obj = self.register(name, loaded)
+        self._from_entry_point.add(name)
+        self._shadow_checked.add(name)
+        return obj
+
+    def _check_shadowed(self, names) -> None:
+        """Warn (:class:`ShadowedPluginWarning`, once per process and entry point) for each of
+        ``names`` (registered or declared here) that an installed entry point of this registry's
+        group also names, unless the registered object is that entry point's (loaded from it, or
+        defined in its module): the entry point is ignored."""
+        installed = self._installed()
+        for name in names:
+            self._shadow_checked.add(name)
+            ep = installed.get(name)
+            if ep is None or name in self._from_entry_point:
+                continue
+            obj = self._items.get(name)
+            ep_module = ep.value.partition(":")[0].strip()
+            if obj is not None and _comes_from(obj, ep_module):
+                continue  # the plug-in's own module registered it (imported by hand as well as installed)
+            if obj is None:  # a declared built-in, not imported yet
+                what, builtin = f"registered by {self._declared.get(name)}", True
+            else:
+                origin = _origin(obj) or "?"
+                what = _describe(obj) if hasattr(obj, "__qualname__") else f"a {type(obj).__name__} of {origin}"
+                builtin = name in self._builtin_rank or origin.startswith(f"{_PACKAGE}.")
+            key = (ep.group, name, ep.value)
+            if key in _SHADOW_WARNED:
+                continue
+            _SHADOW_WARNED.add(key)
+            warnings.warn(f"installed {self.kind} plug-in ignored: the entry point '{name} = {ep.value}' "
+                          f"(group {ep.group!r}) has the name of {'a built-in' if builtin else 'an already registered'} "
+                          f"{self.kind} ({what}), and the {'built-in' if builtin else 'registered one'} is used; "
+                          "give the entry point another name to use the plug-in",
+                          ShadowedPluginWarning, stacklevel=3)
 
     def resolve(self, name: str) -> str:
         """``name`` if it is valid (loading it if needed); else the :meth:`get` error."""
@@ -334,8 +411,14 @@ class Registry(Generic[T]):
         return text[:1].upper() + text[1:] if text else "—"
 
     def names(self) -> list[str]:
-        """Every valid name, registered or installed, sorted."""
-        return sorted(set(self._items) | set(self._declared) | set(self._installed()))
+        """Every valid name, registered or installed, sorted. An installed entry point named like
+        a built-in is listed once (the built-in's name) and warned about (:meth:`get`)."""
+        installed = self._installed()
+        here = set(self._items) | set(self._declared)
+        unchecked = [n for n in installed if n in here and n not in self._shadow_checked]
+        if unchecked:
+            self._check_shadowed(unchecked)
+        return sorted(here | set(installed))
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and (name in self._items or name in self._declared or name in self._installed())
@@ -358,6 +441,8 @@ class Registry(Generic[T]):
         for name in sorted(self._installed()):
             if name not in self._items:
                 self.get(name)
+            elif name not in self._shadow_checked:
+                self._check_shadowed([name])
         rank = self._builtin_rank
         return sorted(self._items.items(), key=lambda kv: (0, rank[kv[0]]) if kv[0] in rank else (1, 0))
 
@@ -409,6 +494,34 @@ def check_plugin_class(name: str, obj, *, kind: str, base: type, options_base: t
         raise ConfigError(f"{kind} {name!r}: {obj.__qualname__}.Options must subclass {public_options}")
     if not obj.__dict__.get("name"):
         obj.name = name
+
+
+#: The twin's own top-level package: a registered object defined under it is a built-in.
+_PACKAGE = __name__.split(".")[0]
+
+
+def _origin(obj) -> str | None:
+    """The name of the module a plug-in object comes from: a module's own name; the module that
+    defines a class or function; for an instance, the module of its first field that is a function
+    or class (a ``Loader``'s ``detect``, a ``Metric``'s ``compute``: the module that built it
+    with ``register_loader`` / ``Metric(...)``), else the module of its class."""
+    if isinstance(obj, ModuleType):
+        return obj.__name__
+    if isinstance(obj, type) or hasattr(obj, "__qualname__"):
+        return getattr(obj, "__module__", None)
+    try:
+        fields = list(vars(obj).values())
+    except TypeError:  # no __dict__ (slots)
+        fields = [getattr(obj, n, None) for n in getattr(type(obj), "__slots__", ())]
+    for v in fields:
+        if callable(v) and hasattr(v, "__qualname__"):
+            return getattr(v, "__module__", None)
+    return type(obj).__module__
+
+
+def _comes_from(obj, module: str) -> bool:
+    """``obj`` is module ``module`` itself, or is defined or built there (:func:`_origin`)."""
+    return _origin(obj) == module
 
 
 def _same_definition(a, b) -> bool:

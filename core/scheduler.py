@@ -43,11 +43,18 @@ from .errors import ConfigError, UnknownNameError
 from .jobview import JobView, SchedulerContext
 from .options import PluginOptions, RunOptions, option_names, parse_options
 from .policies import POLICIES, Policy
+from .policies.base import key_problem
+from .errors import PluginError
 from .resources import Cluster
 
 __all__ = ["QueueScheduler", "ReplayScheduler", "SchedulerSpec", "validate_scheduler", "make_scheduler",
            "available_policies", "available_backfills", "check_names", "REPLAY", "EXTERNAL", "JobView",
-           "SchedulerContext"]
+           "SchedulerContext", "PluginError"]
+
+#: Classes of the policy keys known to be real numbers (:func:`~core.policies.base.key_problem`):
+#: a key of one of them is only checked for NaN (``k != k``); a key of another class is checked
+#: in full once, and its class joins the set when it is a real number (numpy's int64, float64).
+_KEY_TYPES: set[type] = {int, float}
 
 #: The policy name that replays recorded starts (not a queue policy: no backfill, no options).
 REPLAY = "replay"
@@ -161,7 +168,9 @@ class QueueScheduler:
 
     Args: ``policy`` (a Policy), ``backfill`` (a Backfill; built on the same JobView).
     ``stats``: the backfill's counters, with ``reservation_delays`` (0 unless conservative).
-    Raises RuntimeError when a backfill variant returns a job that is not queued (a bug in it).
+    Raises :class:`~twinsweep.core.errors.PluginError` (a RuntimeError) naming the plug-in when
+    the policy gives a key that is not a real number or is NaN, or the backfill variant's
+    ``select`` returns something other than a list of distinct queued jobs that fit together.
     """
 
     def __init__(self, policy: Policy, backfill: Backfill):
@@ -193,7 +202,21 @@ class QueueScheduler:
     def _key(self, job, now=None):
         j = self.jobs
         k = self.policy.key(job) if now is None else self.policy.key_at(job, now)
+        if k.__class__ not in _KEY_TYPES or k != k:  # a class not known to be a real number, or NaN
+            self._check_key(job, k, now)
         return (k, j.submit[job], j.trace_index[job], job)
+
+    def _check_key(self, job: int, k, now: int | None) -> None:
+        """Raise PluginError naming the policy, the job and the key when ``k`` cannot be a sort
+        key (:func:`~core.policies.base.key_problem`); else remember its class as a real number."""
+        why = key_problem(k)
+        if why is None:
+            _KEY_TYPES.add(k.__class__)
+            return
+        call = f"key({job})" if now is None else f"key_at({job}, {now})"
+        raise PluginError(f"policy {self.policy.name or type(self.policy).__name__!r}: {call} for job "
+                          f"{self.jobs.job_id[job]} (trace_index {self.jobs.trace_index[job]}) returned {k!r}, "
+                          f"which is {why}; a key must be a real number (int or float, ±inf allowed), lower first")
 
     def submit(self, job: int, now: int):
         k = self._k[job] = self._key(job, now if self.policy.dynamic else None)
@@ -223,8 +246,10 @@ class QueueScheduler:
     def schedule(self, now: int, cluster: Cluster) -> int | None:
         """One pass at ``now``: start the jobs the backfill variant selects. Returns the variant's
         :meth:`~Backfill.next_wake` time (s, > now) when it has one the engine was not given
-        yet, else None. Raises RuntimeError for a selected job that is not queued or a wake-up
-        time that is not an integer > ``now``."""
+        yet, else None. Raises PluginError (a RuntimeError) naming the variant when ``select``
+        returns something other than a list (or sequence) of distinct queued jobs that fit, or a
+        wake-up time that is not an integer > ``now``; naming the policy for a key that is not a
+        real number or is NaN."""
         if self._observe is not None:  # usage hook: every pass, even with an empty queue
             self._observe(now, cluster)
         if not self._q:
@@ -234,17 +259,42 @@ class QueueScheduler:
                 self._k[j] = self._key(j, now)
             self._q.sort(key=self._k.__getitem__)
         started = self.backfill.select(now, self._q, cluster)
+        if started.__class__ is not list:
+            started = self._selection(started, now)
         if started:
             self._start(started, now, cluster)
         return self._wake_up(now, cluster) if self._next_wake is not None else None
 
+    def _selection(self, got, now: int) -> list:
+        """What ``select`` returned at ``now`` when it is not a list: a tuple or another sequence
+        as a list; anything else (None, a set, an array, a job number) is a PluginError naming
+        the variant."""
+        if isinstance(got, Sequence) and not isinstance(got, (str, bytes)):
+            return list(got)
+        raise PluginError(f"backfill {self.backfill.name!r}: select at {now} s returned {got!r} (type "
+                          f"{type(got).__name__}); it must return a list of the queued jobs to start, in start "
+                          "order ([] to start none)")
+
     def _start(self, started: list[int], now: int, cluster: Cluster) -> None:
-        """Start the jobs a pass selected: through the cluster, tell the policy, leave the queue."""
+        """Start the jobs a pass selected: through the cluster, tell the policy, leave the queue.
+        Raises PluginError naming the variant for a job that is not queued, a job returned twice
+        and jobs that do not fit together in the free nodes."""
         keys = self._k
         for j in started:
             if keys.pop(j, None) is None:
-                raise RuntimeError(f"backfill {self.backfill.name!r} started job {j}, which is not queued")
-            cluster.start(j)
+                what = " twice" if j in self._q else ", which is not queued"  # twice: popped at its first mention
+                raise PluginError(f"backfill {self.backfill.name!r}: select at {now} s returned job {j!r}{what}; "
+                                  "it must return distinct queued jobs")
+            try:
+                cluster.start(j)
+            except RuntimeError:  # it does not fit
+                nodes = self.jobs.nodes
+                before = started[:started.index(j)]
+                raise PluginError(
+                    f"backfill {self.backfill.name!r}: select at {now} s returned job {j} ({nodes[j]} nodes) with "
+                    f"{cluster.free_nodes} node(s) free after the {len(before)} job(s) before it in its list (the jobs "
+                    f"it returns must fit together in cluster.free_nodes: {cluster.free_nodes + sum(nodes[b] for b in before)} "
+                    "at this pass)") from None
         if self._on_start is not None:
             self._on_start(started, now)
         if len(started) == 1:
@@ -264,7 +314,7 @@ class QueueScheduler:
         except TypeError:
             wake = None
         if wake is None or wake <= now:
-            raise RuntimeError(f"backfill {self.backfill.name!r}: next_wake returned {got!r} at {now} s "
+            raise PluginError(f"backfill {self.backfill.name!r}: next_wake returned {got!r} at {now} s "
                                "(expected an integer time > now, or None)")
         if wake == self._wake:
             return None

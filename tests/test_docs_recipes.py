@@ -35,6 +35,7 @@ def recipe_files() -> dict[str, str]:
 def _write(folder: Path, *names: str) -> None:
     files = recipe_files()
     for n in names:
+        (folder / n).parent.mkdir(parents=True, exist_ok=True)
         (folder / n).write_text(files[n], encoding="utf-8")
 
 
@@ -66,7 +67,7 @@ def test_the_page_has_a_recipe_for_every_kind():
                   "## Add a metric", "## Add an external scheduler"):
         assert title in text
     assert {"area_first.py", "pyproject.toml", "short_firstfit.py", "use_short_firstfit.py", "csv_jobs.py",
-            "inline_backend.py", "jobs_per_mwh.py"} <= set(recipe_files())
+            "csv-jobs/pyproject.toml", "inline_backend.py", "jobs_per_mwh.py"} <= set(recipe_files())
 
 
 def test_policy_recipe_by_module_path_and_as_an_installed_entry_point(tmp_path):
@@ -89,10 +90,10 @@ def test_policy_recipe_by_module_path_and_as_an_installed_entry_point(tmp_path):
     assert _starts(tmp_path / "out" / "installed") == {"1": 0, "2": 150, "3": 100, "4": 150}
 
 
-def _install_entry_points(site: Path) -> None:
-    """The page's pyproject.toml as an installed distribution: a dist-info with its entry points
-    in ``site`` (found by importlib.metadata on the path, as pip would leave it)."""
-    meta = tomllib.loads(recipe_files()["pyproject.toml"])
+def _install_entry_points(site: Path, recipe: str = "pyproject.toml") -> None:
+    """The page's ``recipe`` pyproject.toml as an installed distribution: a dist-info with its entry
+    points in ``site`` (found by importlib.metadata on the path, as pip would leave it)."""
+    meta = tomllib.loads(recipe_files()[recipe])
     name, version = meta["project"]["name"], meta["project"]["version"]
     info = site / f"{name.replace('-', '_')}-{version}.dist-info"
     info.mkdir()
@@ -169,6 +170,33 @@ def test_loader_recipe_detects_loads_and_names_a_bad_line(tmp_path):
     bad = _run([sys.executable, "-c", "import csv_jobs\nfrom twinsweep.core.loaders import load_workload\n"
                 "load_workload('bad.csv')"], tmp_path, tmp_path, check=False)
     assert bad.returncode != 0 and "bad.csv" in bad.stderr and "line 3" in bad.stderr
+
+
+def test_loader_recipe_installed_by_its_entry_point_and_named_by_module_object(tmp_path):
+    """The page's csv_jobs.py installed with the page's entry point (``csv-jobs = "csv_jobs"``, the
+    module registering itself at import): `twinsweep run` detects the format with nothing imported
+    by hand, and an SWF trace is still detected in that environment (detection loads every
+    installed format). Not installed, ``--format csv_jobs:LOADER`` names it."""
+    site = tmp_path / "site"
+    site.mkdir()
+    _write(site, "csv_jobs.py")
+    _install_entry_points(site, "csv-jobs/pyproject.toml")
+    (tmp_path / "log.csv").write_text("job_id,submit_time,run_time,time_limit,nodes,user\n"
+                                      "a,0,100,200,60,u1\nb,10,50,100,60,u2\n")
+    write_swf_rows(tmp_path / "jobs.swf", AREA_ROWS, max_nodes=4)
+    run = ["--system", "kth-sp2", "--policy", "fcfs", "--backfill", "easy", "--quiet"]
+    p = _run(_twinsweep("run", "--data", "log.csv", "--out", "out/installed", *run), tmp_path, site)
+    assert "Warning" not in p.stderr and "error" not in p.stderr, p.stderr
+    # KTH SP2 has 100 nodes: b (60 nodes) waits for a's end at 100
+    assert _starts(tmp_path / "out" / "installed") == {"a": 0, "b": 100}
+    _run(_twinsweep("run", "--data", "jobs.swf", "--policy", "fcfs", "--backfill", "none", "--out", "out/swf",
+                    "--quiet"), tmp_path, site)
+    # fcfs, no backfill: J2 at J1's end (100); J3 (3 nodes) waits for J2's end (150), J4 behind it
+    assert _starts(tmp_path / "out" / "swf") == {"1": 0, "2": 100, "3": 150, "4": 150}
+    _write(tmp_path, "csv_jobs.py")
+    _run(_twinsweep("run", "--data", "log.csv", "--format", "csv_jobs:LOADER", "--out", "out/by-object", *run),
+         tmp_path, tmp_path)
+    assert _starts(tmp_path / "out" / "by-object") == {"a": 0, "b": 100}
 
 
 def test_backend_recipe_runs_a_sweep(tmp_path):

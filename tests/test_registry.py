@@ -8,6 +8,7 @@ import os
 import sys
 import time
 import types
+import warnings
 from importlib import metadata
 
 import pytest
@@ -334,3 +335,109 @@ def test_summary_is_the_first_sentence_without_markup_or_references_the_reader_c
     reg.register("bare", B)
     assert reg.summary("fast") == "Starts the head job first, then the rest."
     assert reg.summary("bare") == "—" and reg.summary("missing") == "—"
+
+
+@pytest.fixture
+def fake_installed(monkeypatch):
+    """``add(group, name, value)``: an installed entry point in this process's scan (as pip would
+    leave it in an ``entry_points.txt``), undone after the test."""
+    installed_entry_points("twinsweep.policies")  # the real scan first
+    table = {g: dict(eps) for g, eps in registry._SCAN.items()}
+    monkeypatch.setattr(registry, "_SCAN", table)
+    monkeypatch.setattr(registry, "_SHADOW_WARNED", set())  # "once per process": this test's process
+
+    def add(group: str, name: str, value: str) -> None:
+        table.setdefault(group, {})[name] = registry.EntryPoint(name, value, group)
+
+    return add
+
+
+def test_an_entry_point_whose_import_registers_its_name_gives_what_was_registered(tmp_path, monkeypatch,
+                                                                                    fake_installed):
+    """A module that registers itself under the entry point's name at import (the docs' loader
+    recipe: ``register_loader("csv-jobs", ...)``, entry point ``csv-jobs = "csv_jobs"``): the
+    lookup gives the object the import registered, whether the entry point names the module or
+    that object; an import that registers another object under the name is one error naming the
+    entry point."""
+    reg = Registry("widget", group="twinsweep.test-self")
+    monkeypatch.setitem(sys.modules, "tw_decl_registry", types.SimpleNamespace(REG=reg))
+    src = "import tw_decl_registry as r\nclass {c}: pass\nOTHER = type('Other', (), {{}})\nr.REG.register({n!r}, {c})\n"
+    _plugin_modules(tmp_path, monkeypatch, mod=src.format(c="ByModule", n="by-module"),
+                    obj=src.format(c="ByObject", n="by-object"), other=src.format(c="Mine", n="other"))
+    fake_installed("twinsweep.test-self", "by-module", "tw_decl_mod")
+    fake_installed("twinsweep.test-self", "by-object", "tw_decl_obj:ByObject")
+    fake_installed("twinsweep.test-self", "other", "tw_decl_other:OTHER")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no shadowing warning either: the names are the entry points' own
+        assert reg.get("by-module") is sys.modules["tw_decl_mod"].ByModule
+        assert reg.get("by-object") is sys.modules["tw_decl_obj"].ByObject
+        assert reg.names() == ["by-module", "by-object", "other"]
+    with pytest.raises(ConfigError, match=r"widget 'other': importing the installed plug-in 'tw_decl_other:OTHER' "
+                                          r"\(entry point group 'twinsweep.test-self'\) registered another object under "
+                                          r"that name \(tw_decl_other.Mine\)"):
+        reg.get("other")
+
+
+def test_the_docs_loader_recipe_installed_by_entry_point_detects_and_loads(tmp_path, monkeypatch, fake_installed):
+    """docs/plugins.md's csv_jobs.py exactly as shown, installed as its entry point
+    ``csv-jobs = "csv_jobs"`` and never imported by hand: detection finds it, it loads, and
+    detecting another trace (which loads every installed format) still works."""
+    from test_docs_recipes import recipe_files
+    from twinsweep.core.loaders import LOADERS, load_workload
+
+    (tmp_path / "csv_jobs.py").write_text(recipe_files()["csv_jobs.py"])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "csv_jobs", raising=False)
+    fake_installed("twinsweep.loaders", "csv-jobs", "csv_jobs")
+    log = tmp_path / "log.csv"
+    log.write_text("job_id,submit_time,run_time,time_limit,nodes,user\na,0,100,200,60,u1\nb,10,50,100,60,u2\n")
+    swf = tmp_path / "jobs.swf"
+    swf.write_text("; MaxNodes: 4\n1 0 0 10 1 -1 -1 1 20 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    try:
+        assert load_workload(swf).format == "swf"  # every installed loader is loaded for detection
+        wl = load_workload(log)
+        assert (wl.format, list(wl.jobs["job_id"]), list(wl.jobs["run_time"])) == ("csv-jobs", ["a", "b"], [100, 50])
+        assert LOADERS.get("csv-jobs").detect.__module__ == "csv_jobs"
+    finally:
+        LOADERS.unregister("csv-jobs")
+        sys.modules.pop("csv_jobs", None)
+
+
+def test_an_entry_point_named_like_a_builtin_is_warned_about_once(monkeypatch, fake_installed):
+    """``fcfs = "pkg:LIFO"`` in twinsweep.policies: the built-in fcfs is used, and a
+    ShadowedPluginWarning naming the entry point, its value and the built-in says so once per
+    process, whether the name is looked up or listed."""
+    from twinsweep.core.policies import FCFS, POLICIES
+
+    monkeypatch.setattr(POLICIES, "_shadow_checked", set())
+    fake_installed("twinsweep.policies", "fcfs", "tw_nowhere.pol:LIFO")
+    with pytest.warns(registry.ShadowedPluginWarning) as got:
+        assert POLICIES.get("fcfs") is FCFS
+    assert [str(w.message) for w in got] == [
+        "installed policy plug-in ignored: the entry point 'fcfs = tw_nowhere.pol:LIFO' (group "
+        "'twinsweep.policies') has the name of a built-in policy (twinsweep.core.policies.basic.FCFS), and the "
+        "built-in is used; give the entry point another name to use the plug-in"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per process: neither a lookup nor a listing warns again
+        assert POLICIES.get("fcfs") is FCFS and POLICIES.names().count("fcfs") == 1
+        monkeypatch.setattr(POLICIES, "_shadow_checked", set())
+        POLICIES.names()
+    # listed first (a new registry of the group): warned there, naming a declared built-in's module
+    monkeypatch.setattr(registry, "_SHADOW_WARNED", set())
+    reg = Registry("widget", group="twinsweep.test-shadow")
+    reg.declare("ours", "tw_never_imported")
+    fake_installed("twinsweep.test-shadow", "ours", "tw_theirs:Ours")
+    with pytest.warns(registry.ShadowedPluginWarning, match=r"'ours = tw_theirs:Ours' \(group 'twinsweep.test-shadow'\) "
+                                                            r"has the name of a built-in widget \(registered by "
+                                                            r"tw_never_imported\), and the built-in is used"):
+        assert reg.names() == ["ours"]
+    assert "tw_never_imported" not in sys.modules
+    # a built-in trace format: named by the module that built its Loader
+    from twinsweep.core.loaders import LOADERS
+
+    monkeypatch.setattr(LOADERS, "_shadow_checked", set())
+    fake_installed("twinsweep.loaders", "swf", "tw_theirs.neg")
+    with pytest.warns(registry.ShadowedPluginWarning, match=r"'swf = tw_theirs.neg' \(group 'twinsweep.loaders'\) has "
+                                                            r"the name of a built-in format \(a Loader of "
+                                                            r"twinsweep\.core\.loaders\.\w+\), and the built-in is used"):
+        assert LOADERS.get("swf").name == "swf"

@@ -11,8 +11,10 @@ mechanism): built-ins register themselves with :func:`register_loader` when ``co
 imports them; an installed package adds a format through the ``twinsweep.loaders`` entry-point
 group, whose object is a :class:`Loader`, or any object (a module, a class) with ``detect`` and
 ``load`` attributes, e.g. ``myformat = "mypkg.myformat"`` for a module that defines both
-functions (docs/plugins.md, "Add a trace format"). A ``"module:object"`` path given as the
-format name works too.
+functions, or for a module that registers itself under the entry point's name with
+:func:`register_loader` at import (docs/plugins.md, "Add a trace format"). A ``"module:object"``
+path given as the format name works too (a module cannot be named alone: name an object of it,
+e.g. the :class:`Loader` that :func:`register_loader` returns).
 
 The file is read (and gunzipped) once into a :class:`TraceText`; both callables work on it.
 """
@@ -30,7 +32,7 @@ from typing import Callable
 from ..data import data_dir, resolve_data_path
 from ..errors import ConfigError, TraceFormatError
 from ..registry import Registry
-from ..workload import WORKLOAD_COLUMNS, Workload, coerce_jobs_frame, mark_running_at_dump
+from ..workload import WORKLOAD_COLUMNS, Workload, coerce_jobs_frame, jobs_problems, mark_running_at_dump
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: The UTF-8 byte-order mark some editors put at the start of a text file; :func:`read_trace`
@@ -157,7 +159,7 @@ LOADERS: Registry = Registry("format", "twinsweep.loaders", check=_check_loader)
 
 
 def register_loader(name: str, detect: Callable[[TraceText], float], load: Callable[..., Workload],
-                    *, replace: bool = False) -> None:
+                    *, replace: bool = False) -> Loader:
     """Register a trace loader under ``name`` (in :data:`LOADERS`).
 
     Args:
@@ -166,6 +168,10 @@ def register_loader(name: str, detect: Callable[[TraceText], float], load: Calla
         load: ``load(trace: TraceText, lenient: bool) -> Workload``.
         replace: allow overwriting an existing registration.
 
+    Returns:
+        The registered :class:`Loader` (a module may keep it, e.g. ``LOADER = register_loader(...)``,
+        so that ``"module:LOADER"`` names the format without installing the module).
+
     Raises:
         ConfigError: empty name, non-callable detect/load, or a duplicate name without ``replace``.
     """
@@ -173,7 +179,7 @@ def register_loader(name: str, detect: Callable[[TraceText], float], load: Calla
         raise ConfigError(f"loader name must be a non-empty str, got {name!r}")
     if not callable(detect) or not callable(load):
         raise ConfigError(f"loader {name!r}: detect and load must be callables")
-    LOADERS.register(name, Loader(name, detect, load), replace=replace)
+    return LOADERS.register(name, Loader(name, detect, load), replace=replace)
 
 
 def get_loader(name: str) -> Loader:
@@ -194,23 +200,32 @@ def detect_format(trace: TraceText) -> str:
     """The format name whose ``detect`` gives ``trace`` the highest positive score (ties: the
     loader registered first; installed plug-ins come after the built-ins).
 
+    A detector that raises (or returns something that is not a number) scores 0: it does not
+    break the detection by the others, and when no format is found the error names it and why.
+
     Raises:
-        TraceFormatError: no loader recognises the file (lists the known formats).
+        TraceFormatError: no loader recognises the file (lists the known formats, and the
+            detectors that raised with their errors).
     """
     if not trace.data.strip():
         raise TraceFormatError(trace.path, None, "the file is empty (no job lines, no header): nothing to load")
     best, best_score = None, 0.0
+    crashed: list[str] = []  # "name (Error: text)" of the detectors that raised
     for name, obj in LOADERS.in_order():
         try:
             score = float(obj.detect(trace) or 0)
-        except Exception:  # a plug-in's detector must not break detection of the others
+        except Exception as exc:  # noqa: BLE001 - a plug-in's detector must not break detection of the others
+            crashed.append(f"{name} ({type(exc).__name__}: {exc})")
             score = 0.0
         if score > best_score:
             best, best_score = name, score
     if best is None:
+        why = (f"; {len(crashed)} detector(s) raised instead of scoring the file (a bug in that loader): "
+               f"{'; '.join(crashed)}") if crashed else ""
         raise TraceFormatError(
             trace.path, None,
-            f"cannot detect the trace format; known formats: {', '.join(available_formats())} (CLI: --format NAME; API and specs: format=NAME)",
+            f"cannot detect the trace format; known formats: {', '.join(available_formats())} (CLI: --format NAME; "
+            f"API and specs: format=NAME){why}",
         )
     return best
 
@@ -241,8 +256,10 @@ def load_workload(path: str | os.PathLike, format: str | None = None, lenient: b
 
     Raises:
         UnknownNameError: ``format`` is not a registered loader (lists the valid names).
-        TraceFormatError: the file is missing/unreadable, its format cannot be detected, or (not
-            lenient) a job line is malformed; names the file and the 1-based line number.
+        TraceFormatError: the file is missing/unreadable, its format cannot be detected, (not
+            lenient) a job line is malformed (names the file and the 1-based line number), or the
+            loader gave jobs with impossible values (:func:`core.workload.jobs_problems`: a negative
+            run time, limit, energy …; names the jobs).
     """
     loader = get_loader(format) if format is not None else None
     try:
@@ -263,6 +280,10 @@ def load_workload(path: str | os.PathLike, format: str | None = None, lenient: b
         loader = get_loader(detect_format(trace))
     wl = loader.load(trace, lenient)
     wl.jobs = coerce_jobs_frame(wl.jobs) if _needs_coerce(wl.jobs) else wl.jobs
+    n_bad, first = jobs_problems(wl.jobs)
+    if n_bad:  # a loader's bug (a built-in one rejects such lines itself): never simulated as if valid
+        raise TraceFormatError(str(resolved), None, f"format {wl.format or getattr(loader, 'name', '?')!r} gave "
+                               f"{n_bad:,} job(s) with impossible values, e.g. {'; '.join(first)}")
     wl = mark_running_at_dump(wl)
     if wl.skipped_lines and not len(wl.jobs):  # lenient skipped every job line: the format, not a few lines, is wrong
         n, why = wl.skipped_lines[0]

@@ -18,13 +18,14 @@ from __future__ import annotations
 import abc
 import dataclasses
 import functools
+import numbers
 from typing import Any, ClassVar, Mapping, Sequence
 
 from ..jobview import JobView, SchedulerContext
 from ..options import PluginOptions, RunOptions, parse_options
 from ..registry import Registry, check_plugin_class
 
-__all__ = ["Policy", "PolicyOptions", "POLICIES"]
+__all__ = ["Policy", "PolicyOptions", "POLICIES", "key_problem"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +77,12 @@ class Policy(abc.ABC):
 
     @abc.abstractmethod
     def key(self, job: int) -> float:
-        """Sort key of queued ``job`` (lower runs first); ties go to (submit_time, trace_index)."""
+        """Sort key of queued ``job`` (lower runs first); ties go to (submit_time, trace_index).
+
+        A real number: an int or a float (numpy's too; ``±inf`` is allowed), never NaN or None,
+        so that every two keys compare (:func:`key_problem`; the scheduler raises
+        :class:`~twinsweep.core.errors.PluginError` naming the policy, the job and the key
+        otherwise)."""
 
     def key_at(self, job: int, now: int) -> float:
         """Sort key at time ``now`` (s) for a dynamic policy; the static :meth:`key` by default."""
@@ -93,6 +99,18 @@ class Policy(abc.ABC):
     def on_remove(self, job: int, now: int) -> None:
         """Hook: queued ``job`` left the queue at ``now`` without starting (cancelled). No-op
         by default."""
+
+
+def key_problem(key: Any) -> str | None:
+    """Why ``key`` cannot be a policy's sort key (:meth:`Policy.key`), or None when it can: a real
+    number (``numbers.Real``: int, float, numpy's numbers; ``±inf`` allowed) that is not NaN.
+    NaN compares false with everything (the queue order would be undefined), None and other types
+    do not compare with numbers (a raw TypeError deep in a sort)."""
+    if isinstance(key, numbers.Real):
+        return "NaN (it compares false with every key: the queue order would be undefined)" if key != key else None
+    if key is None:
+        return "None, not a number"
+    return f"a {type(key).__name__}, not a real number"
 
 
 #: RunOptions, not only PolicyOptions: a policy may take the run-level options model as it is.
