@@ -76,7 +76,7 @@ class Engine:
                  node_power_w, idle_power_w: float, t0: int, t1: int | None,
                  options: dict | None = None, progress: Callable[[int], None] | None = None,
                  accounts=None, scheduler=None, queue_cancelled: bool | None = None,
-                 honor_eligible: bool | None = None):
+                 honor_eligible: bool | None = None, seed: int = 0):
         self.frame = frame
         self.system = system
         self.replay = policy == "replay"
@@ -89,6 +89,7 @@ class Engine:
         self.accounts = accounts
         self.progress = progress
         self.scheduler = scheduler
+        self.seed = int(seed)
         if queue_cancelled is None:
             queue_cancelled = run_setting("queue_cancelled", self.options, system)
         self.queue_cancelled = bool(queue_cancelled) and not self.replay
@@ -125,7 +126,8 @@ class Engine:
             source=str(f.attrs.get("source", "")), time_limit_imputed=J.imputed,
         )
         context = SchedulerContext(system_nodes=N, accounts=self.accounts, source=view.source,
-                                   default_time_limit=self.system.default_time_limit or None, kill=self.kill)
+                                   default_time_limit=self.system.default_time_limit or None, kill=self.kill,
+                                   seed=self.seed)
         sched = make_scheduler(self.policy, self.backfill, view, self.options, context,
                                recorded_start=J.rstart if self.replay else None,
                                recorded_zero=[d == 0 for d in J.dur] if self.replay else None,

@@ -140,10 +140,11 @@ class SchedulerContext:
         default_time_limit: the system's default time limit (s) given to jobs that request none,
             or None (then such jobs get their own run time: ``JobView.time_limit_imputed``).
         kill: jobs are killed at their time limit (plus the system's kill grace).
-
-    It holds no run seed: the seed drives the twin's perturbations, not the scheduler. A policy
-    that randomises takes its own seed as an option and draws every number from it, so that one
-    config gives one schedule (docs/plugins.md, "What else a policy may know").
+        seed: the run's seed (``RunConfig.seed``, a sweep's seed axis; 0 = the recorded trace). A
+            policy or backfill variant that randomises draws every number from a generator seeded
+            with it (e.g. ``numpy.random.default_rng(context.seed)``), so that one config gives one
+            schedule and the seeds of a study give independent draws (DESIGN.md §3.10; docs/plugins.md,
+            "What else a policy may know").
     """
 
     system_nodes: int
@@ -151,3 +152,4 @@ class SchedulerContext:
     source: str = ""
     default_time_limit: int | None = None
     kill: bool = True
+    seed: int = 0

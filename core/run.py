@@ -350,7 +350,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         """The run's engine over ``frame_`` on ``system_`` (the machine, or one pool of it)."""
         return Engine(frame_, system_, config.policy, config.backfill, config.kill, npow_, idle_w, t0, t1,
                       options=options, progress=cb, accounts=accounts, scheduler=config.scheduler,
-                      queue_cancelled=queue_cancelled)
+                      queue_cancelled=queue_cancelled, seed=config.seed)
     if partitioned:  # disjoint node pools, each scheduled on its own (core.partitions)
         res = run_partitioned(eng_frame, system, rows, eng_npow, engine)
     else:  # (a grown replay machine keeps the system's idle node power)
