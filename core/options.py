@@ -59,6 +59,13 @@ class PluginOptions:
         Raises ConfigError for a bad value of an extra name."""
         return data
 
+    def notes(self) -> list[str]:
+        """One-line warnings about valid options that make the plug-in do what a simpler one does
+        (every weight 0: submit order, as ``fcfs``), said by every run that uses them
+        (:func:`core.run.simulate`'s warnings) so that a study does not rank two names of one
+        scheduler as if they differed. None here."""
+        return []
+
 
 @dataclasses.dataclass(frozen=True)
 class RunOptions(PluginOptions):

@@ -388,6 +388,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
                           cooling=cooling_pieces if config.cooling else None)
     stats.update(span.stats(res.t_start, t1))
     warnings = list(workload.warnings) + part_warnings
+    warnings += [n for o in (spec.policy_options, spec.backfill_options) if o is not None for n in o.notes()]
     warnings += span.window_warnings(res.t_start, t1, Path(workload.source).name)
     ignored = [k for k in ("honor_eligible", "queue_cancelled") if replay and config.option_dict.get(k)]
     if ignored:

@@ -908,6 +908,8 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
                      f"{site_table['backfill']} with {', '.join(f'{k}={v}' for k, v in sorted(site_table['options'].items()))}) "
                      f"and run {policy} + {backfill} without options: give neither to run the site's scheduler "
                      "as its system file declares it")
+    spec = validate_scheduler(policy, backfill, base_cfg.option_dict)  # options that make it a simpler scheduler
+    warns += [n for o in (spec.policy_options, spec.backfill_options) if o is not None for n in o.notes()]
     # the header against the system, and served values no job has (a misspelling sends its jobs
     # elsewhere): a trace loaded here has them in its own warnings already, but for --system's header
     if given_workload:

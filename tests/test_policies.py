@@ -417,3 +417,26 @@ def test_a_randomising_policy_draws_from_the_runs_seed(tmp_path):
         assert len({tuple(order(s)[0]) for s in range(4)}) > 1
     finally:
         POLICIES.unregister("seeded-random-test")
+
+
+def test_options_that_make_a_plugin_a_simpler_one_are_said_by_the_run(tmp_path):
+    """weighted with every weight 0, queue_class without an order, windows without a rule: each run
+    says in its warnings that it schedules as fcfs / its inner variant (a study would otherwise rank
+    two names of one scheduler); with a weight, an order or a rule, nothing is said."""
+    from twin_helpers import write_swf_rows
+    from twinsweep.core import RunConfig, simulate
+
+    log = write_swf_rows(tmp_path / "q.swf", [(1, 0, 0, 100, 4), (2, 1, 0, 10, 2), (3, 2, 0, 10, 1)], max_nodes=4)
+
+    def said(policy, backfill="easy", **options):
+        w = simulate(RunConfig(data=str(log), policy=policy, backfill=backfill,
+                               options=tuple(sorted(options.items())))).manifest.get("warnings", [])
+        return [x for x in w if "as fcfs" in x or "is its inner variant" in x]
+
+    assert said("weighted") == ["policy 'weighted' with every weight 0 (no w_* option or weights given) gives every "
+                                "job the same priority: the queue is in submit order, as fcfs"]
+    assert said("weighted", w_size=1.0) == [] and said("weighted", weights="age=1") == []
+    assert len(said("queue_class")) == 1 and said("queue_class", order="2 1") == []
+    assert said("fcfs", "windows") == ["backfill 'windows' without a sync or caps rule is its inner variant 'easy' (the "
+                                       "site's rules are in its system file's [site] table, docs/validation.md)"]
+    assert said("fcfs", "windows", caps="mon-fri 07:00-16:00 4:00") == [] and said("fcfs") == []

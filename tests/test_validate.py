@@ -1053,3 +1053,12 @@ def test_a_log_whose_jobs_shared_nodes_is_told_so(tmp_path):
     assert "time-shared" not in w
     plain = validate(str(log), noise_seeds=0, sensitivity=False, windows=0)
     assert not any(w.startswith("the recorded schedule holds more than") for w in plain["warnings"])
+
+
+def test_a_policy_given_options_that_make_it_fcfs_is_said(tmp_path):
+    log = _log_of(tmp_path, "easy", _jobs(60), "fcfs", "easy")
+    res = validate(str(log), policy="weighted", backfill="windows", noise_seeds=0, sensitivity=False, windows=0)
+    assert any(w.startswith("policy 'weighted' with every weight 0") for w in res["warnings"])
+    assert any(w.startswith("backfill 'windows' without a sync or caps rule is its inner variant 'easy'")
+               for w in res["warnings"])
+    assert res["modes"]["blind"]["wait_mean_rel_error"] == 0.0  # it is fcfs + easy, as the log's

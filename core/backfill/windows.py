@@ -152,6 +152,13 @@ class WindowsOptions(BackfillOptions):
         _date(self.sync_until, "sync_until")
         _date(self.caps_until, "caps_until")
 
+    def notes(self) -> list[str]:
+        """No rule (neither sync nor caps): ``windows`` is its inner variant."""
+        if self.sync.strip() or self.caps.strip():
+            return []
+        return [f"backfill 'windows' without a sync or caps rule is its inner variant {self.inner!r} (the site's "
+                "rules are in its system file's [site] table, docs/validation.md)"]
+
 
 class ClockRules:
     """The rules of :class:`WindowsOptions` as a predicate on (time limit, trace time): the one

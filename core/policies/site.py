@@ -29,6 +29,13 @@ class QueueClassOptions(PolicyOptions):
 
     order: str = ""
 
+    def notes(self) -> list[str]:
+        """No ``order``: every class ranks last alike, so the queue is in submit order (as ``fcfs``)."""
+        if self.order.strip():
+            return []
+        return ["policy 'queue_class' without an order option ranks every class alike: the queue is in submit "
+                "order, as fcfs (the site's order is in its system file's [site] table, docs/validation.md)"]
+
 
 @POLICIES.register("queue_class")
 class QueueClass(Policy):

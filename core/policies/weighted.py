@@ -105,6 +105,13 @@ class WeightedOptions(PolicyOptions):
     fairshare_level: Literal["user", "account"] = "user"
     fairshare_half_life_s: float | None = dataclasses.field(default=None, metadata={"gt": 0})
 
+    def notes(self) -> list[str]:
+        """Every weight 0: each job's priority is 0, so the queue is in submit order (as ``fcfs``)."""
+        if any(getattr(self, f"w_{n}") for n in WEIGHT_NAMES):
+            return []
+        return ["policy 'weighted' with every weight 0 (no w_* option or weights given) gives every job the same "
+                "priority: the queue is in submit order, as fcfs"]
+
     @classmethod
     def prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
         wv = data.get("weights")
