@@ -589,9 +589,9 @@ def report(results: str | os.PathLike, include_incomplete: bool = False,
     report never counts a run it cannot read. Blocks (dataset, window, seed) that miss planned runs
     are left out of the rankings unless ``include_incomplete`` (the page says which either way).
 
-    A folder whose runs.parquet is missing (deleted, or a sweep killed before writing it) gets it
-    rebuilt from its complete run folders first, as ``twinsweep status`` does (one line through
-    ``log``).
+    A folder whose runs.parquet is missing (deleted, or a sweep killed before writing it) or lacks
+    runs completed after it was written (the array tasks of a detached Slurm sweep) gets it rebuilt
+    from its complete run folders first, as ``twinsweep status`` does (one line through ``log``).
 
     Raises FileNotFoundError when the folder holds no sweep results (no study.json, or neither
     runs.parquet nor a run folder), and StoreBusyError when runs.parquet must be rebuilt or damaged
@@ -619,6 +619,11 @@ def report(results: str | os.PathLike, include_incomplete: bool = False,
     except Exception:  # noqa: BLE001 - an unreadable table is rebuilt from the run folders
         in_table = None
     good, bad = store.check_runs(in_table) if in_table is not None else (set(), {"": ""})
-    if bad or (in_table is not None and in_table - good):
-        _rebuild_table(store)
+    planned = _plan_keys(root) if store.has("plan.csv") else None
+    newer = (store.done_keys() & set(planned)) - in_table if in_table is not None and planned is not None else set()
+    if bad or (in_table is not None and in_table - good) or newer:
+        _rebuild_table(store, planned)
+        if newer:  # runs completed after the table was written (Slurm array tasks of a detached sweep)
+            store.warn(f"runs.parquet lacked {len(newer):,} run(s) completed after it was written: rebuilt from the "
+                       f"run folders ({(store.table_info() or {}).get('runs', 0):,} of {len(planned):,} planned)")
     return build_outputs(root, include_incomplete=include_incomplete, scheduler=scheduler, address=address)
