@@ -291,6 +291,9 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
     spec, datasets, items = plan_sweep(spec)
     plan = plan_fingerprint(spec, datasets)
     added, diff = _check_plan(store, plan, replace_plan)  # before anything is written
+    bk = make_backend(spec.backend.name, workers=spec.backend.workers, address=spec.backend.address,
+                      **_backend_options(spec, store, backend_options, log))
+    _check_backend_first(bk, items, store)  # the cluster's checks, before anything is written too
     if diff:
         store.warn(f"--replace-plan: this spec's plan replaces the folder's ({'; '.join(diff)})")
     elif added:
@@ -313,8 +316,6 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
     done = store.usable_keys(by_key)  # damaged run folders go to quarantine/ and run again
     todo = [it for it in items if it.key not in done]
     res = SweepResult(out=store.root, planned=len(items), skipped=len(items) - len(todo), items=items)
-    bk = make_backend(spec.backend.name, workers=spec.backend.workers, address=spec.backend.address,
-                      **_backend_options(spec, store, backend_options, log))
     if detach and todo:
         with bk:
             needed = {it.dataset for it in todo}
@@ -405,6 +406,19 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
     res.outputs_s = time.perf_counter() - t_outputs
     res.wall_s = time.perf_counter() - t0
     return res
+
+
+def _check_backend_first(bk, items, store: ResultStore) -> None:
+    """A batch-queue backend's checks against its cluster (``slurm``: :meth:`SlurmBackend.validate`:
+    the partition, the time limit, ``sbatch --test-only``), run before the sweep writes anything
+    (study.json, plan.csv, runs/), so that a refused option leaves no results folder behind. Only
+    when some run is still to do: a complete folder does not need the cluster."""
+    validate = getattr(bk, "validate", None)
+    if not (getattr(bk, "batch_queue", False) and callable(validate)):
+        return
+    done = store.done_keys()
+    if any(it.key not in done for it in items):
+        validate()
 
 
 class _TaskStream:

@@ -222,6 +222,8 @@ def _cmd_status(args) -> int:
             print("         (squeue could not be asked: job states unknown)")
         for f in sl["failed_tasks"]:
             print(f"failed task {f['slurm_id']}: {f['state']}, {f['missing']} run(s) not done; log {f['log']}")
+        for t in sl.get("timeouts", []):
+            print(f"TIMEOUT  task {t['slurm_id']}: {_timeout_line(t)}")
     for f in st["failed"][:50]:
         where = f"log {f['log']}" if f.get("log") else f"record {f.get('record')}"
         print(f"failed run {f['key']}: {f['error']}; {where}")
@@ -234,6 +236,21 @@ def _cmd_status(args) -> int:
     else:
         print("not complete and nothing queued: run the same `twinsweep sweep` command again to run what is missing")
     return 0
+
+
+def _timeout_line(t: dict) -> str:
+    """One ``twinsweep status`` line about an array task that reached its time limit."""
+    from twinsweep.backends.slurm.task import time_limit_hint, time_limit_text
+
+    n = t.get("timeouts")
+    what = f"reached its time limit of {time_limit_text(t.get('time_min'))}" + (f" {n} time(s)" if n else "")
+    if t.get("requeued"):
+        what += f", requeued (now {(t.get('state') or 'gone').lower()})"
+    else:
+        what += ", not requeued" + (f" ({t['why']})" if t.get("why") else "")
+    if t.get("run"):
+        what += f"; it was running {t['run']}"
+    return f"{what}; {time_limit_hint()}"
 
 
 def _cmd_report(args) -> int:

@@ -13,6 +13,7 @@ import glob
 import json
 import math
 import os
+import pickle
 import re
 import shutil
 import subprocess
@@ -130,6 +131,51 @@ def test_make_backend_slurm_checks_options_first():
         make_backend("slurm", workers=0)
 
 
+def test_chunk_checkpoint_requeues_only_a_timeout_that_made_progress(tmp_path, monkeypatch):
+    """The USR2 handler's decision (:meth:`ChunkRunner.checkpoint`): a preemption is requeued; a
+    timeout is requeued when the attempt finished a run, at most max_requeues times; otherwise the
+    unfinished runs get an outcome naming the time limit and how to raise it, and the task stops."""
+    pytest.importorskip("submitit")
+    from submitit.helpers import DelayedSubmission
+
+    from twinsweep.backends.base import Task
+    from twinsweep.backends.slurm.task import ChunkRunner, ChunkTimeLimit, _load_outcome, _outcome_name
+
+    out = tmp_path / "sub" / "out"
+    out.mkdir(parents=True)
+    tasks = [Task(f"k{i}", {}, None) for i in range(3)]
+    args = (str(out), tasks, print, {})
+
+    r = ChunkRunner(time_min=60, signal_delay_s=90, max_requeues=1)
+    r._job = "7_0"
+    assert isinstance(r.checkpoint(*args), DelayedSubmission) and r.timeouts == 0  # early: a preemption
+    r._t0 -= 3600 - 90  # the signal of the time limit
+    r._attempt_ran, r._current = 1, "k1"
+    again = r.checkpoint(*args)
+    assert isinstance(again, DelayedSubmission) and r.timeouts == 1
+    restored = pickle.loads(pickle.dumps(again.function))
+    assert restored.timeouts == 1 and restored._attempt_ran == 0  # the count survives the requeue, not the attempt
+    rec = json.loads((out.parent / "timeouts" / "7_0.json").read_text())
+    assert rec["requeued"] and rec["timeouts"] == 1 and rec["time_min"] == 60
+    with pytest.raises(ChunkTimeLimit, match=r"timed out 2 times \(at most 1 requeues\)"):
+        r.checkpoint(*args)  # a second timeout, though with progress: over max_requeues
+
+    out = tmp_path / "sub2" / "out"
+    out.mkdir(parents=True)
+    args = (str(out), tasks, print, {})
+    (out / _outcome_name("k0")).write_text(json.dumps({"key": "k0", "ok": True}))  # finished before
+    r = ChunkRunner(time_min=1, signal_delay_s=15, max_requeues=3)
+    r._job, r._current = "8_1", "k1"
+    with pytest.raises(ChunkTimeLimit, match="no run finished in this attempt"):
+        r.checkpoint(*args)
+    assert _load_outcome(out / _outcome_name("k0")).ok  # kept
+    for k, what in (("k1", "this run did not finish within the limit"), ("k2", "this run was not started")):
+        oc = _load_outcome(out / _outcome_name(k))
+        assert not oc.ok and oc.error.startswith("SlurmTimeLimit: array task 8_1 reached its time limit of 1 min")
+        assert what in oc.error and "[backend.slurm] time" in oc.error and "--time" in oc.error
+    assert not json.loads((out.parent / "timeouts" / "8_1.json").read_text())["requeued"]
+
+
 # --------------------------------------------------------------------------------------- real Slurm
 @pytest.fixture(scope="session")
 def slurm_cluster():
@@ -230,7 +276,7 @@ def test_bad_options_give_clear_errors_before_submitting(slurm_env, tmp_path, tr
         assert re.search(match, err), (extra, err)
         assert "Traceback" not in err
     assert not load_submissions(out / "slurm")  # nothing was submitted
-    assert not list(out.glob("runs/*"))
+    assert not out.exists()  # the cluster's checks come before anything is written: no results folder left
     rc = main(["sweep", str(spec), "--backend", "local", "--partition", "debug"])
     assert rc == 2 and "need the slurm backend" in capsys.readouterr().err
     rc = main(["status", str(tmp_path / "nowhere")])
@@ -298,6 +344,108 @@ def test_scancel_one_array_task_then_rerun_completes_without_loss_or_duplicates(
     assert set(written[len(done_first):]) == missing  # the rerun ran only the missing runs
     assert (out / "runs.parquet").read_bytes() == local_reference[0]
     assert not list((out / "runs").glob(".tmp-*")) and not sweep_status(out)["failed"]
+
+
+def test_rerun_right_after_scancel_waits_for_the_completing_task_and_resubmits_its_runs(slurm_env, tmp_path, trace,
+                                                                                        monkeypatch, local_reference):
+    """A task cancelled just before the re-run is COMPLETING (as a requeued one would be): the
+    re-run waits for it to settle, follows the other task and submits the cancelled task's runs
+    again instead of following them into a failure."""
+    monkeypatch.setenv("TWINSWEEP_TEST_SLEEP", "3")
+    spec = study(tmp_path, trace, retries=0)
+    out = tmp_path / "out"
+    # the batch script takes a few seconds to end when cancelled (as a run's child process may):
+    # the task stays COMPLETING meanwhile (Slurm kills it after KillWait)
+    res = run_sweep(spec, backend="slurm", run_fn=logged_run, report=False, detach=True,
+                    slurm={"runs_per_task": 4, "poll_s": 0.5, "setup": ["trap 'sleep 4' TERM"]})
+    sub = load_submissions(out / "slurm")[0]
+    c0, c1 = sub["chunks"]
+    _wait_until(lambda: all(_states(res.slurm["jobs"][0]).get(c["slurm_id"], ("",))[0] == "RUNNING" for c in (c0, c1)),
+                90, "both array tasks running")
+    subprocess.run(["scancel", c0["slurm_id"]], check=True)
+    _wait_until(lambda: _states(res.slurm["jobs"][0])[c0["slurm_id"]][0] == "COMPLETING", 10, "COMPLETING", step=0.05)
+    msgs: list[str] = []
+    monkeypatch.setenv("TWINSWEEP_TEST_SLEEP", "0")
+    res2 = run_sweep(spec, backend="slurm", run_fn=logged_run, report=False, slurm={"poll_s": 0.5}, log=msgs.append)
+    assert res2.failed == [] and res2.ran + res2.skipped == 8, msgs
+    assert any("completing" in m for m in msgs) and any("following" in m and res.slurm["jobs"][0] in m for m in msgs)
+    subs = load_submissions(out / "slurm")
+    assert len(subs) == 2
+    resubmitted = [k for c in subs[1]["chunks"] for k in c["keys"]]
+    assert resubmitted and set(resubmitted) <= set(c0["keys"])  # only the cancelled task's runs were submitted again
+    written = [k for k, st in read_runlog(tmp_path / "runlog") if st == "written"]
+    assert sorted(written) == sorted(set(written)) and len(written) == 8
+    assert (out / "runs.parquet").read_bytes() == local_reference[0]
+
+
+def test_driver_killed_during_submission_rerun_adopts_the_recorded_arrays(slurm_env, tmp_path, trace, local_reference):
+    """kill -9 of the driver between arrays: each array is in submission.json as soon as sbatch
+    returned, so the re-run follows them and submits only the rest (after them: the parallelism
+    cap holds); an array queued from that submission but recorded nowhere (the driver died between
+    sbatch and the record) is cancelled."""
+    spec = study(tmp_path, trace)
+    out = tmp_path / "out"
+    spec.write_text(spec.read_text().replace('[backend]\nname = "local"',
+                                             '[backend]\nname = "slurm"\n[backend.slurm]\nmax_array_size = 1\npoll_s = 0.5'))
+    driver = subprocess.Popen([sys.executable, "-m", "twinsweep.sweep.cli", "sweep", str(spec), "--runs-per-task", "1",
+                               "--array-parallelism", "1", "--no-report", "--no-progress"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in driver.stderr:
+            if "submitted array" in line:
+                driver.kill()
+                break
+    finally:
+        driver.kill()
+        driver.wait(timeout=30)
+    subs = load_submissions(out / "slurm")
+    assert len(subs) == 1 and 1 <= len(subs[0]["arrays"]) < 8, subs
+    killed = subs[0]
+    recorded = [k for c in killed["chunks"] for k in c["keys"]]
+    assert len(recorded) == len(killed["arrays"])  # every recorded array with its chunk
+    # an array the killed driver queued but did not record (as if killed right after its sbatch)
+    script = Path(killed["dir"]) / "logs" / ".submission_file_orphan.sh"
+    script.write_text(f"#!/bin/bash\n#SBATCH --output={tmp_path}/orphan-%j.out\nsleep 300\n")
+    orphan = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True,
+                            check=True).stdout.strip().split(";")[0]
+    try:
+        msgs: list[str] = []
+        res = run_sweep(spec, backend="slurm", report=False, log=msgs.append)
+    finally:
+        subprocess.run(["scancel", orphan], capture_output=True)
+    assert res.failed == [] and res.ran + res.skipped == 8, msgs
+    assert any(f"cancelled array(s) {orphan}" in m for m in msgs), msgs
+    assert _states(orphan).get(orphan, ("GONE",))[0] in ("CANCELLED", "GONE", "COMPLETING")
+    subs = load_submissions(out / "slurm")
+    keys = [k for d in subs for c in d["chunks"] for k in c["keys"]]
+    assert sorted(keys) == sorted(set(keys)) and len(keys) == 8  # no run submitted twice
+    if len(subs) == 2:  # the rest was submitted after the adopted arrays
+        adopted = ":".join(sorted(a["job_id"] for a in killed["arrays"]))
+        assert subs[1]["arrays"][0]["dependency"] in (f"afterany:{adopted}", None)
+    assert (out / "runs.parquet").read_bytes() == local_reference[0]
+
+
+def test_too_short_time_limit_fails_at_once_naming_the_limit(slurm_env, tmp_path, trace, monkeypatch, capsys):
+    """Runs longer than the time limit: the task that timed out without finishing a run is not
+    requeued; its runs fail with the limit named and the option to raise, and status says TIMEOUT."""
+    monkeypatch.setenv("TWINSWEEP_TEST_SLEEP", "120")
+    spec = study(tmp_path, trace, retries=0)
+    out = tmp_path / "out"
+    t0 = time.monotonic()
+    res = run_sweep(spec, backend="slurm", run_fn=logged_run, report=False,
+                    slurm={"time": "1", "runs_per_task": 4, "poll_s": 0.5})
+    assert time.monotonic() - t0 < 110  # the first timeout (signal 15 s before the 1 min limit), no requeue
+    assert sorted(res.failed) == sorted(k for c in load_submissions(out / "slurm")[0]["chunks"] for k in c["keys"])
+    for k in res.failed:
+        err = json.loads((out / "failed" / k / "error.json").read_text())["error"]
+        assert err.startswith("SlurmTimeLimit: array task") and "time limit of 1 min" in err, err
+        assert "[backend.slurm] time" in err and "--time" in err
+    sub = load_submissions(out / "slurm")[0]
+    for c in sub["chunks"]:
+        assert Path(c["stdout"]).read_text().count("Starting with JobEnvironment") == 1  # never requeued
+    assert main(["status", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.count("TIMEOUT  task") == 2 and "time limit of 1 min" in text and "not requeued" in text, text
 
 
 def test_preempted_and_requeued_tasks_resume_with_only_their_missing_runs(slurm_env, tmp_path, trace, monkeypatch,

@@ -26,11 +26,20 @@ How a batch of tasks executes
   (``--signal=USR2@signal_delay_s``) submitit requeues the array task (at most ``max_requeues``
   timeouts), and a task requeued by Slurm itself (``--requeue``; preemption with
   ``PreemptMode=REQUEUE``, node failure) restarts the same way. A restarted chunk skips the tasks
-  that already wrote their outcome, so it resumes with only what is missing. The run function is
+  that already wrote their outcome, so it resumes with only what is missing. A chunk that times
+  out without finishing a task in that attempt is not requeued: its unfinished tasks get a failed
+  Outcome naming the time limit (``SlurmTimeLimit: ...``), and each timeout is recorded in
+  ``<submission>/timeouts/<slurm id>.json`` (:class:`.task.ChunkRunner`). The run function is
   idempotent on the sweep's side (a run directory that exists is not recomputed).
 - **Adoption.** Before submitting, the backend looks at the earlier submissions in ``folder``:
   tasks that a still-pending or running array task of an earlier submission (e.g. a ``--detach``
-  sweep) will run are followed instead of being submitted again.
+  sweep) will run are followed instead of being submitted again (a task ``COMPLETING``, which
+  may be ending or being requeued, is waited for up to a minute; one still completing then counts
+  as ended). ``submission.json`` is written before the first ``sbatch`` and extended after each
+  array, so the arrays of a driver killed mid-submission are adopted; an array queued from a
+  submission folder but recorded nowhere (the driver died between ``sbatch`` and the record) is
+  cancelled when that driver is gone. With a parallelism cap, new arrays wait (``afterany``) for
+  the adopted ones.
 - **Stopping.** Closing :meth:`SlurmBackend.run` early (Ctrl-C, generator closed) cancels
   (``scancel``) the arrays that call submitted; arrays of earlier submissions it only followed
   keep running. :meth:`SlurmBackend.submit` submits without following (``twinsweep sweep --detach``).
@@ -53,6 +62,7 @@ Folder layout (``folder``; the sweep uses ``<results>/slurm``)::
     <submission>/shared/*.pkl      shared objects (removed when a followed submission is complete)
     <submission>/out/<key>.json    one Outcome per finished task (JSON)
     <submission>/errors/<id>.json  what an array task raised outside its tasks (JSON)
+    <submission>/timeouts/<id>.json  an array task that reached its time limit (requeued or not)
     <submission>/logs/             submitit's sbatch scripts, pickles and logs (<job>_<task>_0_log.err)
 """
 
@@ -60,7 +70,7 @@ from __future__ import annotations
 
 from .options import OPTION_KEYS, parse_options, parse_sbatch_items, parse_time  # noqa: F401
 from .chunking import plan_chunks, split_arrays  # noqa: F401
-from .cluster import (ACTIVE_STATES, SlurmError, TERMINAL_STATES, _limit_minutes, cancel,
+from .cluster import (ACTIVE_STATES, SlurmError, TERMINAL_STATES, UNSETTLED_STATES, _limit_minutes, cancel,
                       cluster_max_array_size, cluster_partitions, query_states, slurm_ready)  # noqa: F401
 from .task import ChunkRunner  # noqa: F401
 from .backend import SlurmBackend  # noqa: F401

@@ -19,26 +19,31 @@ from ..base import Backend, Outcome, RunFn, Task, register_backend
 from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 from twinsweep.core.errors import ConfigError
 from .chunking import plan_chunks, split_arrays
-from .cluster import (ACTIVE_STATES, SlurmError, _limit_minutes, _partition_limits, _run_cmd, cancel,
-                      cluster_max_array_size, cluster_partitions, query_states, slurm_ready)
+from .cluster import (ACTIVE_STATES, UNSETTLED_STATES, SlurmError, _limit_minutes, _partition_limits, _run_cmd,
+                      cancel, cluster_max_array_size, cluster_partitions, query_states, queued_commands, slurm_ready)
 from .options import parse_options, parse_time
 from .status import _outcomes_present, _tail, load_submissions
-from .task import ChunkRunner, _load_outcome, _outcome_name
+from .task import ChunkRunner, _load_outcome, _outcome_name, time_limit_hint, time_limit_text
 
 
 _UNLIMITED_MIN = 365 * 24 * 60  # time limit given to submitit when neither the user nor the partition sets one
+#: Seconds adoption waits for array tasks in an unsettled state (COMPLETING: ending or being requeued).
+ADOPT_SETTLE_S = 60.0
+#: submitit's own timeout count (max_num_timeout): ChunkRunner counts timeouts itself (max_requeues)
+_SUBMITIT_TIMEOUTS = 10 ** 6
 
 
 class _Ref:
     """A chunk being followed: its submission folder, slurm id, keys still expected, log paths."""
 
-    __slots__ = ("sub", "out", "slurm_id", "keys", "stderr", "stdout", "strikes", "state", "own")
+    __slots__ = ("sub", "out", "slurm_id", "keys", "stderr", "stdout", "strikes", "state", "own", "time_min")
 
-    def __init__(self, sub: Path, slurm_id: str, keys: list[str], stderr: str, stdout: str, own: bool):
+    def __init__(self, sub: Path, slurm_id: str, keys: list[str], stderr: str, stdout: str, own: bool,
+                 time_min: int | None = None):
         self.sub, self.out, self.slurm_id = sub, sub / "out", slurm_id
         self.keys = list(keys)
         self.stderr, self.stdout = stderr, stdout
-        self.strikes, self.state, self.own = 0, "PENDING", own
+        self.strikes, self.state, self.own, self.time_min = 0, "PENDING", own, time_min
 
 
 def _log_paths(logs: Path, slurm_id: str) -> tuple[str, str]:
@@ -144,7 +149,11 @@ class SlurmBackend(Backend):
     # ------------------------------------------------------------------ adoption
     def _adopt(self, keys: set[str]) -> list[_Ref]:
         """Chunks of earlier submissions in ``folder`` that are still queued or running and will
-        run some of ``keys``: followed instead of submitted again."""
+        run some of ``keys``: followed instead of submitted again.
+
+        An array task in an unsettled state (``COMPLETING``: Slurm shows it both for a task that
+        ends and for one being requeued) is asked about again for up to :data:`ADOPT_SETTLE_S`
+        seconds; one still unsettled then is taken as ended (its runs are submitted again)."""
         candidates = []
         for doc in load_submissions(self.folder):
             sub = Path(doc["dir"])
@@ -156,24 +165,66 @@ class SlurmBackend(Backend):
                     present = _outcomes_present(sub)
                 left = [k for k in c["keys"] if k in keys and _outcome_name(k) not in present]
                 if left:
-                    candidates.append((sub, c, left))
+                    candidates.append((sub, c, left, doc.get("time_min")))
         if not candidates:
             return []
-        states = query_states(c["slurm_id"] for _, c, _ in candidates)
+        ids = [c["slurm_id"] for _, c, _, _ in candidates]
+        states = query_states(ids)
+        deadline, told = time.monotonic() + ADOPT_SETTLE_S, False
+        while states and any(states.get(i) in UNSETTLED_STATES for i in ids) and time.monotonic() < deadline:
+            if not told:
+                n = sum(states.get(i) in UNSETTLED_STATES for i in ids)
+                self.log(f"slurm: {n} array task(s) of an earlier submission are completing (ending or being "
+                         f"requeued); waiting up to {ADOPT_SETTLE_S:.0f} s to tell which")
+                told = True
+            time.sleep(1.0)
+            states = query_states(ids)
         if not states:
             return []
         refs, taken = [], set()
-        for sub, c, left in candidates:
-            if states.get(c["slurm_id"]) not in ACTIVE_STATES:
+        for sub, c, left, time_min in candidates:
+            st = states.get(c["slurm_id"])
+            if st not in ACTIVE_STATES or st in UNSETTLED_STATES:
                 continue
             left = [k for k in left if k not in taken]
             if not left:
                 continue
             taken.update(left)
-            ref = _Ref(sub, c["slurm_id"], left, c.get("stderr", ""), c.get("stdout", ""), own=False)
-            ref.state = states[c["slurm_id"]]
+            ref = _Ref(sub, c["slurm_id"], left, c.get("stderr", ""), c.get("stdout", ""), own=False,
+                       time_min=time_min)
+            ref.state = st
             refs.append(ref)
         return refs
+
+    def _cancel_orphans(self) -> None:
+        """Cancel arrays queued from a submission folder of ``folder`` but recorded in no
+        ``submission.json``: a driver killed between ``sbatch`` and recording the array (their
+        task pickles may be missing, so their tasks would only wait and fail). Only when that
+        submission's driver is known to be gone (same host, process not alive); otherwise the
+        arrays are named in a log line."""
+        docs = {Path(d["dir"]): d for d in load_submissions(self.folder)}
+        subs = list(docs)
+        if not subs:
+            return
+        queued = queued_commands()
+        if not queued:
+            return
+        recorded = {a["job_id"] for d in docs.values() for a in d.get("arrays", [])}
+        mine, theirs = [], []
+        for jid, cmd in queued.items():
+            if jid in recorded:
+                continue
+            owner = next((s for s in subs if Path(cmd).parent == s / "logs"), None)
+            if owner is None:
+                continue
+            (mine if _driver_gone(docs[owner].get("driver", "")) else theirs).append(jid)
+        if mine:
+            cancel(mine)
+            self.log(f"slurm: cancelled array(s) {', '.join(sorted(mine))}: submitted by a driver that stopped "
+                     "before recording them (their runs are submitted again)")
+        if theirs:
+            self.log(f"slurm: array(s) {', '.join(sorted(theirs))} were queued from {self.folder} but are recorded "
+                     "nowhere and their driver may still run (another host); `scancel` them if it is gone")
 
     # ------------------------------------------------------------------ submission
     def _submit(self, tasks: list[Task], fn: RunFn, shared: Mapping[str, Any]) -> tuple[list[_Ref], dict | None]:
@@ -183,6 +234,7 @@ class SlurmBackend(Backend):
             if t.key in by_key:
                 raise ValueError(f"slurm backend: duplicate task key {t.key!r}")
             by_key[t.key] = t
+        self._cancel_orphans()
         adopted = self._adopt(set(by_key))
         adopted_keys = {k for r in adopted for k in r.keys}
         if adopted:
@@ -216,10 +268,15 @@ class SlurmBackend(Backend):
                "partition": info["partition"], "time_min": info["time_min"],
                "options": {k: v for k, v in self.options.items()}, "arrays": [], "chunks": []}
         refs: list[_Ref] = []
-        prev_array = None
+        # with a parallelism cap, new arrays wait for the adopted ones too, so the cap holds overall
+        prev_array = ":".join(sorted({r.slurm_id.split("_")[0] for r in adopted})) or None
+        record = sub / "submission.json"
         try:
+            # recorded before the first sbatch (who submits), then extended after each array: a
+            # driver killed mid-way leaves the arrays it queued recorded, and a re-run adopts them
+            atomic_write_text(record, json.dumps(doc, indent=1, sort_keys=True) + "\n")
             for first, count in arrays:
-                ex = submitit.SlurmExecutor(folder=logs, max_num_timeout=self.options.get("max_requeues", 3),
+                ex = submitit.SlurmExecutor(folder=logs, max_num_timeout=_SUBMITIT_TIMEOUTS,
                                             python=self.options.get("python"))
                 # the checkpoint signal comes signal_delay_s before the limit, at most a quarter of it
                 delay = min(self.options.get("signal_delay_s", 90), max(5, info["time_min"] * 60 // 4))
@@ -240,7 +297,8 @@ class SlurmBackend(Backend):
                     chunk_args.append((str(sub / "out"), chunk, fn, files))
                 try:
                     with ex.batch():
-                        jobs = [ex.submit(ChunkRunner(), *args) for args in chunk_args]
+                        jobs = [ex.submit(ChunkRunner(info["time_min"], delay, self.options.get("max_requeues", 3)),
+                                      *args) for args in chunk_args]
                 except Exception as exc:  # sbatch refused it (FailedSubmissionError) or submitit failed
                     raise SlurmError(f"slurm backend: submission failed: {exc}") from exc
                 array_id = jobs[0].job_id.split("_")[0]
@@ -253,13 +311,12 @@ class SlurmBackend(Backend):
                     keys = [t.key for t in args[1]]
                     doc["chunks"].append({"index": ci, "slurm_id": job.job_id, "keys": keys, "stderr": err,
                                           "stdout": out})
-                    refs.append(_Ref(sub, job.job_id, keys, err, out, own=True))
+                    refs.append(_Ref(sub, job.job_id, keys, err, out, own=True, time_min=info["time_min"]))
+                atomic_write_text(record, json.dumps(doc, indent=1, sort_keys=True) + "\n")
                 self.log(f"slurm: submitted array {array_id}: {count} task(s), {sum(len(a[1]) for a in chunk_args)} "
                          f"run(s), at most {params['array_parallelism']} at once; logs in {logs}")
         finally:
-            if doc["arrays"]:
-                atomic_write_text(sub / "submission.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
-            else:
+            if not doc["arrays"]:  # nothing was queued: nothing to record
                 shutil.rmtree(sub, ignore_errors=True)
         self.last_submission = doc
         return adopted + refs, doc
@@ -373,8 +430,28 @@ class SlurmBackend(Backend):
             pass
         msg = (f"SlurmTaskEnded: array task {r.slurm_id} ended ({r.state}) before this run finished; "
                f"log: {r.stderr}")
+        if r.state == "TIMEOUT":
+            msg = (f"SlurmTimeLimit: array task {r.slurm_id} reached its time limit of {time_limit_text(r.time_min)} "
+                   f"(TIMEOUT) before this run finished; {time_limit_hint()}; log: {r.stderr}")
         tb = f"{msg}{detail}\n--- last lines of {r.stderr} ---\n{_tail(r.stderr)}"
         return Outcome(key, False, error=msg, traceback=tb, worker=f"slurm:{r.slurm_id}")
 
     def close(self) -> None:
         self.in_flight = 0
+
+
+def _driver_gone(driver: str) -> bool:
+    """True when ``driver`` (``host:pid`` of a submission.json) is a process of this host that no
+    longer runs; False when it runs or is on another host (it cannot be asked)."""
+    host, _, pid = str(driver).rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    if int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, owned by someone else
+        return False
+    return False

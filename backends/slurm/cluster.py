@@ -22,6 +22,11 @@ ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "S
                            "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED",
                            "RESV_DEL_HOLD", "SPECIAL_EXIT"})
 
+#: States an array task passes through when it ends *or* when it is requeued (Slurm shows
+#: ``COMPLETING`` for both while the node cleans up): not yet known to run again. Adoption waits
+#: for them to settle and takes a task still in one of them as ended.
+UNSETTLED_STATES = frozenset({"COMPLETING", "SIGNALING", "STAGE_OUT"})
+
 #: States of a job that is over.
 TERMINAL_STATES = frozenset({"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
                              "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "REVOKED"})
@@ -116,6 +121,25 @@ def query_states(slurm_ids: Iterable[str]) -> dict[str, str] | None:
         jid, _, state = line.strip().partition("|")
         if jid:
             out[jid] = state.strip().split()[0] if state.strip() else "UNKNOWN"
+    return out
+
+
+def queued_commands(user: str | None = None) -> dict[str, str] | None:
+    """``{array or job id: batch script path}`` for ``user``'s jobs still queued or running
+    (``squeue -h -u USER -o %F|%o``); None when squeue could not be asked."""
+    import getpass
+
+    try:
+        p = _run_cmd(["squeue", "-h", "-u", user or getpass.getuser(), "-o", "%F|%o"], timeout=30)
+    except SlurmError:
+        return None
+    if p.returncode != 0:
+        return None
+    out = {}
+    for line in p.stdout.splitlines():
+        jid, _, cmd = line.strip().partition("|")
+        if jid and cmd:
+            out[jid.strip()] = cmd.strip()
     return out
 
 

@@ -47,6 +47,26 @@ def _outcomes_present(sub_dir: Path) -> set[str]:
         return set()
 
 
+def _timeout_records(sub_dir: Path) -> dict[str, dict]:
+    """``{slurm id: record}`` of ``<submission>/timeouts/*.json`` (written by an array task that
+    reached its time limit, :meth:`backends.slurm.task.ChunkRunner.checkpoint`)."""
+    out = {}
+    try:
+        names = os.listdir(sub_dir / "timeouts")
+    except OSError:
+        return out
+    for n in names:
+        if not n.endswith(".json") or n.startswith("."):
+            continue
+        try:
+            doc = json.loads((sub_dir / "timeouts" / n).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and doc.get("slurm_id"):
+            out[str(doc["slurm_id"])] = doc
+    return out
+
+
 def folder_status(folder: str | os.PathLike, done: set[str] | None = None) -> dict[str, Any]:
     """Progress of the submissions under ``folder`` (a sweep's ``<results>/slurm``).
 
@@ -56,12 +76,14 @@ def folder_status(folder: str | os.PathLike, done: set[str] | None = None) -> di
     "running_runs" / "queued_runs": runs in running / pending array tasks, "failed_runs": [{key,
     error, log, slurm_id}] (the run raised), "failed_tasks": [{slurm_id, state, missing, log}]
     (array tasks that ended with runs missing), "active": any array task still queued or running,
-    "squeue": False when squeue could not be asked}``.
+    "squeue": False when squeue could not be asked, "timeouts": [{slurm_id, time_min, timeouts,
+    requeued, run, state}] (array tasks that reached their time limit and still have runs missing
+    or failed: ``<submission>/timeouts/<id>.json``, written by the task, or the state ``TIMEOUT``)}``.
     """
     done = done or set()
     subs = load_submissions(folder)
     res: dict[str, Any] = {"submissions": [], "tasks": {}, "running_runs": 0, "queued_runs": 0,
-                           "failed_runs": [], "failed_tasks": [], "active": False, "squeue": True}
+                           "failed_runs": [], "failed_tasks": [], "active": False, "squeue": True, "timeouts": []}
     open_chunks = []
     claimed: set[str] = set()  # keys a newer submission took over: older records of them are stale
     for doc in reversed(subs):
@@ -70,8 +92,10 @@ def folder_status(folder: str | os.PathLike, done: set[str] | None = None) -> di
         res["submissions"].insert(0, {"id": doc["id"], "created": doc.get("created"),
                                       "jobs": [a["job_id"] for a in doc.get("arrays", [])],
                                       "tasks": doc.get("tasks")})
+        timeouts = _timeout_records(sub)
         for c in doc.get("chunks", []):
             missing = []
+            failed_before = len(res["failed_runs"])
             for k in c["keys"]:
                 if k in done or k in claimed:
                     continue
@@ -84,14 +108,19 @@ def folder_status(folder: str | os.PathLike, done: set[str] | None = None) -> di
                 else:
                     missing.append(k)
             if missing:
-                open_chunks.append((c, missing))
+                open_chunks.append((c, missing, doc.get("time_min")))
+            t = timeouts.get(c["slurm_id"])
+            if t is not None and (missing or len(res["failed_runs"]) > failed_before):
+                res["timeouts"].append(dict(t, time_min=t.get("time_min", doc.get("time_min")), state=None))
         for c in doc.get("chunks", []):
             claimed.update(c["keys"])
-    states = query_states(c["slurm_id"] for c, _ in open_chunks) if open_chunks else {}
+    states = query_states(c["slurm_id"] for c, _, _ in open_chunks) if open_chunks else {}
     if states is None:
         res["squeue"] = False
         states = {}
-    for c, missing in open_chunks:
+    for t in res["timeouts"]:
+        t["state"] = states.get(t["slurm_id"])
+    for c, missing, time_min in open_chunks:
         st = states.get(c["slurm_id"])
         if not res["squeue"]:
             st = "UNKNOWN"
@@ -103,6 +132,9 @@ def folder_status(folder: str | os.PathLike, done: set[str] | None = None) -> di
             else:
                 res["queued_runs"] += len(missing)
         else:
+            if st == "TIMEOUT" and not any(t["slurm_id"] == c["slurm_id"] for t in res["timeouts"]):
+                res["timeouts"].append({"slurm_id": c["slurm_id"], "time_min": time_min, "timeouts": None,
+                                        "requeued": False, "run": None, "state": st})
             res["tasks"]["ENDED"] = res["tasks"].get("ENDED", 0) + 1
             res["failed_tasks"].append({"slurm_id": c["slurm_id"], "state": st or "GONE (no longer in squeue)",
                                         "missing": len(missing), "log": c.get("stderr")})
