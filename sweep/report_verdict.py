@@ -255,7 +255,7 @@ def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str
         if o is None:
             continue
         what = "Across all datasets" if s.scope == OVERALL else f"On {s.scope}"
-        cost = _costs(o, s, objectives)
+        cost = _costs(o, s, objectives) + (" (each the mean of the datasets' changes)" if s.scope == OVERALL else "")
         vs = f"; against the baseline {html.escape(str(s.baseline))}: {html.escape(cost)}" \
             if o.best != s.baseline else " (the baseline)"
         past_s = f" ({html.escape(_past_end(s))})" if s.past_end else ""

@@ -69,7 +69,9 @@ class ObjectiveVerdict:
     has the lowest mean rank; ``mean_rank``: of ``best``; ``gap_ci``: percentile bootstrap 95 %
     interval of (runner-up's − best's mean rank), in ranks; ``distinguishable``: ``gap_ci[0] > 0``,
     ``p_sign`` below :data:`sweep.ranking.SIGN_LEVEL` and at least :data:`MIN_BLOCKS` blocks;
-    ``costs``: metric -> change of ``best`` against the baseline (:func:`cost_text` formats it);
+    ``costs``: metric -> change of ``best`` against the baseline (:func:`cost_text` formats it;
+    in the scope of several datasets, the mean of the per-dataset changes: each dataset weighs the
+    same, whatever the scale of its values);
     ``p_sign``: two-sided exact sign test of ``best`` against ``runner_up`` over the blocks (ties
     split, :func:`sweep.ranking.sign_test`; None with a single variant).
     """
@@ -272,10 +274,24 @@ def _scope(name: str, g: pd.DataFrame, variants: list[str], rank: dict[str, str]
     base = default_baseline(vs, baseline)
     bi = vs.index(base)
 
+    ds_of = np.array([str(b[0]) for b in bs.blocks], dtype=object)
+    datasets = list(dict.fromkeys(ds_of))
+
+    def change(m: str, k: int) -> float | None:
+        """The change on ``m`` of variant ``k`` against the baseline: over one dataset, of its
+        blocks' means; over several, the mean of each dataset's change, so that each dataset weighs
+        the same (pooled means are those of the dataset with the largest values: a 4,392-node
+        machine's power ramps over two 100-node machines')."""
+        if len(datasets) == 1:
+            return _change(m, bs.values[m][:, k], bs.values[m][:, bi])
+        per = [_change(m, bs.values[m][ds_of == d, k], bs.values[m][ds_of == d, bi]) for d in datasets]
+        per = [c for c in per if c is not None]
+        return float(np.mean(per)) if per else None
+
     def verdict(obj: str, scores: np.ndarray) -> ObjectiveVerdict:
         best, p, mr, ru, ci, dist, p_sign = _objective(obj, scores, vs, n_boot, seed)
         k = vs.index(best)
-        costs = {m: _change(m, bs.values[m][:, k], bs.values[m][:, bi]) for m in bs.values}
+        costs = {m: change(m, k) for m in bs.values}
         return ObjectiveVerdict(obj, best, p, mr, ru, ci, dist, costs, p_sign)
 
     objs = [verdict(m, bs.ranks[m]) for m in rank if m in bs.ranks]

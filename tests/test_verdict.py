@@ -370,3 +370,18 @@ def test_the_baseline_line_says_which_rule_chose_it_and_energy_only_when_ranked(
     other = runs.replace({"variant": {"fcfs+easy": "sjf+easy"}})
     assert baseline_line({"wait_mean_s": "min"}, ("sjf+easy", "b"), table=other) == (
         "Baseline: sjf+easy (the first variant: no [report] baseline is given and fcfs+easy is not a variant).")
+
+
+def test_the_costs_across_datasets_are_the_mean_of_each_datasets_change():
+    """Across two datasets of very different scales, the change against the baseline is the mean of
+    the per-dataset changes (small: wait 100 -> 50 s, -50 %; big: 10,000 -> 9,900 s, -1 %; mean
+    -25.5 %), not the change of pooled means ((50 + 9,900) / (100 + 10,000) - 1 = -1.5 %, the big
+    dataset's alone)."""
+    small = _runs({"fcfs+easy": [(100, 1000)] * 6, "b": [(50, 1000)] * 6}, datasets=("small",), seeds=range(6))
+    big = _runs({"fcfs+easy": [(10_000, 1000)] * 6, "b": [(9_900, 1000)] * 6}, datasets=("big",), seeds=range(6))
+    v = compute_verdict(pd.concat([small, big]), ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
+    got = {s.scope: s.get("wait_mean_s") for s in v.scopes}
+    assert {o.best for o in got.values()} == {"b"}
+    assert got["small"].costs["wait_mean_s"] == pytest.approx(-50.0)
+    assert got["big"].costs["wait_mean_s"] == pytest.approx(-1.0)
+    assert got["all datasets"].costs["wait_mean_s"] == pytest.approx(-25.5)
