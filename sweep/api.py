@@ -39,8 +39,8 @@ class SweepResult:
     ``attempts``: extra attempts used by retries; ``interrupted``: stopped by Ctrl-C;
     ``table`` / ``aggregate`` / ``report``: paths of runs.parquet, aggregate.parquet and the HTML
     report (None when not built); ``wall_s``: seconds in all (loading the traces, the runs, the
-    tables and the report); ``runs_s``: seconds of those spent starting the backend and running
-    (what the progress bar shows); ``outputs_s``: seconds spent writing runs.parquet, the
+    tables and the report); ``runs_s``: seconds of those spent running, from the backend's start
+    to the last run's result (what the progress bar times); ``outputs_s``: seconds spent writing runs.parquet, the
     aggregates and the report after the last run; ``items``: the expanded plan;
     ``slurm``: for a detached Slurm sweep (``detach=True``), what was submitted (``submission``,
     ``jobs``, ``tasks``, ``adopted``, ``folder``), else None.
@@ -329,9 +329,9 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
     attempts: dict[str, int] = {}
     ship = {"on": False}  # switched on when the workers turn out not to see the results folder
     failed_final: list[str] = []
-    t_runs = time.perf_counter()
     try:
         with bk, SweepProgress(len(todo), f"{spec.name} ({res.skipped} already done)", enabled=progress) as bar:
+            t_runs = time.perf_counter()  # the backend has started (Ray: its cluster): the bar's clock starts here too
             round_no = 0
             while todo:
                 round_no += 1
@@ -384,6 +384,7 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
                             failed_final.append(outcome.key)
                     bar.update(done=n_ok, failed=n_failed, running=bk.in_flight)
                 todo = again
+            res.runs_s = time.perf_counter() - t_runs  # the last run is in (the backend still stops)
     except (KeyboardInterrupt, DiskFullError, SweepError):
         res.interrupted = True
         res.ran = n_ok
@@ -395,7 +396,6 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
         res.wall_s = time.perf_counter() - t0
         raise
     t_outputs = time.perf_counter()
-    res.runs_s = t_outputs - t_runs
     res.ran = n_ok
     res.failed = sorted(failed_final)
     res.table_path = store.write_table(by_key)

@@ -176,11 +176,11 @@ def _cmd_sweep(args) -> int:
 
 
 def _time_split(res) -> str:
-    """Where a sweep's wall time went, e.g. ``"runs 31.0 s (the progress bar's), traces and plan
-    1.2 s, tables and report 5.3 s"``: the progress bar times the runs only, so the total alone
-    would not match it."""
+    """Where a sweep's wall time went, e.g. ``"runs 31.0 s (the progress bar's), traces, plan and
+    backend start and stop 1.2 s, tables and report 5.3 s"``: the progress bar times the runs only, so the
+    total alone would not match it."""
     setup = max(res.wall_s - res.runs_s - res.outputs_s, 0.0)
-    return (f"runs {res.runs_s:.1f} s (the progress bar's), traces and plan {setup:.1f} s, "
+    return (f"runs {res.runs_s:.1f} s (the progress bar's), traces, plan and backend start and stop {setup:.1f} s, "
             f"tables and report {res.outputs_s:.1f} s")
 
 

@@ -293,7 +293,7 @@ def test_sweep_cli_prints_report_path(tmp_path, capsys):
     assert "2 run(s) done now" in out and "report:" in out and "index.html" in out
     # the total is split so that it can be matched with the progress bar's (which times the runs only)
     import re
-    m = re.search(r"in ([0-9.]+) s: runs ([0-9.]+) s \(the progress bar's\), traces and plan ([0-9.]+) s, "
+    m = re.search(r"in ([0-9.]+) s: runs ([0-9.]+) s \(the progress bar's\), traces, plan and backend start and stop ([0-9.]+) s, "
                   r"tables and report ([0-9.]+) s", out)
     assert m, out
     total, *parts = (float(x) for x in m.groups())
