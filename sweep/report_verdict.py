@@ -15,7 +15,7 @@ from twinsweep.core.metrics import ENERGY_PER_WORK, format_number, metric
 
 from .ranking import BLOCK_COLS, SIGN_LEVEL, sign_test
 from .verdict import (DEFAULT_BASELINE, MIN_BLOCKS, OVERALL, TRADEOFF, ObjectiveVerdict, ScopeVerdict, Verdict,
-                      baseline_rule, cost_text)
+                      baseline_rule, compute_verdict, cost_text)
 
 #: HTML id of the section.
 SECTION_ID = "verdict"
@@ -139,6 +139,36 @@ def _left_more(pair: pd.DataFrame, a: str, b: str) -> tuple[int, int, float, flo
     extra, base = float((pair[a] - pair[b]).mean()), float(pair[b].mean())
     share = extra / base if base > 0 else float("inf")
     return (more, n, extra, base, share) if share >= SURVIVORSHIP_MIN_SHARE else None
+
+
+def assumed_power_note(runs: pd.DataFrame, variants: list[str], v: Verdict, baseline: str | None,
+                       n_boot: int, seed: int) -> str | None:
+    """When the stated trade-off weighs power metrics (``Metric.power``) of *assumed* power models
+    and other metrics too: what the trade-off recommends in each scope with the power metrics left
+    out (the verdict computed again on the others, same weights, baseline and bootstrap), so that a
+    reader sees whether a recommendation rests on the assumed models (a power ramp of a few hundred
+    watts on a machine whose idle power is assumed 90 % of its busy power can decide it). HTML, or
+    None when the trade-off weighs no power metric or nothing else. ``runs``: the ranked runs."""
+    power = [m for m in v.tradeoff if metric(m).power]
+    rest = {m: w for m, w in v.tradeoff.items() if m not in power}
+    if not power or not rest:
+        return None
+    rank = {m: d for m, d in v.directions.items() if m in rest}
+    alt = compute_verdict(runs, variants, rank, rest, baseline, n_boot, seed)
+    now = {s.scope: s.get(TRADEOFF) for s in v.scopes}
+    then = {s.scope: s.get(TRADEOFF) for s in alt.scopes}
+    moved = [(sc, now[sc].best, then[sc].best) for sc in now
+             if now[sc] is not None and then.get(sc) is not None and then[sc].best != now[sc].best]
+    labels = ", ".join(metric(m).label for m in power)
+    weight = sum(v.tradeoff[m] for m in power) / sum(v.tradeoff.values())
+    head = (f"The stated trade-off gives {format_number(100 * weight, 2)} % of its weight to figures of assumed power "
+            f"models ({labels}). ")
+    if not moved:
+        return head + "Without them it recommends the same variant in every scope."
+    return head + ("<b>Without them it recommends otherwise</b>: " + "; ".join(
+        f"{html.escape(sc)}: {html.escape(b)} instead of {html.escape(a)}" for sc, a, b in moved)
+        + ". Those recommendations rest on the assumed models: give the machine's measured power model, or a trade-off "
+        "without them ([report] tradeoff), before acting on them.")
 
 
 #: The wait metric that counts the jobs still queued at the window end (survivorship's check).

@@ -385,3 +385,26 @@ def test_the_costs_across_datasets_are_the_mean_of_each_datasets_change():
     assert got["small"].costs["wait_mean_s"] == pytest.approx(-50.0)
     assert got["big"].costs["wait_mean_s"] == pytest.approx(-1.0)
     assert got["all datasets"].costs["wait_mean_s"] == pytest.approx(-25.5)
+
+
+def test_a_trade_off_resting_on_assumed_power_figures_is_said():
+    """b waits less than fcfs+easy in every block, fcfs+easy draws less peak power: with equal
+    weights the trade-off ties on ranks and the name breaks it; weighing power twice makes
+    fcfs+easy the recommendation, and without the power metric b is: the note names the move. With
+    the wait weighed more, both agree, and the note says the recommendation stands without them."""
+    from twinsweep.sweep.report_verdict import assumed_power_note
+
+    runs = _runs({"fcfs+easy": [(100, 1000)] * 6, "b": [(50, 1100)] * 6}, seeds=range(6))
+    rank = {"wait_mean_s": "min", "peak_power_w": "min"}
+    v = compute_verdict(runs, ["fcfs+easy", "b"], rank, {"wait_mean_s": 1.0, "peak_power_w": 2.0}, n_boot=50)
+    from twinsweep.sweep.verdict import TRADEOFF
+
+    assert v.scopes[0].get(TRADEOFF).best == "fcfs+easy"
+    note = assumed_power_note(runs, ["fcfs+easy", "b"], v, None, 50, 0)
+    assert note.startswith("The stated trade-off gives 67 % of its weight to figures of assumed power models (peak "
+                           "facility power). <b>Without them it recommends otherwise</b>: d1: b instead of fcfs+easy.")
+    v2 = compute_verdict(runs, ["fcfs+easy", "b"], rank, {"wait_mean_s": 2.0, "peak_power_w": 1.0}, n_boot=50)
+    assert assumed_power_note(runs, ["fcfs+easy", "b"], v2, None, 50, 0).endswith(
+        "Without them it recommends the same variant in every scope.")
+    v3 = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
+    assert assumed_power_note(runs, ["fcfs+easy", "b"], v3, None, 50, 0) is None  # no power metric weighed
