@@ -269,7 +269,9 @@ _b("awwt_s", "s", "min", "average weighted wait time (AWWT)", "h", _H,
    finished_only=True, description="Σ nodes·run·wait / Σ nodes·run over the finished jobs.", source=_AWRT)
 #: Said in the definition of every ``finished_only`` metric (core/stats.py leaves those jobs out).
 _OWN = (" Jobs already running at the window start (placed at their recorded start, the same in every "
-        "variant) are left out.")
+        "variant) are left out; a job already queued at the window start counts with its whole wait since "
+        "its submission, part of which lies before the window (the log's queue the window starts from, the "
+        "same in every variant).")
 for _name, _m in list(_BUILTIN.items()):
     if _m.finished_only:
         _BUILTIN[_name] = dataclasses.replace(_m, description=_m.description + _OWN)

@@ -11,7 +11,8 @@ waits the log's), so that a variant finishing few jobs of its own does not rank 
 ``throughput_jobs_per_h``, ``makespan_s``, the job energy sums and the per-user / per-account sums
 count them (work done in the window). For each:
 ``run = end_time − start_time``, ``wait = start_time − submit_time``,
-``turnaround = wait + run``.
+``turnaround = wait + run``; a job queued at the window start (from the log's state there) counts
+with its whole wait since ``submit_time``, part of it before the window.
 
 * ``wait_mean_s`` / ``wait_median_s`` / ``wait_p95_s`` / ``wait_max_s``: of ``wait``
   (percentiles by ``numpy.percentile``, default linear method).
