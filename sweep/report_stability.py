@@ -230,7 +230,9 @@ def section_stability(pg, runs: pd.DataFrame, variants: list[str], verdict: Verd
         pg.p("No ranked blocks: nothing to test.")
         return
     pg.p("Seeds > 0 perturb the trace's run and submit times by the study's perturbation model, so the seeds of "
-         "one window are the same workload under run-time uncertainty. For two variants, a block <i>reverses</i> "
+         "one window are the same workload under run-time uncertainty — with the requested time limits kept as "
+         "recorded, so a job whose perturbed run time exceeds its limit is killed there (count_timeout in "
+         "runs.parquet: more such jobs at seeds > 0 than at seed 0, the recorded trace). For two variants, a block <i>reverses</i> "
          "their order when the one behind (by the majority of the blocks) does strictly better there; the "
          "<i>flip share</i> is the share of blocks that reverse it, ties (the same schedule) count for neither "
          "(paired comparison as in J. Demšar, \"Statistical comparisons of classifiers over multiple data "
