@@ -36,6 +36,7 @@ from pathlib import Path
 from twinsweep.core.atomic import atomic_write_text
 from twinsweep.core.data import data_dir
 from twinsweep.core.loaders import load_workload
+from twinsweep.sweep.ranking_stability import minimum_text
 from twinsweep.sweep.validate import validate, write_validation
 from twinsweep.sweep.ranking_stability import TAU_GOAL
 
@@ -90,7 +91,7 @@ def _render(v: dict, label: str, cost: str) -> dict:
     for mode, f in v["modes"].items():
         if mode == "holds":  # a diagnostic whose held jobs are inputs: its not-held figures go to the per-trace table
             continue
-        nf = (f.get("noise_floor") or {}).get("wait_mean_rel_error")
+        nf = (f.get("noise_floor") or {}).get("wait_mean_rel_error_worst")  # as the console says it
         corr = f.get("occupancy_corr_hourly")
         med = f.get("start_error_median_s")
         goals = "" if mode in ("blind", "holds") else (
@@ -111,9 +112,9 @@ def _render(v: dict, label: str, cost: str) -> dict:
     tau_s, top3 = rs.get("kendall_tau_min_seeds"), rs.get("top3_same_frac")
     cal = v["calibration"]
     held_given = ((v["modes"].get("holds") or {}).get("wait_by_log_hold") or {}).get("not_held") or {}
-    rank_row = (f"| {label} | {rs.get('windows', 0)} | {'–' if tau is None else f'{tau:.2f}'} | "
+    rank_row = (f"| {label} | {rs.get('windows', 0)} | {'–' if tau is None else minimum_text(tau)} | "
                 f"{'no ranking: every variant ties' if rs.get('windows') and tau is None else _ok(tau, GOAL_TAU, absolute=False)} | "
-                f"{'–' if tau_s is None else f'{tau_s:.2f}'} | {'–' if top3 is None else f'{top3:.0%}'} | "
+                f"{'–' if tau_s is None else minimum_text(tau_s)} | {'–' if top3 is None else f'{top3:.0%}'} | "
                 f"{cal['kill_grace_s']} s | {cal['blind_nodes_down']} | {cal['informed_down_node_frac']:.1%} | "
                 f"{cost} | {_pct(held_given.get('wait_mean_rel_error'))} / {_pct(held_given.get('wait_p95_rel_error'))} | "
                 f"{_removed(v.get('archive_cleaning'))} |")
@@ -135,7 +136,7 @@ def _removed(ac: dict | None) -> str:
 
 #: Headers of the two tables (figures by mode; ranking stability and calibration).
 HEAD_MODES = ("| trace | site scheduler | mode | mean wait err | p95 wait err | bsld err | starts within 1 h | "
-              "median \\|start err\\| | hourly occupancy corr | noise floor of the mean wait err | goals (mean / p95 / corr) | "
+              "median \\|start err\\| | hourly occupancy corr | noise floor of the mean wait err (worst seed) | goals (mean / p95 / corr) | "
               "log's wait in jobs it held | mean / p95 wait err, jobs the log did not hold |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 HEAD_RANK = ("| trace | weeks | τ blind vs informed (min) | goal τ ≥ 0.7 | τ seeds (min) | top-3 same | kill grace "

@@ -11,7 +11,6 @@ import argparse
 import contextlib
 import gc
 import importlib
-import math
 import os
 import re
 import sys
@@ -576,16 +575,14 @@ def _ranking_line(rs: dict) -> str:
     """validate's console line for ``validation.json["ranking_stability"]`` (with windows and a τ):
     the minima after ">=" rounded down to 2 decimals (0.7576 reads 0.75: rounded to nearest, 0.76
     would overstate a minimum), the goal, the top-3 share with one decimal as the page gives it."""
-    from twinsweep.sweep.ranking_stability import TAU_GOAL
+    from twinsweep.sweep.ranking_stability import TAU_GOAL, minimum_text
 
-    def at_least(v):
-        return "n/a" if v is None else f"{math.floor(v * 100 + 1e-9) / 100:.2f}"
     n = rs["windows"]
     top3 = "n/a" if rs.get("top3_same_frac") is None else f"{rs['top3_same_frac'] * 100:.1f} %"
     k = rs.get("unranked_window_metrics")
     return (f"rankings over the {n} busiest week{'s' if n != 1 else ''}: Kendall tau blind vs informed >= "
-            f"{at_least(rs['kendall_tau_min_blind_vs_informed'])} (goal >= {TAU_GOAL:g}; 1 = the same order), "
-            f"seeds >= {at_least(rs.get('kendall_tau_min_seeds'))}, top-3 the same in {top3} of week x metric pairs"
+            f"{minimum_text(rs['kendall_tau_min_blind_vs_informed'])} (goal >= {TAU_GOAL:g}; 1 = the same order), "
+            f"seeds >= {minimum_text(rs.get('kendall_tau_min_seeds'))}, top-3 the same in {top3} of week x metric pairs"
             + (f" ({k} week x metric pair(s) left out: every variant ties there)" if k else ""))
 
 

@@ -49,6 +49,13 @@ WEEK_S = 7 * 86400
 #: Issue 15's goal for blind-mode rankings: Kendall's τ between the blind and the informed twin of
 #: at least this on every busy window (stated beside the figure on the console and the page).
 TAU_GOAL = 0.7
+
+
+def minimum_text(v: float | None) -> str:
+    """A minimum (τ over windows) for people, rounded *down* to 2 decimals, so that a printed
+    minimum never overstates it (0.7576 -> ``0.75``, not ``0.76``); ``n/a`` for None. The console,
+    the validation page's and the README's tables all print it so."""
+    return "n/a" if v is None else f"{np.floor(v * 100 + 1e-9) / 100:.2f}"
 RANK_METRICS = ("wait_censored_mean_s", "bsld_mean")
 #: Relative difference (0.1 %) below which two variants' values tie in a ranking (:func:`tie_groups`):
 #: the figures a study reports carry 3 significant digits, and no operator acts on a smaller
