@@ -232,7 +232,7 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
                     found.append(f"more {unit} in {more} of {n} blocks ({rule}): {format_number(extra / scale, 2)} "
                                  f"more per block on average ({format_number((base + extra) / scale, 3)} against "
                                  f"{format_number(base / scale, 3)}{rel}; runs.parquet {col}"
-                                 + (", in node-seconds" if scale == 3600.0 else "") + ")")
+                                 + (", which holds node-seconds: ÷ 3,600" if scale == 3600.0 else "") + ")")
             if found:
                 parts.append(f"{s.scope}: {a} (recommended on {' and '.join(objectives)}) leaves queued at the window "
                              f"end, against {b} (the {', the '.join(roles)}), " + "; and ".join(found))

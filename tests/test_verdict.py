@@ -299,7 +299,7 @@ def test_survivorship_note_sees_fewer_jobs_but_more_work_left_queued():
     v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
     note = survivorship_note(runs, v)
     assert "more requested node-hours in 6 of 6 blocks (sign test p &lt; 0.05): 30 more per block on average " \
-        "(40.0 against 10.0, +300 %; runs.parquet count_still_queued_node_s, in node-seconds)" in note \
+        "(40.0 against 10.0, +300 %; runs.parquet count_still_queued_node_s, which holds node-seconds: ÷ 3,600)" in note \
         and "more jobs" not in note
 
 
