@@ -3,6 +3,7 @@ and the job states it knows (package :mod:`backends.slurm`)."""
 
 from __future__ import annotations
 
+import getpass
 import math
 import re
 import shutil
@@ -127,8 +128,6 @@ def query_states(slurm_ids: Iterable[str]) -> dict[str, str] | None:
 def queued_commands(user: str | None = None) -> dict[str, str] | None:
     """``{array or job id: batch script path}`` for ``user``'s jobs still queued or running
     (``squeue -h -u USER -o %F|%o``); None when squeue could not be asked."""
-    import getpass
-
     try:
         p = _run_cmd(["squeue", "-h", "-u", user or getpass.getuser(), "-o", "%F|%o"], timeout=30)
     except SlurmError:
