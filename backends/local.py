@@ -102,9 +102,9 @@ def _watch_driver(driver: int, ppid: int, period: float = 0.5) -> None:
     server sees the end of that pipe and exits, and so does the resource tracker."""
     start = _proc_start(driver)  # None: already gone (a worker started as the driver died)
     while True:
+        time.sleep(period)
         if os.getppid() != ppid or not _driver_alive(driver, start):
             os._exit(1)
-        time.sleep(period)
 
 
 def _init_worker(fn: RunFn, shared_path: str | None, driver: int | None = None) -> None:
