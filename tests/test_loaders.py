@@ -689,3 +689,22 @@ def test_fractional_seconds_and_repeated_job_numbers_are_said_not_silently_chang
     clean = tmp_path / "clean.swf"
     clean.write_text(head + "1 0 5 100 2 -1 -1 2 200 -1 1 1 1 -1 -1 -1 -1 -1\n")
     assert load_workload(str(clean)).warnings == []
+
+
+def test_a_parquet_file_cut_short_is_named_as_such(tmp_path):
+    """A Parquet file is framed by b"PAR1" at both ends: one that starts so but was cut short is
+    said to be truncated, not "cannot detect the trace format"."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    whole = tmp_path / "jobs.parquet"
+    pq.write_table(pa.table({"a": list(range(1000))}), whole)
+    data = whole.read_bytes()
+    assert data[:4] == data[-4:] == b"PAR1"
+    cut = tmp_path / "cut.parquet"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(TraceFormatError, match=r"cut.parquet: a Parquet file cut short: it starts with Parquet's magic "
+                                               rf"bytes but lacks the footer .*\({len(data) // 2:,} bytes"):
+        load_workload(cut)
+    with pytest.raises(TraceFormatError, match="cannot detect the trace format"):  # whole, but no known table
+        load_workload(whole)

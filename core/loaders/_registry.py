@@ -35,6 +35,8 @@ from ..registry import Registry
 from ..workload import WORKLOAD_COLUMNS, Workload, coerce_jobs_frame, jobs_problems, mark_running_at_dump
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: The 4 bytes that start and end every Parquet file (Apache Parquet format specification, "File Format").
+PARQUET_MAGIC = b"PAR1"
 #: The UTF-8 byte-order mark some editors put at the start of a text file; :func:`read_trace`
 #: removes it (after gunzipping), so every text format's first line reads as written.
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -205,7 +207,8 @@ def detect_format(trace: TraceText) -> str:
 
     Raises:
         TraceFormatError: no loader recognises the file (lists the known formats, and the
-            detectors that raised with their errors).
+            detectors that raised with their errors), or it is a Parquet file cut short (its
+            magic bytes at the start, not at the end).
     """
     if not trace.data.strip():
         raise TraceFormatError(trace.path, None, "the file is empty (no job lines, no header): nothing to load")
@@ -220,6 +223,10 @@ def detect_format(trace: TraceText) -> str:
         if score > best_score:
             best, best_score = name, score
     if best is None:
+        if trace.data[:4] == PARQUET_MAGIC and trace.data[-4:] != PARQUET_MAGIC:
+            raise TraceFormatError(trace.path, None, f"a Parquet file cut short: it starts with Parquet's magic bytes "
+                                   f"but lacks the footer that ends every Parquet file ({len(trace.data):,} bytes; a "
+                                   "truncated download or copy?)")
         why = (f"; {len(crashed)} detector(s) raised instead of scoring the file (a bug in that loader): "
                f"{'; '.join(crashed)}") if crashed else ""
         raise TraceFormatError(
