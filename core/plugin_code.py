@@ -77,7 +77,10 @@ def _package_digest(top: str, module_name: str) -> tuple[str, str]:
     return scope, h.hexdigest()
 
 
+@functools.lru_cache(maxsize=None)
 def _distribution(top: str) -> tuple[str | None, str | None]:
+    """(distribution, version) that provides top-level package ``top`` (None, None when none),
+    read once per process."""
     from importlib import metadata  # only when a plug-in from another package is used (~6 ms CPU)
 
     for dist in metadata.packages_distributions().get(top, ()):
@@ -86,11 +89,6 @@ def _distribution(top: str) -> tuple[str | None, str | None]:
         except metadata.PackageNotFoundError:
             continue
     return None, None
-
-
-@functools.lru_cache(maxsize=None)
-def _distribution_cached(top: str) -> tuple[str | None, str | None]:
-    return _distribution(top)
 
 
 def code_identity(obj) -> dict | None:
@@ -115,7 +113,7 @@ def code_identity(obj) -> dict | None:
             scope, digest = "source", hashlib.sha256(source.encode()).hexdigest()
         except (OSError, TypeError):
             pass
-    dist, version = _distribution_cached(top) if top not in ("__main__", "?") else (None, None)
+    dist, version = _distribution(top) if top not in ("__main__", "?") else (None, None)
     return {"module": name, "scope": scope, "sha256": digest, "distribution": dist, "version": version}
 
 

@@ -924,8 +924,7 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
     assumed = _is_assumed(runs["power_label"])
     notes = _verdict_notes(runs, plan_n, failed, incomplete, include_incomplete, verdict.directions, assumed)
     survivors = survivorship_note(ranked, verdict)
-    on_power = assumed_power_note(ranked, ranked_variants, verdict, rep.get("baseline"), n_boot, boot_seed) \
-        if assumed else None
+    on_power = assumed_power_note(ranked, ranked_variants, verdict, rep.get("baseline")) if assumed else None
     section_verdict(pg, verdict, notes + [n for n in (on_power, survivors) if n], later, reference,
                     rep.get("baseline"))
     section_pareto(pg, ranked, ranked_variants, study, verdict.directions, pg.styles, assumed,

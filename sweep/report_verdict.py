@@ -141,11 +141,12 @@ def _left_more(pair: pd.DataFrame, a: str, b: str) -> tuple[int, int, float, flo
     return (more, n, extra, base, share) if share >= SURVIVORSHIP_MIN_SHARE else None
 
 
-def assumed_power_note(runs: pd.DataFrame, variants: list[str], v: Verdict, baseline: str | None,
-                       n_boot: int, seed: int) -> str | None:
+def assumed_power_note(runs: pd.DataFrame, variants: list[str], v: Verdict,
+                       baseline: str | None) -> str | None:
     """When the stated trade-off weighs power metrics (``Metric.power``) of *assumed* power models
     and other metrics too: what the trade-off recommends in each scope with the power metrics left
-    out (the verdict computed again on the others, same weights, baseline and bootstrap), so that a
+    out (the verdict computed again on the others, same weights and baseline; the recommended variant
+    is the lowest mean rank, so one bootstrap resample is enough: P(best) is not read), so that a
     reader sees whether a recommendation rests on the assumed models (a power ramp of a few hundred
     watts on a machine whose idle power is assumed 90 % of its busy power can decide it). HTML, or
     None when the trade-off weighs no power metric or nothing else. ``runs``: the ranked runs."""
@@ -154,7 +155,7 @@ def assumed_power_note(runs: pd.DataFrame, variants: list[str], v: Verdict, base
     if not power or not rest:
         return None
     rank = {m: d for m, d in v.directions.items() if m in rest}
-    alt = compute_verdict(runs, variants, rank, rest, baseline, n_boot, seed)
+    alt = compute_verdict(runs, variants, rank, rest, baseline, n_boot=1)
     now = {s.scope: s.get(TRADEOFF) for s in v.scopes}
     then = {s.scope: s.get(TRADEOFF) for s in alt.scopes}
     moved = [(sc, now[sc].best, then[sc].best) for sc in now

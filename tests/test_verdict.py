@@ -400,11 +400,11 @@ def test_a_trade_off_resting_on_assumed_power_figures_is_said():
     from twinsweep.sweep.verdict import TRADEOFF
 
     assert v.scopes[0].get(TRADEOFF).best == "fcfs+easy"
-    note = assumed_power_note(runs, ["fcfs+easy", "b"], v, None, 50, 0)
+    note = assumed_power_note(runs, ["fcfs+easy", "b"], v, None)
     assert note.startswith("The stated trade-off gives 67 % of its weight to figures of assumed power models (peak "
                            "facility power). <b>Without them it recommends otherwise</b>: d1: b instead of fcfs+easy.")
     v2 = compute_verdict(runs, ["fcfs+easy", "b"], rank, {"wait_mean_s": 2.0, "peak_power_w": 1.0}, n_boot=50)
-    assert assumed_power_note(runs, ["fcfs+easy", "b"], v2, None, 50, 0).endswith(
+    assert assumed_power_note(runs, ["fcfs+easy", "b"], v2, None).endswith(
         "Without them it recommends the same variant in every scope.")
     v3 = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
-    assert assumed_power_note(runs, ["fcfs+easy", "b"], v3, None, 50, 0) is None  # no power metric weighed
+    assert assumed_power_note(runs, ["fcfs+easy", "b"], v3, None) is None  # no power metric weighed
