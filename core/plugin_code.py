@@ -30,29 +30,13 @@ from .backfill import BACKFILLS
 from .loaders import LOADERS
 from .metrics import plugin_metrics
 from .policies import POLICIES
+from .registry import is_builtin_module, plugin_origin
 
 __all__ = ["code_identity", "plugins_identity", "plugins_manifest"]
 
 #: A package with more ``.py`` files than this is hashed by its module file only (a plug-in that
 #: lives inside a large framework); the identity then says so (``"scope": "module"``).
 MAX_PACKAGE_FILES = 2_000
-
-
-def _module_of(obj) -> types.ModuleType | None:
-    """The module that holds ``obj``'s code: the module itself; for an object that carries its code
-    in an attribute (a :class:`~core.metrics.Metric`'s ``compute``, a loader's ``load``) that
-    function's module; else the module that defines ``obj`` (a policy or backfill class)."""
-    if isinstance(obj, types.ModuleType):
-        return obj
-    for o in (getattr(obj, "compute", None), getattr(obj, "load", None), obj):
-        name = getattr(o, "__module__", None) if o is not None else None
-        if name and name in sys.modules:
-            return sys.modules[name]
-    return None
-
-
-def _is_twinsweep(module_name: str) -> bool:
-    return module_name == "twinsweep" or module_name.startswith("twinsweep.")
 
 
 @functools.lru_cache(maxsize=None)
@@ -99,9 +83,9 @@ def code_identity(obj) -> dict | None:
     ``unknown``: nothing could be read, ``sha256`` empty), the sha256 hex digest, and the installed
     distribution that provides its top-level package with its version (None when it is not
     installed, e.g. a module on ``sys.path`` only)."""
-    module = _module_of(obj)
-    name = module.__name__ if module is not None else getattr(obj, "__module__", None) or "?"
-    if _is_twinsweep(name):
+    name = plugin_origin(obj) or "?"  # the module its code comes from (the registries' own reading)
+    module = sys.modules.get(name)
+    if is_builtin_module(name):
         return None
     top = name.split(".")[0]
     scope, digest = ("unknown", "")

@@ -373,9 +373,9 @@ class Registry(Generic[T]):
             if obj is None:  # a declared built-in, not imported yet
                 what, builtin = f"registered by {self._declared.get(name)}", True
             else:
-                origin = _origin(obj) or "?"
+                origin = plugin_origin(obj) or "?"
                 what = _describe(obj) if hasattr(obj, "__qualname__") else f"a {type(obj).__name__} of {origin}"
-                builtin = name in self._builtin_rank or origin.startswith(f"{_PACKAGE}.")
+                builtin = name in self._builtin_rank or is_builtin_module(origin)
             key = (ep.group, name, ep.value)
             if key in _SHADOW_WARNED:
                 continue
@@ -500,7 +500,12 @@ def check_plugin_class(name: str, obj, *, kind: str, base: type, options_base: t
 _PACKAGE = __name__.split(".")[0]
 
 
-def _origin(obj) -> str | None:
+def is_builtin_module(module: str) -> bool:
+    """Whether module ``module`` (a dotted name) is part of the twin (:data:`_PACKAGE`)."""
+    return module == _PACKAGE or module.startswith(f"{_PACKAGE}.")
+
+
+def plugin_origin(obj) -> str | None:
     """The name of the module a plug-in object comes from: a module's own name; the module that
     defines a class or function; for an instance, the module of its first field that is a function
     or class (a ``Loader``'s ``detect``, a ``Metric``'s ``compute``: the module that built it
@@ -520,8 +525,8 @@ def _origin(obj) -> str | None:
 
 
 def _comes_from(obj, module: str) -> bool:
-    """``obj`` is module ``module`` itself, or is defined or built there (:func:`_origin`)."""
-    return _origin(obj) == module
+    """``obj`` is module ``module`` itself, or is defined or built there (:func:`plugin_origin`)."""
+    return plugin_origin(obj) == module
 
 
 def _same_definition(a, b) -> bool:
