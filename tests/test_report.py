@@ -297,7 +297,8 @@ def test_sweep_cli_prints_report_path(tmp_path, capsys):
                   r"tables and report ([0-9.]+) s", out)
     assert m, out
     total, *parts = (float(x) for x in m.groups())
-    assert all(p > 0 for p in parts[::2]) and abs(sum(parts) - total) <= 0.15  # three 1-decimal roundings
+    # two runs of a tiny spec can take under 0.05 s on an idle machine: each part is shown, none negative
+    assert all(p >= 0 for p in parts) and abs(sum(parts) - total) <= 0.15  # three 1-decimal roundings
 
 
 def test_figure_file_names_differ_for_names_that_differ_only_in_unsafe_characters():
