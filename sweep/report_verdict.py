@@ -71,11 +71,16 @@ def _sure(o: ObjectiveVerdict, blocks: int) -> str:
         return f"too few blocks to tell it from {o.runner_up} ({blocks}; need ≥ {MIN_BLOCKS})"
     if o.distinguishable:
         return f"distinguishable from {o.runner_up}"
+    counts = (f"ahead of it in {o.ahead:,} of {blocks:,} blocks and behind in {o.behind:,}"
+              if o.ahead is not None and o.behind is not None else "")
     if o.p_sign is not None and o.p_sign >= SIGN_LEVEL and o.gap_ci[0] > 0:  # the bootstrap alone would say so
-        return (f"not distinguishable from {o.runner_up}: the bootstrap interval of the mean-rank gap excludes 0, "
-                f"but block by block the sign test gives p = {format_number(o.p_sign, 2)}")
-    p = f"; sign test p = {format_number(o.p_sign, 2)}" if o.p_sign is not None else ""
-    return f"not distinguishable from {o.runner_up}: the bootstrap interval of the mean-rank gap includes 0{p}"
+        return (f"not distinguishable from {o.runner_up}: it keeps the lowest mean rank when the blocks are redrawn "
+                f"(the bootstrap interval of the mean-rank gap excludes 0), but block by block it is "
+                f"{counts or 'not ahead often enough'} (sign test p = {format_number(o.p_sign, 2)})")
+    p = f"sign test p = {format_number(o.p_sign, 2)}" if o.p_sign is not None else ""
+    said = "; ".join(x for x in (counts, p) if x)
+    return (f"not distinguishable from {o.runner_up}: the bootstrap interval of the mean-rank gap includes 0"
+            + (f"; {said}" if said else ""))
 
 
 def _tradeoff_text(v: Verdict) -> str:
@@ -168,8 +173,9 @@ def assumed_power_note(runs: pd.DataFrame, variants: list[str], v: Verdict,
         return head + "Without them it recommends the same variant in every scope."
     return head + ("<b>Without them it recommends otherwise</b>: " + "; ".join(
         f"{html.escape(sc)}: {html.escape(b)} instead of {html.escape(a)}" for sc, a, b in moved)
-        + ". Those recommendations rest on the assumed models: give the machine's measured power model, or a trade-off "
-        "without them ([report] tradeoff), before acting on them.")
+        + ". In " + ("that scope" if len(moved) == 1 else "those scopes")
+        + " the stated trade-off's recommendation rests on the assumed models: give the machine's measured power "
+        "model, or a trade-off without them ([report] tradeoff), before acting on it.")
 
 
 #: The wait metric that counts the jobs still queued at the window end (survivorship's check).
@@ -199,6 +205,7 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
         return None
     parts = []
     censored = []  # (scope, best on the censored mean wait) where that metric is ranked
+    flagged: dict[str, set[str]] = {}  # scope -> the recommended variants the note names
     for s in v.scopes:
         g = runs if s.scope == OVERALL else runs[runs["dataset"].astype(str) == s.scope]
         pairs: dict[tuple[str, str], tuple[list[str], list[str]]] = {}  # (best, other) -> (objectives, roles)
@@ -237,6 +244,7 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
             if found:
                 parts.append(f"{s.scope}: {a} (recommended on {' and '.join(objectives)}) leaves queued at the window "
                              f"end, against {b} (the {', the '.join(roles)}), " + "; and ".join(found))
+                flagged.setdefault(s.scope, set()).add(a)
                 oc = s.get(CENSORED_WAIT)
                 if oc is not None and (s.scope, oc.best) not in censored:
                     censored.append((s.scope, oc.best))
@@ -244,15 +252,17 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
         return None
     label = html.escape(metric(CENSORED_WAIT).label)
     if censored:
-        said = "; ".join(f"{sc}: {html.escape(best)}" for sc, best in censored)
+        said = "; ".join(f"{sc}: {html.escape(best)}" + (" (named above: first with its queued jobs counted "
+                                                         "too)" if best in flagged.get(sc, ()) else "")
+                         for sc, best in censored)
         check = (f"{label} counts the queued jobs, each with its wait up to the window end; ranked by it on this "
-                 f"page, the best is {said} (the verdict table), and utilisation counts the work.")
+                 f"page (the verdict table), the best is {said}; utilisation counts the work.")
     else:
         check = (f"{label} counts the jobs (rank by it, or weigh it in [report] tradeoff, to see whether the lead "
                  "holds), utilisation the work.")
     return ("<b>Recommendations on metrics of the finished jobs only</b> (survivorship): "
-            f"{html.escape('. '.join(parts))}. Those jobs are not in its means, so part of its lead may be the "
-            f"queue it left; {check}")
+            f"{html.escape('. '.join(parts))}. The jobs a variant leaves queued are not in that variant's means, so "
+            f"part of a recommended variant's lead may be the queue it left; {check}")
 
 
 def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str]] = (),
@@ -298,8 +308,8 @@ def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str
                     f"{html.escape(_sure(o, s.blocks))}")
         items.append(f"<li>{what}: run <b class=\"best\">{html.escape(o.best)}</b> — {sure}{vs}.</li>")
     left = [metric(m).label for m in v.directions if m not in v.tradeoff]
-    left_text = (f"; not weighed: {', '.join(left)} (ranked below; the study's trade-off gives "
-                 f"{'it' if len(left) == 1 else 'them'} no weight)" if left else "")
+    left_text = (f"; {', '.join(left)} {'is' if len(left) == 1 else 'are'} ranked below but not weighed"
+                 if left else "")
     pg.raw(f"<p>Recommended for the study's stated trade-off ({html.escape(_tradeoff_text(v))} of the rank "
            f"weights{html.escape(left_text)}):</p><ul class=\"verdict\">{''.join(items)}</ul>")
     alike = alike_note(v)

@@ -73,7 +73,10 @@ class ObjectiveVerdict:
     in the scope of several datasets, the mean of the per-dataset changes: each dataset weighs the
     same, whatever the scale of its values);
     ``p_sign``: two-sided exact sign test of ``best`` against ``runner_up`` over the blocks (ties
-    split, :func:`sweep.ranking.sign_test`; None with a single variant).
+    split, :func:`sweep.ranking.sign_test`; None with a single variant); ``ahead`` / ``behind``: the
+    blocks in which ``best`` ranks ahead of / behind ``runner_up`` (the sign test's counts; the rest
+    tie; None with a single variant), so that a page can say why a high ``p_best`` (the lowest mean
+    rank when the blocks are redrawn) need not be a lead block by block.
     """
 
     objective: str
@@ -85,6 +88,8 @@ class ObjectiveVerdict:
     distinguishable: bool
     costs: dict[str, float | None]
     p_sign: float | None = None
+    ahead: int | None = None
+    behind: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,8 +161,8 @@ def _bootstrap(scores: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
 
 
 def _objective(name: str, scores: np.ndarray, vs: list[str], n_boot: int, seed: int) -> tuple:
-    """(best, p_best, mean_rank, runner_up, gap_ci, distinguishable, p_sign) from blocks x variants
-    scores (lower is better)."""
+    """(best, p_best, mean_rank, runner_up, gap_ci, distinguishable, p_sign, ahead, behind) from
+    blocks x variants scores (lower is better)."""
     mean = scores.mean(axis=0)
     order = np.argsort(mean, kind="stable")
     b = int(order[0])
@@ -165,16 +170,17 @@ def _objective(name: str, scores: np.ndarray, vs: list[str], n_boot: int, seed: 
     lowest = np.isclose(boot, boot.min(axis=1, keepdims=True), rtol=0, atol=1e-12)
     p = float((lowest[:, b] / lowest.sum(axis=1)).mean())
     if len(vs) < 2:
-        return vs[b], p, float(mean[b]), None, (float("nan"), float("nan")), False, None
+        return vs[b], p, float(mean[b]), None, (float("nan"), float("nan")), False, None, None, None
     r = int(order[1])
     gap = boot[:, r] - boot[:, b]
     lo, hi = (np.quantile(gap, [0.025, 0.975]) if scores.shape[0] >= 2 else (float("nan"), float("nan")))
     # the paired sign test of best against the runner-up (the stability section's test): a bootstrap
     # of few blocks can exclude zero while the runner-up is ahead in some blocks and tied in others
     c, n = win_counts(scores[:, [b, r]], "min")  # as sweep.stability counts the pair: NaN never wins
-    p_sign = sign_test(int(c[0, 1]), int(c[1, 0]), n - int(c[0, 1]) - int(c[1, 0]))
+    ahead, behind = int(c[0, 1]), int(c[1, 0])
+    p_sign = sign_test(ahead, behind, n - ahead - behind)
     dist = bool(scores.shape[0] >= MIN_BLOCKS and lo > 0 and p_sign < SIGN_LEVEL)
-    return vs[b], p, float(mean[b]), vs[r], (float(lo), float(hi)), dist, p_sign
+    return vs[b], p, float(mean[b]), vs[r], (float(lo), float(hi)), dist, p_sign, ahead, behind
 
 
 def _change(name: str, best: np.ndarray, base: np.ndarray) -> float | None:
@@ -289,10 +295,10 @@ def _scope(name: str, g: pd.DataFrame, variants: list[str], rank: dict[str, str]
         return float(np.mean(per)) if per else None
 
     def verdict(obj: str, scores: np.ndarray) -> ObjectiveVerdict:
-        best, p, mr, ru, ci, dist, p_sign = _objective(obj, scores, vs, n_boot, seed)
+        best, p, mr, ru, ci, dist, p_sign, ahead, behind = _objective(obj, scores, vs, n_boot, seed)
         k = vs.index(best)
         costs = {m: change(m, k) for m in bs.values}
-        return ObjectiveVerdict(obj, best, p, mr, ru, ci, dist, costs, p_sign)
+        return ObjectiveVerdict(obj, best, p, mr, ru, ci, dist, costs, p_sign, ahead, behind)
 
     objs = [verdict(m, bs.ranks[m]) for m in rank if m in bs.ranks]
     if bs.tradeoff is not None:

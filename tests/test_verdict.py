@@ -281,8 +281,13 @@ def test_survivorship_note_says_what_the_censored_wait_ranks_best_when_it_is_ran
     note = survivorship_note(runs, v)
     assert "d1: b (recommended on mean wait) leaves queued" in note
     assert ("mean wait incl. still queued counts the queued jobs, each with its wait up to the window end; ranked "
-            "by it on this page, the best is d1: fcfs+easy (the verdict table)") in note
-    assert "rank by it" not in note
+            "by it on this page (the verdict table), the best is d1: fcfs+easy; utilisation counts the work.") in note
+    assert "rank by it" not in note and "named above" not in note
+    assert "The jobs a variant leaves queued are not in that variant's means" in note
+    runs["wait_censored_mean_s"] = [400.0] * 6 + [200.0] * 6  # b leads with its queued jobs counted too
+    v2 = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min", "wait_censored_mean_s": "min"}, n_boot=50)
+    assert ("ranked by it on this page (the verdict table), the best is d1: b (named above: first with its queued "
+            "jobs counted too); utilisation") in survivorship_note(runs, v2)
     v1 = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
     assert "rank by it, or weigh it in [report] tradeoff" in survivorship_note(runs, v1)
 
@@ -330,8 +335,17 @@ def test_distinguishable_needs_the_sign_test_too():
     assert w.best == "b" and w.runner_up == "fcfs+easy" and w.gap_ci[0] > 0
     assert w.p_sign == pytest.approx(sign_test(6, 1, 1)) == pytest.approx(2 * 8 / 2 ** 7)
     assert not w.distinguishable
-    assert _sure(w, 8) == ("not distinguishable from fcfs+easy: the bootstrap interval of the mean-rank gap "
-                           "excludes 0, but block by block the sign test gives p = 0.12")
+    assert (w.ahead, w.behind) == (6, 1)
+    assert _sure(w, 8) == ("not distinguishable from fcfs+easy: it keeps the lowest mean rank when the blocks are "
+                           "redrawn (the bootstrap interval of the mean-rank gap excludes 0), but block by block it is "
+                           "ahead of it in 6 of 8 blocks and behind in 1 (sign test p = 0.12)")
+    # ahead in 4, behind in 3, tied in 1: the interval includes 0 too
+    runs = _runs({"fcfs+easy": [(70, 1)] * 8, "b": [(50, 1)] * 4 + [(100, 1)] * 3 + [(70, 1)]}, seeds=range(8))
+    w = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=2000, seed=1).scopes[0].get(
+        "wait_mean_s")
+    assert w.best == "b" and w.gap_ci[0] <= 0 and (w.ahead, w.behind) == (4, 3)
+    assert _sure(w, 8) == ("not distinguishable from fcfs+easy: the bootstrap interval of the mean-rank gap includes "
+                           "0; ahead of it in 4 of 8 blocks and behind in 3; sign test p = 1.0")  # 4.5 against 3.5, ties split
     # all 8 ahead: p = 2 / 2^8, both agree
     v = compute_verdict(_runs({"fcfs+easy": [(70, 1)] * 8, "b": [(50, 1)] * 8}, seeds=range(8)), ["fcfs+easy", "b"],
                         {"wait_mean_s": "min"}, n_boot=500)
@@ -401,8 +415,10 @@ def test_a_trade_off_resting_on_assumed_power_figures_is_said():
 
     assert v.scopes[0].get(TRADEOFF).best == "fcfs+easy"
     note = assumed_power_note(runs, ["fcfs+easy", "b"], v, None)
-    assert note.startswith("The stated trade-off gives 67 % of its weight to figures of assumed power models (peak "
-                           "facility power). <b>Without them it recommends otherwise</b>: d1: b instead of fcfs+easy.")
+    assert note == ("The stated trade-off gives 67 % of its weight to figures of assumed power models (peak "
+                    "facility power). <b>Without them it recommends otherwise</b>: d1: b instead of fcfs+easy. In that "
+                    "scope the stated trade-off's recommendation rests on the assumed models: give the machine's "
+                    "measured power model, or a trade-off without them ([report] tradeoff), before acting on it.")
     v2 = compute_verdict(runs, ["fcfs+easy", "b"], rank, {"wait_mean_s": 2.0, "peak_power_w": 1.0}, n_boot=50)
     assert assumed_power_note(runs, ["fcfs+easy", "b"], v2, None).endswith(
         "Without them it recommends the same variant in every scope.")
