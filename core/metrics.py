@@ -319,7 +319,8 @@ _b("cooling_energy_j", "J", "min", "cooling energy", "MWh", _MWH, power=True, co
    description="Σ cooling power × sample length (pumps, tower fans).", source=_COOL)
 _b("pue_avg", "1", "min", "average PUE", "", 1.0, digits=4, power=True, cooling=True, summary=True, floor=1.0,
    compare="difference",
-   description="Facility energy / IT input energy over the window (energy-weighted PUE).", source=_PUE)
+   description="Facility energy / IT equipment energy over the window (energy-weighted PUE; IT metered at the "
+               "IT equipment input: a room UPS's losses and CDU pumps are overhead).", source=_PUE)
 for _loop, _what in (("supply_temp", "secondary supply temperature"), ("return_temp", "secondary return temperature"),
                      ("tower_return_temp", "cooling-tower return temperature")):
     _b(f"{_loop}_mean_c", "°C", "min", f"mean {_what}", "°C", power=True, cooling=True, floor=None, min_span=5.0,

@@ -227,12 +227,34 @@ def _stages(pw: PowerModel, n_nodes: int, p):
     return p_n, p_r, p_r + cdu, sw, cdu
 
 
+def _it_equipment(pw: PowerModel, p_n, p_r, sw):
+    return p_r if pw.it_meter == "rectifier_input" else p_n + sw
+
+
+def it_equipment_power(system: System, it_power_w):
+    """The IT equipment power of PUE for a total IT (DC) power (W), scalar or array: the power
+    metered at the IT equipment's input (The Green Grid, "PUE: a comprehensive examination of the
+    metric", White Paper 49, 2012, where UPS losses and cooling are facility overhead).
+
+    ``system.power.it_meter`` says where that is (:mod:`core.system`): ``"rectifier_input"`` — the
+    rectifiers are in the IT cabinets (ExaDigiT/RAPS's per-chassis rectifiers): ``P_r`` of
+    :func:`power_breakdown`, the facility input without the CDUs — or ``"rectifier_output"`` — the
+    rectifier stage is a room UPS: the node converters' input plus the switches, ``P_n + switches``.
+    The CDUs' pumps are cooling, never IT. Affine in ``it_power_w`` (so exact on time means), and at
+    most :func:`convert`'s input. Floats for a scalar input, else float64 arrays of its shape."""
+    p = np.asarray(it_power_w, dtype="float64")
+    p_n, p_r, _, sw, _ = _stages(system.power, int(system.nodes), p)
+    out = _it_equipment(system.power, p_n, p_r, sw)
+    return float(out) if np.ndim(out) == 0 else np.asarray(out, dtype="float64")
+
+
 def power_breakdown(system: System, it_power_w) -> dict:
     """The pieces of :func:`convert` for a total IT (DC) power (W), scalar or array.
 
     Returns a dict of floats/arrays: ``it_w`` (the input), ``node_converter_loss_w``,
     ``switch_w`` (constant), ``rectifier_loss_w``, ``cdu_w`` (constant) and ``input_w`` (their
-    sum: the facility's electrical input without cooling plant). With ``N = system.nodes``,
+    sum: the facility's electrical input without cooling plant) and ``it_equipment_w``
+    (:func:`it_equipment_power`, not a piece of the sum). With ``N = system.nodes``,
     ``G_n``/``G_r`` the converter unit counts (:meth:`core.system.Converter.count`)::
 
         P_n  = (P + G_n·c_n) / η_n                    # per-node converters (e.g. SIVOCs)
@@ -248,6 +270,7 @@ def power_breakdown(system: System, it_power_w) -> dict:
         "rectifier_loss_w": p_r - p_n - sw,
         "cdu_w": cdu,
         "input_w": p_in,
+        "it_equipment_w": _it_equipment(system.power, p_n, p_r, sw),
     }
     if np.ndim(p) == 0:
         return {k: float(v) for k, v in out.items()}

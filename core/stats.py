@@ -58,9 +58,11 @@ starts); ``facility_energy_j``, ``mean_power_w``, ``peak_power_w``, the ramps an
 it, exactly:
 
 * ``cooling_energy_j`` = Σ cooling_power_w · sample length; added into ``facility_energy_j``.
-* ``pue_avg`` = facility_energy_j / (it_energy_j + loss_energy_j): the energy-weighted PUE of the
-  window (The Green Grid's PUE over a period), with IT = input power of the IT equipment incl.
-  its converters.
+* ``pue_avg`` = facility_energy_j / IT equipment energy: the energy-weighted PUE of the window (The
+  Green Grid's PUE over a period), with the IT equipment's input power of
+  :func:`core.power.it_equipment_power` — the nodes with their converters and the switches, the
+  rectifiers too when they are in the IT cabinets (``[power] it_meter``); a room UPS's losses and
+  the CDUs' power are facility overhead, as the cooling plant's.
 * ``supply_temp_*``, ``return_temp_*`` (secondary loop) and ``tower_return_temp_*`` (water back to
   the cooling towers): ``_mean_c`` the exact time-average over the window, ``_max_c`` and
   ``_swing_c`` (= max − min) of the instantaneous temperature at the edges of the model's
@@ -342,7 +344,8 @@ def compute_stats(
     if cooling is not None and len(cooling):
         times, fac_steps, cool = _with_cooling(times, fac_steps, cooling, t0, t1)
         fac_energy += cool["cooling_energy_j"]
-        cool["pue_avg"] = _f(fac_energy / (it_energy + loss_energy)) if it_energy + loss_energy > 0 else None
+        it_equipment = _power.it_equipment_power(system, it_energy / span) * span  # affine: exact on the mean
+        cool["pue_avg"] = _f(fac_energy / it_equipment) if it_equipment > 0 else None
     _, seg_fac = _power.step_segments(times, fac_steps, t0, t1)
     r1 = _power.ramps(times, fac_steps, t0, t1, 60)
     r15 = _power.ramps(times, fac_steps, t0, t1, 900)

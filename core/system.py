@@ -41,6 +41,9 @@ File layout (units: W, s; every number may carry a source in ``[[sources]]``)::
     # switch_w = 250.0                # W per switch, constant
     # cdus = 25                       # coolant distribution units (optional)
     # cdu_w = 8473.47                 # W per CDU, constant, added after the rectifiers
+    # it_meter = "rectifier_input"    # where PUE's IT equipment power is metered: "rectifier_input"
+                                      # (rectifiers in the IT cabinets, as HPE Cray EX; the default) or
+                                      # "rectifier_output" (the rectifier stage is a room UPS: facility)
 
     [cooling]                         # optional: cooling plant (docs/cooling.md, core/cooling/);
     status = "assumed"                # any key not given comes from the generic warm-water plant
@@ -58,6 +61,14 @@ Facility chain (:func:`core.power.convert`): node DC power → per-node converte
 ``(P + G_n·c_n)/η_n`` → plus the switches' power (they sit behind the rectifiers, as in
 ExaDigiT/RAPS) → rectifiers ``(· + G_r·c_r)/η_r`` → plus the CDUs' power. Unavailable nodes
 are not powered (RAPS sets their power to zero), so every per-node quantity counts ``nodes``.
+
+PUE's IT equipment power (:func:`core.power.it_equipment_power`; The Green Grid, "PUE: a
+comprehensive examination of the metric", White Paper 49, 2012: IT equipment energy is metered at
+the IT equipment's input, and UPS losses and cooling — CDU pumps included — are facility overhead)
+is the rectifiers' input when they are part of the IT cabinets (``it_meter = "rectifier_input"``,
+the default: ExaDigiT/RAPS's per-chassis rectifiers) or their output when the rectifier stage is a
+room UPS (``it_meter = "rectifier_output"``: the assumed 1990s–2010s machines whose sources name a
+UPS); the CDUs' power is never IT.
 """
 
 from __future__ import annotations
@@ -105,6 +116,10 @@ class Converter:
         return -(-int(nodes) // int(self.nodes_per_group))
 
 
+#: Where PUE's IT equipment power is metered (:attr:`PowerModel.it_meter`; module docstring).
+IT_METERS = ("rectifier_input", "rectifier_output")
+
+
 @dataclasses.dataclass(frozen=True)
 class PowerModel:
     """Per-node power parameters (W) and conversion losses; see the module docstring."""
@@ -126,12 +141,14 @@ class PowerModel:
     switch_w: float = 0.0  # W per switch, constant
     cdus: int = 0  # coolant distribution units (whole system)
     cdu_w: float = 0.0  # W per CDU, constant, added after the rectifiers
+    it_meter: str = "rectifier_input"  # PUE's IT equipment power: "rectifier_input" or "rectifier_output"
 
     def __post_init__(self):
         """Raises ConfigError naming the key: a power (``*_w``) that is negative or not a finite
         number, a ``*_max_w`` below its ``*_idle_w`` (a busy device drawing less than an idle one
         would make the model's power fall with load), a default utilisation outside 0..1, or a
-        negative switch / CDU count."""
+        negative switch / CDU count, an ``it_meter`` other than ``"rectifier_input"`` /
+        ``"rectifier_output"``."""
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             if f.name.endswith("_w") and not (isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -150,6 +167,9 @@ class PowerModel:
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ConfigError(f"{k} must be a whole number >= 0, got {v!r}")
+        if self.it_meter not in IT_METERS:
+            raise ConfigError(f"it_meter must be one of {', '.join(map(repr, IT_METERS))} (where PUE's IT equipment "
+                              f"power is metered), got {self.it_meter!r}")
 
     @property
     def assumed(self) -> bool:

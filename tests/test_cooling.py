@@ -497,6 +497,7 @@ def test_simulate_with_cooling(tmp_path):
     assert st["cooling_energy_j"] == pytest.approx((tl.cooling_power_w * dt).sum())
     assert st["pue_avg"] == pytest.approx(st["facility_energy_j"] / (st["it_energy_j"] + st["loss_energy_j"]))
     assert st["pue_avg"] > 1.0
+    assert np.allclose(tl.pue, tl.facility_power_w / (tl.it_power_w + tl.loss_w))  # generic system: no UPS, no CDU
     assert st["peak_power_w"] >= off.stats["system"]["peak_power_w"]
     assert st["return_temp_swing_c"] > 0 and st["return_temp_max_c"] >= st["return_temp_mean_c"]
     man = on.manifest["cooling"]
@@ -509,6 +510,22 @@ def test_simulate_with_cooling(tmp_path):
     for f in ("timeline.parquet", "stats.json", "manifest.json"):
         assert (d1 / f).read_bytes() == (d2 / f).read_bytes(), f
     assert "pue" in pd.read_parquet(d1 / "timeline.parquet").columns
+
+
+def test_pue_counts_a_room_ups_as_facility_overhead(tmp_path):
+    """On KTH SP2 (``it_meter = "rectifier_output"``: its rectifier stage is a room UPS at η = 0.92)
+    the PUE's denominator is the IT equipment's input, the UPS's input times 0.92: per sample
+    ``pue = facility / (0.92 · (it + loss))`` and over the window ``facility energy / (0.92 ·
+    (IT + loss energy))``, about 1/0.92 ≈ 1.087 times the PUE of the whole heat."""
+    from twinsweep.core.run import simulate
+
+    on = simulate(RunConfig(data=str(_trace(tmp_path)), system="kth-sp2", policy="fcfs", backfill="easy",
+                            cooling=True, wetbulb=20.0))
+    tl, st = on.timeline, on.stats["system"]
+    assert np.allclose(tl.pue, tl.facility_power_w / (0.92 * (tl.it_power_w + tl.loss_w)))
+    assert st["pue_avg"] == pytest.approx(st["facility_energy_j"] / (0.92 * (st["it_energy_j"] + st["loss_energy_j"])))
+    whole_heat = st["facility_energy_j"] / (st["it_energy_j"] + st["loss_energy_j"])
+    assert st["pue_avg"] == pytest.approx(whole_heat / 0.92) and st["pue_avg"] > whole_heat > 1.0
 
 
 def test_cli_run_with_cooling(tmp_path):

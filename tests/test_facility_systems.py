@@ -6,11 +6,12 @@ from __future__ import annotations
 import csv
 import math
 
+import numpy as np
 import pytest
 
 from conftest import data_path
 from twinsweep.core.errors import ConfigError
-from twinsweep.core.power import convert, idle_node_power_w, node_power_w, power_breakdown
+from twinsweep.core.power import convert, idle_node_power_w, it_equipment_power, node_power_w, power_breakdown
 from twinsweep.core.system import load_system, system_from_dict
 
 #: system -> (node DC idle W, node DC full W, node converter (c, eta)), worked out by hand:
@@ -71,6 +72,39 @@ def test_frontier_whole_chain_by_hand():
     assert b["rectifier_loss_w"] == pytest.approx(rect_in - node_in - 2368 * 250)
     fac, loss = convert(s, p)
     assert fac == pytest.approx(total) and loss == pytest.approx(total - p)
+    # PUE's IT equipment power: the rectifiers sit in the cabinets (it_meter default), the CDUs are cooling
+    assert s.power.it_meter == "rectifier_input"
+    assert b["it_equipment_w"] == pytest.approx(rect_in) == it_equipment_power(s, p)
+
+
+def test_a_room_ups_is_facility_overhead_in_pue():
+    """KTH SP2 (100 nodes; node converters 10 W / 0.72 per node, a UPS at 0.92 for every 16 nodes,
+    no switches or CDUs): the IT equipment power is the node converters' input, not the UPS's; the
+    arrays map element by element, and a bad ``it_meter`` names the key and both allowed values."""
+    s = load_system("kth-sp2")
+    assert s.power.it_meter == "rectifier_output"
+    p = 150.0 * 100
+    node_in = (p + 100 * 10.0) / 0.72
+    assert it_equipment_power(s, p) == pytest.approx(node_in)
+    assert convert(s, p)[0] == pytest.approx(node_in / 0.92)  # the facility draws the UPS's losses too
+    assert power_breakdown(s, p)["it_equipment_w"] == pytest.approx(node_in)
+    arr = it_equipment_power(s, np.array([0.0, p]))
+    assert arr.shape == (2,) and arr[1] == pytest.approx(node_in) and arr[0] == pytest.approx(1000.0 / 0.72)
+    doc = {"system": {"name": "x", "nodes": 4}, "power": {"it_meter": "ups"}}
+    with pytest.raises(ConfigError, match=r"\[power\]: it_meter must be one of 'rectifier_input', "
+                                          r"'rectifier_output'.*got 'ups'"):
+        system_from_dict(doc, "x.toml")
+
+
+def test_every_system_whose_sources_name_a_ups_meters_it_at_the_ups_output():
+    """The systems file by file: a rectifier stage described as a UPS in its [[sources]] is metered
+    at its output (facility overhead); every other keeps the cabinet rectifiers' default."""
+    from twinsweep.core.system import SYSTEMS_DIR
+
+    for path in sorted(SYSTEMS_DIR.glob("*.toml")):
+        s = load_system(path.stem)
+        ups = any("rectifier" in src.get("what", "") and "UPS" in src.get("cite", "") for src in s.sources)
+        assert s.power.it_meter == ("rectifier_output" if ups else "rectifier_input"), path.name
 
 
 def test_system_power_matches_raps_reference_runs():

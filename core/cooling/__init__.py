@@ -44,7 +44,8 @@ results do not depend on the sample period.
 
 Power: pumps and fans follow the affinity law, ``P = P_d · (speed)³`` (flow ∝ speed);
 ``cooling_power_w = cdu_pump_w + facility_pump_w + tower_fan_w`` (facility pumps = primary +
-tower-loop pumps); ``facility_power_w = it + loss + cooling``; ``pue = facility / (it + loss)``.
+tower-loop pumps); ``facility_power_w = it + loss + cooling``; ``pue = facility / IT equipment power``
+(:func:`core.power.it_equipment_power`: a room UPS's losses and the CDUs are facility overhead).
 
 Modules, one concern each: :mod:`.model` (parameters, the generic plant, the ``[cooling]`` table,
 the timeline columns), :mod:`.steady` (controls and steady state), :mod:`.dynamics` (exact

@@ -92,10 +92,13 @@ def _controls(m: CoolingModel, heat: np.ndarray, wb: np.ndarray) -> dict[str, np
     }
 
 
-def _pue(heat, cooling):
+def _pue(heat, cooling, it_equipment=None):
+    """PUE = (heat + cooling) / IT equipment power (W arrays; ``it_equipment`` None: the heat, the
+    plant model's own PUE); NaN where the denominator is 0."""
     heat = np.asarray(heat, dtype="float64")
+    den = heat if it_equipment is None else np.asarray(it_equipment, dtype="float64")
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(heat > 0, (heat + cooling) / np.where(heat > 0, heat, 1.0), np.nan)
+        return np.where(den > 0, (heat + cooling) / np.where(den > 0, den, 1.0), np.nan)
 
 
 def steady_state(model: CoolingModel, heat_w, wetbulb_c) -> dict[str, np.ndarray]:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..power import convert, step_segments
+from ..power import convert, it_equipment_power, step_segments
 from .dynamics import integrate
 from .fmu import FMUCoolingModel
 from .model import COOLING_COLUMNS, CoolingModel, cooling_model_for
@@ -106,8 +106,11 @@ def apply_cooling(timeline: pd.DataFrame, system, steps: pd.DataFrame, t_end: in
         cols = [c for c in COOLING_COLUMNS if c != "pue"]
         sums = np.add.reduceat(pieces[cols].to_numpy(dtype="float64") * dt[:, None], first, axis=0)
         frame = pd.DataFrame(sums / blen[:, None], columns=cols)
-        frame["pue"] = _pue(heat_bins, frame["cooling_power_w"].to_numpy())
         info.update({"model": "builtin", "parameters": m.to_dict()})
+    # PUE of each sample: facility / IT equipment power (core.power.it_equipment_power: a room UPS's
+    # losses and the CDUs are facility overhead), both sample means (the map is affine)
+    frame["pue"] = _pue(heat_bins, frame["cooling_power_w"].to_numpy(),
+                        it_equipment_power(system, tl["it_power_w"].to_numpy(dtype="float64")))
     info["wetbulb"] = wb_info
     for col in COOLING_COLUMNS:
         tl[col] = frame[col].to_numpy(dtype="float64")
