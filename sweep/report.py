@@ -664,7 +664,12 @@ _UNIT_SUFFIXES = (("_j_per_kg_k", "J/(kg·K)"), ("_kg_s", "kg/s"), ("_kw", "kW")
 #: Words of parameter names spelled out on the page.
 _PARAM_WORDS = {"cpu": "CPU", "gpu": "GPU", "nic": "NIC", "cdu": "CDU", "cdus": "CDUs", "mem": "memory",
                 "util": "utilisation", "eta": "efficiency η", "c": "constant loss c", "cp": "specific heat c_p",
-                "hx": "heat-exchanger", "fmu": "FMU", "wetbulb": "wet-bulb", "min": "minimum", "max": "maximum"}
+                "hx": "heat-exchanger", "fmu": "FMU", "wetbulb": "wet-bulb", "min": "minimum", "max": "maximum",
+                "it": "PUE's IT power", "meter": "metered at"}
+#: Values of ``[power] it_meter`` for people (core/system.py IT_METERS).
+_IT_METER_TEXT = {"rectifier_input": "the rectifiers' input (rectifiers in the IT cabinets)",
+                  "rectifier_output": "the rectifiers' output (the rectifier stage is a room UPS: its losses are "
+                                      "facility overhead)"}
 
 
 def _param_row(key: str, v) -> tuple[str, object]:
@@ -673,6 +678,8 @@ def _param_row(key: str, v) -> tuple[str, object]:
     [MW]``, 1.411; :func:`core.metrics.si_power`, as the report's power metrics); other
     values as they are (the table formats them: :func:`_cell`)."""
     label = _param_label(key)
+    if key == "it_meter":
+        return label, _IT_METER_TEXT.get(str(v), v)
     if label.endswith(" [W]") and isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) \
             and np.isfinite(v):
         value, unit = si_power(v)

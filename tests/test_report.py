@@ -393,6 +393,9 @@ def test_power_parameters_are_shown_in_the_si_unit_of_their_value():
     assert (label, _cell(v)) == ("node converter: constant loss c [kW]", "12")
     assert _param_row("primary_flow_kg_s", 2.5e4) == ("primary flow [kg/s]", 2.5e4)  # only watts are rescaled
     assert _param_row("cpu_idle_w", 0.0) == ("CPU idle [W]", 0.0)
+    assert _param_row("it_meter", "rectifier_output") == (
+        "PUE's IT power metered at", "the rectifiers' output (the rectifier stage is a room UPS: its losses are "
+        "facility overhead)")
 
 
 def test_a_box_hover_text_carries_the_axis_unit():
