@@ -88,25 +88,38 @@ FIGURE_LABELS: dict[str, str] = {
 
 _HOUR = 3600
 
+#: Exclusion reasons of :func:`compare` for a reference built with ``recorded_schedule(...,
+#: mark_unrecorded=True)``: a job that ran in the log without a recorded start, and one that never ran.
+NO_RECORDED_START = "ran in the log without a recorded start (the log records no schedule for it)"
+NEVER_RAN = "never ran in the reference (no run time recorded: e.g. cancelled while queued)"
 
-def recorded_schedule(jobs: pd.DataFrame) -> pd.DataFrame:
+
+def recorded_schedule(jobs: pd.DataFrame, mark_unrecorded: bool = False) -> pd.DataFrame:
     """The recorded schedule of a Workload table (or of a run's jobs table).
 
     Reads ``trace_index``, ``submit_time``, ``recorded_start_time``, ``run_time`` (end = recorded
     start + recorded run time, so that a log's end column with another meaning is not needed) and
     ``nodes``. A job without a recorded run time never ran: it has no start either (logs record
     a wait for jobs cancelled in the queue). Returns a schedule (see the module docstring); rows in the input's order.
+
+    ``mark_unrecorded``: add the bool column ``unrecorded``, true for a job that ran (it has a run
+    time) but whose start the log does not record (SWF wait -1; a log without a schedule), so that
+    :func:`compare` counts it under its own reason instead of "never ran".
     """
     run = jobs["run_time"].astype("Int64")
-    start = jobs["recorded_start_time"].astype("Int64").where(run.notna(), pd.NA)  # never ran: no start
+    rec = jobs["recorded_start_time"].astype("Int64")
+    start = rec.where(run.notna(), pd.NA)  # never ran: no start
     end = start + run
-    return pd.DataFrame({
+    out = pd.DataFrame({
         "trace_index": jobs["trace_index"].astype("int64").to_numpy(),
         "submit_time": jobs["submit_time"].astype("int64").to_numpy(),
         "start_time": start.to_numpy(),
         "end_time": end.to_numpy(),
         "nodes": jobs["nodes"].astype("Int64").to_numpy(),
     })
+    if mark_unrecorded:
+        out["unrecorded"] = (run.notna() & rec.isna()).to_numpy(dtype=bool)
+    return out
 
 
 def twin_schedule(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -203,9 +216,15 @@ def _paired(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
     ran = (ref["start_time"].astype("Int64").notna() & ref["end_time"].astype("Int64").notna()).to_numpy()
     started = tw["start_time"].astype("Int64").notna().to_numpy()
     prepop = tw["prepopulated"].to_numpy(dtype=bool) if "prepopulated" in tw.columns else np.zeros(len(tw), bool)
+    if "unrecorded" in ref.columns:  # ran in the log, start not recorded: told apart from "never ran"
+        unrec = ref["unrecorded"].to_numpy(dtype=bool) & ~ran
+        not_ran = {NO_RECORDED_START: int((in_window & unrec).sum()),
+                   NEVER_RAN: int((in_window & ~ran & ~unrec).sum())}
+    else:
+        not_ran = {"never ran in the reference (no recorded start or run time)": int((in_window & ~ran).sum())}
     exclusions = {
         "submitted outside the reported window": int((~in_window).sum()),
-        "never ran in the reference (no recorded start or run time)": int((in_window & ~ran).sum()),
+        **not_ran,
         "placed at its recorded start by the twin (running at the twin's window start)":
             int((in_window & ran & prepop).sum()),
     }

@@ -620,7 +620,7 @@ def _cmd_validate(args) -> int:
     first = next(iter(res["modes"]), None)
     w = res["windows"]
     print(f"twin against the log's recorded schedule, {res['policy']} + {res['backfill']}, jobs submitted in the "
-          f"reported window {window_text(w['reported'])} (fitting window {window_text(w['fitting'])}; from the trace "
+          f"reported window {window_text(w['reported'], w['fitting'])} (fitting window {window_text(w['fitting'], w['reported'])}; from the trace "
           f"epoch{', ' + w['epoch_utc'] if w.get('epoch_utc') else ''}); errors are (twin - log) / log"
           + ((f"; the log's mean wait {format_number(ref / 3600, 3)} h" if ref is not None else "") if one_ref else
              "; the modes compare different jobs, each line gives the log's mean wait over its own"))

@@ -1,0 +1,149 @@
+"""The recorded schedule as the reference (sweep/report_fidelity.py, core/fidelity.py) and the
+validation checks added with it (sweep/validate.py): values computed by hand.
+
+A replay run's own starts are not the record: a window's end leaves the jobs the log started
+after it queued (no start) and those running past it without an end. The fidelity section reads
+the log's starts (``recorded_start_time``, end = start + ``run_time``) from the replay's jobs table.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from twinsweep.core.fidelity import NEVER_RAN, NO_RECORDED_START, compare, recorded_schedule
+from twinsweep.sweep.report import _Page
+from twinsweep.sweep.report_fidelity import fidelity_table, reference_table, section_fidelity
+from twinsweep.sweep.store import ResultStore
+from twinsweep.sweep.validate import _idle_stretch, window_text
+
+T1 = 3600  # every run's window is [0, 3600)
+
+
+def _jobs_dir(store: ResultStore, key: str, submit, rec_start, run, start, end, nodes: int = 4) -> None:
+    """A run folder: jobs.parquet with the recorded and the simulated columns, manifest.json."""
+    d = store.run_dir(key)
+    d.mkdir(parents=True)
+    n = len(submit)
+    pd.DataFrame({"trace_index": np.arange(n), "submit_time": submit,
+                  "recorded_start_time": pd.array(rec_start, dtype="Int64"),
+                  "run_time": pd.array(run, dtype="Int64"),
+                  "start_time": pd.array(start, dtype="Int64"), "end_time": pd.array(end, dtype="Int64"),
+                  "nodes": [1] * n, "prepopulated": [False] * n,
+                  "status": ["completed" if s is not None else "queued" for s in start]}).to_parquet(d / "jobs.parquet")
+    (d / "manifest.json").write_text(json.dumps({"window": {"start": 0, "end": T1}, "system": {"nodes": nodes}}))
+
+
+def _store(tmp_path):
+    """Four jobs submitted at 0, 0, 100, 200. The log started them at 0, 100, 3000 and 5000 (after
+    the window's end), each for 1000 s: recorded waits 0, 100, 2900, 4800 (mean 1950). The replay
+    run ends at 3600: job 2 still running (no end), job 3 still queued (no start)."""
+    store = ResultStore(tmp_path)
+    submit, rec, run = [0, 0, 100, 200], [0, 100, 3000, 5000], [1000] * 4
+    _jobs_dir(store, "rep", submit, rec, run, [0, 100, 3000, None], [1000, 1100, None, None])
+    # the variant: waits 0, 0, 100, 1800 -> every job started in the window
+    _jobs_dir(store, "v", submit, rec, run, [0, 0, 200, 2000], [1000, 1000, 1200, 3000])
+    runs = pd.DataFrame({"key": ["rep", "v"], "dataset": "d", "window": "w", "seed": [0, 0],
+                         "variant": ["replay+easy", "fcfs+easy"]})
+    return store, runs
+
+
+def test_the_reference_is_the_log_not_the_replays_window(tmp_path):
+    store, runs = _store(tmp_path)
+    t = fidelity_table(store, runs, ["fcfs+easy"], ["replay+easy"]).set_index("variant")
+    # all four jobs compared (before: 2, jobs 2 and 3 were "never ran in the reference")
+    assert t.loc["fcfs+easy", "jobs_compared"] == 4
+    assert json.loads(t.loc["fcfs+easy", "exclusions"]) == {}
+    assert t.loc["fcfs+easy", "wait_mean_ref_s"] == pytest.approx((0 + 100 + 2900 + 4800) / 4)
+    assert t.loc["fcfs+easy", "wait_mean_twin_s"] == pytest.approx((0 + 0 + 100 + 1800) / 4)
+    assert t.loc["fcfs+easy", "wait_mean_rel_error"] == pytest.approx(475 / 1950 - 1)
+    # |start errors| 0, 100, 2800, 3000: median 1450
+    assert t.loc["fcfs+easy", "start_error_median_s"] == pytest.approx(1450)
+    r = reference_table(store, runs, ["replay+easy"]).iloc[0]
+    assert (r["jobs_submitted"], r["jobs_recorded"], r["jobs_unrecorded"], r["jobs_never_ran"]) == (4, 4, 0, 0)
+    assert r["wait_mean_s"] == pytest.approx(1950)
+    # numpy linear p95 of 0, 100, 2900, 4800: position 2.85 -> 2900 + 0.85 * 1900
+    assert r["wait_p95_s"] == pytest.approx(2900 + 0.85 * 1900)
+
+
+def test_replay_runs_not_used_are_counted(tmp_path):
+    store, runs = _store(tmp_path)
+    _jobs_dir(store, "rep1", [0], [0], [10], [0], [10])
+    _jobs_dir(store, "rep0b", [0], [0], [10], [0], [10])
+    runs = pd.concat([runs, pd.DataFrame({"key": ["rep1", "rep0b"], "dataset": "d", "window": "w", "seed": [1, 0],
+                                          "variant": ["replay+easy", "replay+easy+kill=False"]})])
+    r = reference_table(store, runs, ["replay+easy", "replay+easy+kill=False"]).iloc[0]
+    assert r["key"] == "rep" and r["replay_runs_unused"] == 1 and r["replay_runs_other_seeds"] == 1
+
+
+def test_a_window_without_a_recorded_schedule_is_said_and_not_compared(tmp_path):
+    store = ResultStore(tmp_path)
+    # SWF wait -1 throughout: no recorded start; the replay imputed starts at submission
+    _jobs_dir(store, "rep", [0, 10, 20], [None, None, None], [50, 50, None], [0, 10, None], [50, 60, None])
+    _jobs_dir(store, "v", [0, 10, 20], [None, None, None], [50, 50, None], [0, 10, None], [50, 60, None])
+    runs = pd.DataFrame({"key": ["rep", "v"], "dataset": "d", "window": "w", "seed": [0, 0],
+                         "variant": ["replay+easy", "fcfs+easy"]})
+    t = fidelity_table(store, runs, ["fcfs+easy"], ["replay+easy"]).iloc[0]
+    assert t["jobs_compared"] == 0 and np.isnan(t["start_within_1h_frac"]) and np.isnan(t["wait_ks"])
+    assert json.loads(t["exclusions"]) == {NO_RECORDED_START: 2, NEVER_RAN: 1}
+    r = reference_table(store, runs, ["replay+easy"]).iloc[0]
+    assert (r["jobs_submitted"], r["jobs_recorded"], r["jobs_unrecorded"], r["jobs_never_ran"]) == (3, 0, 2, 1)
+    out = tmp_path / "page"
+    out.mkdir()
+    pg = _Page(out)
+    section_fidelity(pg, store, runs, ["fcfs+easy"], ["replay+easy"])
+    page = "".join(pg.parts)
+    assert "No recorded schedule in this window" in page and "<table" not in page
+    assert "2 ran without one" in page and "1 never ran" in page
+    assert (out / "fidelity_reference.csv").exists()
+
+
+def test_the_page_shows_the_reference_row_and_what_was_left_out(tmp_path):
+    store, runs = _store(tmp_path)
+    out = tmp_path / "page"
+    out.mkdir()
+    pg = _Page(out)
+    section_fidelity(pg, store, runs, ["fcfs+easy"], ["replay+easy"])
+    page = "".join(pg.parts)
+    assert "recorded schedule (replay+easy, reference)" in page
+    assert "Of the 4 jobs submitted in the window, 4 ran with a recorded start" in page
+    # the reference row's mean wait: 1950 s = 0.54 h; the variant's error -76 %
+    assert "0.54" in page and "−76" in page
+
+
+def test_recorded_schedule_marks_jobs_without_a_recorded_start():
+    jobs = pd.DataFrame({"trace_index": [0, 1, 2], "submit_time": [0, 0, 0],
+                         "recorded_start_time": pd.array([10, None, 5], dtype="Int64"),
+                         "run_time": pd.array([5, 5, None], dtype="Int64"), "nodes": pd.array([1, 1, 1], dtype="Int64")})
+    s = recorded_schedule(jobs, mark_unrecorded=True)
+    assert s["unrecorded"].tolist() == [False, True, False]
+    assert "unrecorded" not in recorded_schedule(jobs).columns
+    tw = s.drop(columns="unrecorded").assign(start_time=pd.array([10, 3, None], dtype="Int64"),
+                                             end_time=pd.array([15, 8, None], dtype="Int64"))
+    f = compare(s, tw, 0, 100, system_nodes=1)
+    assert f["jobs_compared"] == 1 and f["exclusions"] == {NO_RECORDED_START: 1, NEVER_RAN: 1}
+
+
+def test_idle_stretch_in_the_reported_window_is_warned_of():
+    # one job busy [0, 10 h), then nothing until a job submitted at 60 h runs [60 h, 70 h): 50 empty hours
+    ref = pd.DataFrame({"trace_index": [0, 1], "submit_time": [0, 60 * 3600],
+                        "start_time": pd.array([0, 60 * 3600], dtype="Int64"),
+                        "end_time": pd.array([10 * 3600, 70 * 3600], dtype="Int64"), "nodes": pd.array([1, 1], dtype="Int64")})
+    w = _idle_stretch(ref, np.array([0, 60 * 3600]), 0, 70 * 3600)
+    assert w is not None and "holds 50 hour(s) (71% of its hours)" in w and "50 of them in one stretch" in w
+    # a 20-hour gap is below the 24 hours that make a warning
+    ref2 = ref.assign(submit_time=[0, 30 * 3600], start_time=pd.array([0, 30 * 3600], dtype="Int64"),
+                      end_time=pd.array([10 * 3600, 70 * 3600], dtype="Int64"))
+    assert _idle_stretch(ref2, np.array([0, 30 * 3600]), 0, 70 * 3600) is None
+
+
+def test_window_text_tells_ends_apart():
+    # two one-second windows at 168.2 h read apart
+    assert window_text((605396, 605397)) == "[168.1656 h, 168.1658 h)"
+    # a fitting window ending where the reported one starts reads so, beside it
+    assert window_text((31000000, 31497370), (31497370, 31503856)) == "[358.80 d, 364.55 d)"
+    assert window_text((31497370, 31503856), (31000000, 31497370)) == "[364.55 d, 364.63 d)"
+    assert window_text((144 * 86400, 146 * 86400)) == "[144.0 d, 146.0 d)"
