@@ -328,15 +328,16 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     eng_frame, eng_system, eng_npow, too_big = frame, system, npow, None
     if over is not None and over["replay_oversubscribed_periods"]:
         _pywarnings.warn(
-            f"{Path(workload.source).name}: the recorded schedule uses more than the system's {system.nodes:,} nodes in "
+            f"{Path(workload.source).name}: the recorded schedule"
+            + ("" if config.seed == 0 else f" as seed {config.seed} perturbs it (its recorded waits kept, its ends "
+               "moved by the perturbed run times: jobs that followed each other in the log may overlap)")
+            + f" uses more than the system's {system.nodes:,} nodes in "
             f"{over['replay_oversubscribed_periods']:,} period(s) ({over['replay_oversubscribed_s']:,} s, peak "
             f"{over['replay_recorded_peak_nodes']:,} nodes) of the window; "
             + ("replay follows the log there (option replay_oversubscribe)" if options.get("replay_oversubscribe")
                else "replay delays those starts (replay_delayed); option replay_oversubscribe follows the log"),
             ReplayOversubscribedWarning, stacklevel=2)
-    if options.get("replay_oversubscribe"):
-        if not replay:
-            raise ConfigError("option replay_oversubscribe applies to policy 'replay' only")
+    if options.get("replay_oversubscribe"):  # replay only (validate_scheduler refused it above otherwise)
         if over["replay_recorded_peak_nodes"] > system.nodes:
             # the pool holds the log's peak; jobs larger than the nominal machine stay rejected
             big = frame["nodes"].astype("float64").to_numpy(na_value=np.nan) > system.nodes

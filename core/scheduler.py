@@ -127,7 +127,8 @@ def validate_scheduler(policy: str, backfill: str, options: Mapping[str, Any] | 
     ``Options`` models; :class:`~twinsweep.core.options.RunOptions` keys are the run's and every
     policy's). Raises UnknownNameError (listing the valid names) for an unknown policy or backfill,
     ConfigError naming the option and the valid ones for an unknown option, a wrong type, NaN or
-    inf, and ConfigError when an installed or ``module:object`` plug-in cannot be imported.
+    inf, or ``replay_oversubscribe`` on a policy other than replay, and ConfigError when an
+    installed or ``module:object`` plug-in cannot be imported.
     Returns a :class:`SchedulerSpec`. Called by :func:`core.run.simulate` before any work and by
     spec loading for every grid point.
     """
@@ -142,6 +143,7 @@ def validate_scheduler(policy: str, backfill: str, options: Mapping[str, Any] | 
     bcls = _lookup(BACKFILLS, "backfill", backfill)
     if policy == EXTERNAL:
         run_opts = _run_options_only(policy, "hands every decision to the external scheduler and takes", opts)
+        _replay_only(policy, run_opts)
         if backfill != "none":
             raise ConfigError(f"policy 'external' decides every start itself: backfill must be 'none', got "
                               f"{backfill!r} (the external scheduler does its own backfilling)")
@@ -160,7 +162,17 @@ def validate_scheduler(policy: str, backfill: str, options: Mapping[str, Any] | 
     b_opts = parse_options("backfill", backfill, bcls.Options, {k: v for k, v in opts.items() if k in b_names})
     run_opts = parse_options("policy", policy, RunOptions,
                              {k: v for k, v in opts.items() if k in option_names(RunOptions)})
+    _replay_only(policy, run_opts)
     return SchedulerSpec(policy, backfill, pcls, bcls, p_opts, b_opts, run_opts)
+
+
+def _replay_only(policy: str, run_opts: RunOptions) -> None:
+    """ConfigError for ``replay_oversubscribe`` on a policy that reschedules (it applies to replay
+    only; a study grid runs the other policies with the axis's first value:
+    :func:`sweep.gridcheck.repeats_a_run`)."""
+    if run_opts.replay_oversubscribe:
+        raise ConfigError(f"option replay_oversubscribe applies to policy 'replay' only, not {policy!r} (in a study "
+                          "grid the other policies run with the axis's first value: give false first)")
 
 
 class QueueScheduler:

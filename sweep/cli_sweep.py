@@ -133,8 +133,9 @@ def _cmd_sweep(args) -> int:
         info = dry_run(spec.with_overrides(backend=args.backend, workers=args.workers, address=args.address),
                        out=args.out)
         s = info["sizes"]
-        rep = (f" ({s['replay_repeats']} replay x backfill point(s) left out: replay ignores the backfill)"
-               if s.get("replay_repeats") else "")
+        rep = (f" ({s['repeats']} point(s) left out: a policy runs once over the axes it ignores, with their first "
+               "values; replay ignores the backfill, kill and rescheduling options, the others replay_oversubscribe)"
+               if s.get("repeats") else "")
         print(f"study {spec.name}: {s['datasets']} dataset(s), {s['windows']} window(s) x {s['grid_points']} grid "
               f"point(s){rep} x {s['seeds']} seed(s) = {info['runs']} runs")
         print(f"output {info['out']}: {info['done']} complete, {info['missing']} to run")

@@ -10,10 +10,12 @@ processes and machines. Every window is checked against its trace's span when th
 loaded (:mod:`core.tracespan`): one that starts after the last job has ended is a ConfigError;
 one that extends past the last submission is a warning in :attr:`LoadedDataset.warnings`.
 
-Policy ``replay`` ignores the backfill variant (the recorded starts decide; DESIGN §3,
-:func:`core.scheduler.make_scheduler`), so a grid of ``replay`` × several backfill values would
-run the same replay once per value. The plan keeps one of them, the point with the backfill
-axis's *first* value (:func:`replay_repeat`); :func:`grid_size` counts the points left out.
+A policy runs once over the grid axes it ignores (:func:`sweep.gridcheck.ignored_axes`): policy
+``replay`` ignores the backfill variant, the kill and the rescheduling run options (the recorded
+starts decide; DESIGN §3, :func:`core.scheduler.make_scheduler`), every other policy the option
+``replay_oversubscribe``. A grid of ``replay`` × several backfill values would run the same replay
+once per value; the plan keeps one of them, the point with each ignored axis's *first* value
+(:func:`sweep.gridcheck.repeats_a_run`); :func:`grid_size` counts the points left out.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from twinsweep.core.config import RunConfig, run_key, system_ref
 from twinsweep.core.errors import ConfigError
 from twinsweep.core.scheduler import REPLAY
 
+from .gridcheck import ignored_axes, repeats_a_run
 from .spec import Dataset, StudySpec
 
 
@@ -220,30 +223,23 @@ def _config(ds: LoadedDataset, window, axes: dict, seed: int, spec: StudySpec) -
 _MISSING = object()
 
 
-def replay_repeat(spec: StudySpec, axes: dict, first_backfill: Any = _MISSING) -> bool:
-    """True for a grid point that repeats a replay run (module docstring): policy ``replay`` with a
-    backfill other than the backfill axis's first value. Such points are not in the plan.
-    ``first_backfill``: that first value when the caller has it (a loop over every point)."""
-    if axes.get("policy") != REPLAY or "backfill" not in axes:
-        return False
-    if first_backfill is _MISSING:
-        first_backfill = dict(spec.grid)["backfill"][0]
-    return axes["backfill"] != first_backfill
+def _firsts(spec: StudySpec) -> dict[str, Any]:
+    return {a: v[0] for a, v in spec.grid}
 
 
 def iter_items(spec: StudySpec, datasets: dict[str, LoadedDataset]) -> Iterator[RunItem]:
     """The study's runs in plan order (module docstring), one at a time: nothing is held in
-    memory, so the first runs of a 10^7-point grid come at once. Points that repeat a replay run
-    (:func:`replay_repeat`) are left out. No identity check (:func:`expand` and
-    :func:`check_distinct_windows` do that)."""
+    memory, so the first runs of a 10^7-point grid come at once. Points that repeat a run over an
+    axis their policy ignores (:func:`sweep.gridcheck.repeats_a_run`) are left out. No identity
+    check (:func:`expand` and :func:`check_distinct_windows` do that)."""
     axis_names = [a for a, _ in spec.grid]
-    first_backfill = dict(spec.grid).get("backfill", (None,))[0]
+    firsts = _firsts(spec)
     for ds_spec in spec.datasets:
         ds = datasets[ds_spec.name]
         for window in ds_spec.windows:
             for values in itertools.product(*(v for _, v in spec.grid)):
                 axes = dict(zip(axis_names, values))
-                if replay_repeat(spec, axes, first_backfill):
+                if repeats_a_run(axes, firsts):
                     continue
                 for seed in spec.seeds:
                     yield _item(ds, window, axes, seed, spec)
@@ -308,29 +304,32 @@ def planned_item(spec: StudySpec, datasets: dict[str, LoadedDataset], coords: di
         point[a] = next((v for v in values if type(axes[a]) is type(v) and axes[a] == v), _MISSING)
         if point[a] is _MISSING:
             return None
-    if coords.get("seed") not in spec.seeds or replay_repeat(spec, point):
+    if coords.get("seed") not in spec.seeds or repeats_a_run(point, _firsts(spec)):
         return None
     return _item(datasets[ds_spec.name], window, point, coords["seed"], spec)
 
 
 def grid_size(spec: StudySpec) -> dict[str, int]:
     """Counts without loading any trace: ``datasets``, ``windows``, ``grid_points`` (the points
-    that run: the product of the axes less ``replay_repeats``, the points that would repeat a
-    replay run, :func:`replay_repeat`), ``replay_repeats``, ``seeds``, ``runs``."""
+    that run: the product of the axes less ``repeats``, the points that would repeat a run over an
+    axis their policy ignores, :func:`sweep.gridcheck.repeats_a_run`), ``repeats``, ``seeds``,
+    ``runs``. Per policy value the points that run are the product of the lengths of the other
+    axes, an axis the policy ignores counting 1."""
     windows = sum(len(d.windows) for d in spec.datasets)
-    points = 1
-    for _, v in spec.grid:
-        points *= len(v)
     grid = dict(spec.grid)
-    repeats = 0
-    if "policy" in grid and "backfill" in grid and points:
-        # the policy x backfill pairs that repeat a replay run (the plan's own rule), times every other axis
-        first = grid["backfill"][0]
-        pairs = sum(replay_repeat(spec, {"policy": p, "backfill": b}, first)
-                    for p in grid["policy"] for b in grid["backfill"])
-        repeats = points // (len(grid["policy"]) * len(grid["backfill"])) * pairs
-    points -= repeats
-    return {"datasets": len(spec.datasets), "windows": windows, "grid_points": points, "replay_repeats": repeats,
+    total = 1
+    for v in grid.values():
+        total *= len(v)
+    points = 0
+    for policy in grid.get("policy", (None,)):
+        ignored = ignored_axes(policy)
+        n = 1
+        for a, v in grid.items():
+            if a != "policy":
+                n *= 1 if a in ignored else len(v)
+        points += n
+    points = min(points, total)
+    return {"datasets": len(spec.datasets), "windows": windows, "grid_points": points, "repeats": total - points,
             "seeds": len(spec.seeds), "runs": windows * points * len(spec.seeds)}
 
 

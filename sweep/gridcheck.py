@@ -31,10 +31,35 @@ from typing import Any
 
 from twinsweep.core.config import RunConfig
 from twinsweep.core.errors import ConfigError
+from twinsweep.core.scheduler import REPLAY
 
-__all__ = ["check_grid", "check_scheduler", "check_tuned_options"]
+__all__ = ["check_grid", "check_scheduler", "check_tuned_options", "ignored_axes", "repeats_a_run"]
 
 _OPTION_PREFIX = "options."
+
+#: The grid axes policy ``replay`` ignores (the recorded starts decide; core/run.py, core/jobprep.py):
+#: the backfill, the kill at the limit, and the run options of rescheduling.
+REPLAY_IGNORES = ("backfill", "kill", "options.accounts_in", "options.acct_level", "options.queue_cancelled",
+                  "options.honor_eligible")
+#: The grid axes every other policy ignores (replay only: core/options.py RunOptions).
+RESCHEDULE_IGNORES = ("options.replay_oversubscribe",)
+
+
+def ignored_axes(policy: Any) -> tuple[str, ...]:
+    """The grid axes a run of ``policy`` ignores: :data:`REPLAY_IGNORES` for ``replay``, else
+    :data:`RESCHEDULE_IGNORES`."""
+    return REPLAY_IGNORES if policy == REPLAY else RESCHEDULE_IGNORES
+
+
+def repeats_a_run(point: dict[str, Any], firsts: dict[str, Any]) -> bool:
+    """True for a grid point that would repeat a run of the plan: its policy ignores an axis
+    (:func:`ignored_axes`) that the point has at a value other than the axis's first (``firsts``:
+    axis -> its first value). A policy so runs once over the axes it ignores, with their first
+    values; :mod:`sweep.expand` leaves such points out of the plan and :func:`check_grid` does not
+    check them (e.g. ``options.replay_oversubscribe = [false, true]`` beside ``fcfs``: fcfs runs
+    with false only, and true, which applies to replay only, is never built for it)."""
+    return any(a in point and not (type(point[a]) is type(firsts[a]) and point[a] == firsts[a])  # True != 1 here
+               for a in ignored_axes(point.get("policy")))
 
 
 def _point(coords: dict[str, Any]) -> str:
@@ -149,7 +174,10 @@ def check_scheduler(policy: str, backfill: str, options: dict[str, Any]) -> None
 def _check_schedulers(grid: dict[str, tuple]) -> None:
     names = [a for a in grid if a.startswith(_OPTION_PREFIX)]
     axes = ["policy", "backfill", *names]
+    firsts = {a: v[0] for a, v in grid.items()}
     for combo in itertools.product(*(grid[a] for a in axes)):
+        if repeats_a_run(dict(zip(axes, combo)), firsts):  # not in the plan (sweep.expand)
+            continue
         policy, backfill, *vals = combo
         try:
             check_scheduler(policy, backfill, {a[len(_OPTION_PREFIX):]: v for a, v in zip(names, vals)})

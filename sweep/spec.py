@@ -26,8 +26,10 @@ annotated example; the tables and keys are:
                    ``wetbulb``, ``scheduler`` (the command line or ``inproc:MODULE:NAME`` of policy
                    ``external``, docs/protocol.md; its program must exist when the spec is loaded)
                    and ``"options.<name>"`` (policy options); every run gets the product
-                   of all axes, except that policy ``replay`` (which ignores the backfill) runs
-                   once, with the backfill axis's first value (:func:`sweep.expand.replay_repeat`).
+                   of all axes, except that a policy runs once over the axes it ignores, with
+                   their first values (``replay``: backfill, kill and the rescheduling run
+                   options; the others: ``options.replay_oversubscribe``;
+                   :func:`sweep.gridcheck.repeats_a_run`).
                    Every grid point is checked when the spec is loaded
                    (:func:`sweep.gridcheck.check_grid`: run config, wet-bulb files, scheduler and
                    its options), so that a bad value fails here, not in every run.

@@ -296,19 +296,21 @@ def test_replay_runs_once_whatever_the_backfill_axis(tmp_path):
     window and seed (the axis's first value), counted alike by grid_size, expand and the dry run;
     the queue policies keep every backfill value."""
     from twinsweep.sweep.api import dry_run
-    from twinsweep.sweep.expand import planned_item, replay_repeat
+    from twinsweep.sweep.expand import planned_item
+    from twinsweep.sweep.gridcheck import repeats_a_run
 
     spec = load_spec(write_spec(tmp_path, seeds=2, policies=("replay", "fcfs"),
                                 backfills=("none", "easy", "conservative")))
     datasets = load_datasets(spec)
     items = expand(spec, datasets)
     sizes = grid_size(spec)
-    assert sizes["replay_repeats"] == 2 and sizes["grid_points"] == 4  # replay+none, fcfs x 3
+    assert sizes["repeats"] == 2 and sizes["grid_points"] == 4  # replay+none, fcfs x 3
     assert len(items) == sizes["runs"] == 4 * 2
     assert sorted({(dict(it.axes)["policy"], dict(it.axes)["backfill"]) for it in items}) == [
         ("fcfs", "conservative"), ("fcfs", "easy"), ("fcfs", "none"), ("replay", "none")]
-    assert replay_repeat(spec, {"policy": "replay", "backfill": "easy"})
-    assert not replay_repeat(spec, {"policy": "fcfs", "backfill": "easy"})
+    firsts = {a: v[0] for a, v in spec.grid}
+    assert repeats_a_run({"policy": "replay", "backfill": "easy"}, firsts)
+    assert not repeats_a_run({"policy": "fcfs", "backfill": "easy"}, firsts)
     coords = {"dataset": items[0].dataset, "window": items[0].window, "seed": 0,
               "axes": {"policy": "replay", "backfill": "easy"}}
     assert planned_item(spec, datasets, coords) is None  # a repeated replay point is not in the plan
@@ -338,3 +340,34 @@ def test_a_sweep_refused_for_its_trace_leaves_no_results_folder(tmp_path):
     with pytest.raises(ConfigError, match="nope.swf"):
         run_sweep(spec, out=mine, backend="local", workers=1, report=False)
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]  # no empty runs/ failed/ left in it
+
+
+def test_a_policy_runs_once_over_every_axis_it_ignores(tmp_path):
+    """replay ignores kill and the rescheduling run options too, and the queue policies ignore
+    replay_oversubscribe: policy [replay, fcfs] x backfill [none, easy] x kill [true, false] x
+    options.replay_oversubscribe [false, true] x options.queue_cancelled [false, true] is, by hand,
+    replay 1 x 1 x 1 x 2 x 1 = 2 points and fcfs 2 x 2 x 1 x 2 = 8 points (of 32), each counted alike
+    by grid_size and expand. The grid check does not build fcfs with replay_oversubscribe = true
+    (it refuses that point), but does when true comes first, naming the point."""
+    from twinsweep.core.errors import ConfigError
+
+    axes = ('kill = [true, false]\n"options.replay_oversubscribe" = [false, true]\n'
+            '"options.queue_cancelled" = [false, true]\n')
+    path = write_spec(tmp_path, seeds=1, policies=("replay", "fcfs"), backfills=("none", "easy"))
+    path.write_text(path.read_text().replace('sample_period = ["60s"]\n', 'sample_period = ["60s"]\n' + axes))
+    spec = load_spec(path)
+    sizes = grid_size(spec)
+    assert (sizes["grid_points"], sizes["repeats"]) == (10, 22)
+    items = expand(spec, load_datasets(spec))
+    assert len(items) == sizes["runs"] == 10
+    replay = [dict(it.axes) for it in items if dict(it.axes)["policy"] == "replay"]
+    assert sorted(a["options.replay_oversubscribe"] for a in replay) == [False, True]
+    assert all(a["backfill"] == "none" and a["kill"] is True and a["options.queue_cancelled"] is False for a in replay)
+    fcfs = [dict(it.axes) for it in items if dict(it.axes)["policy"] == "fcfs"]
+    assert len(fcfs) == 8 and all(a["options.replay_oversubscribe"] is False for a in fcfs)
+    path.write_text(path.read_text().replace('"options.replay_oversubscribe" = [false, true]',
+                                             '"options.replay_oversubscribe" = [true, false]'))
+    with pytest.raises(ConfigError, match=r"policy=\'fcfs\'.*replay_oversubscribe applies to policy \'replay\' only, "
+                                          r"not \'fcfs\'.*give false first"):
+        load_spec(path)
+
