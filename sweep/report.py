@@ -301,7 +301,8 @@ def _section_summary(pg: _Page, study: dict, runs: pd.DataFrame, root: Path, fai
         ("results folder", str(root)),
         ("runs complete / planned", f"{len(runs):,} / {plan_n:,}"),
         ("runs failed", f"{len(failed):,}"),
-        ("datasets: windows (jobs submitted in each; seed 0, the trace as recorded)", _datasets_text(study, runs)),
+        ("datasets: windows (jobs in each: submitted in it, or running or queued at its start; seed 0, the trace "
+         "as recorded)", _datasets_text(study, runs)),
         ("grid", "; ".join(_axis_text(k, v) for k, v in grid.items())),
         ("seeds", ", ".join(map(str, study.get("seeds", [])))),
         ("perturbation (seed > 0)", f"run times × exp(σ·N(0,1)) with σ = {pert.get('runtime_sigma', 0)}; "
@@ -314,9 +315,10 @@ def _section_summary(pg: _Page, study: dict, runs: pd.DataFrame, root: Path, fai
 
 
 def _datasets_text(study: dict, runs: pd.DataFrame) -> str:
-    """``"kth-sp2: day144 (1,021 jobs); sdsc-sp2: ..."``: each dataset's windows with the jobs
-    submitted in them (``count_jobs_in_window`` of the seed-0 run, else the median over the
-    window's runs; ``—`` when none ran or the column is absent)."""
+    """``"kth-sp2: day144 (1,021 jobs); sdsc-sp2: ..."``: each dataset's windows with the jobs of
+    their runs — submitted in the window, or running or queued at its start
+    (``count_jobs_in_window`` of the seed-0 run, else the median over the window's runs; ``—``
+    when none ran or the column is absent)."""
     out = []
     for d in study.get("datasets", []):
         wins = []
