@@ -238,8 +238,9 @@ def load_metacentrum(trace: TraceText, lenient: bool = False) -> Workload:
             host_lists.append(None)
             bad_rows.append(i)
     keep = np.ones(n, dtype=bool)
+    parsed_skipped = list(skipped)  # the lines parse_table left out: row i of ``a`` is the i-th other job line
     if bad_rows:
-        lines = job_line_numbers(trace.data, skipped)
+        lines = job_line_numbers(trace.data, parsed_skipped)
         if not lenient:
             raise TraceFormatError(trace.path, int(lines[bad_rows[0]]),
                                    f"field 19 is not a {{id,id,...}} node list: {hosts_txt[bad_rows[0]][:40]!r}")
@@ -249,6 +250,13 @@ def load_metacentrum(trace: TraceText, lenient: bool = False) -> Workload:
     cols, code = swf_jobs_frame(a, epoch)
     run = a[:, 3]
     cols["status"][run < -1] = "unknown"  # impossible negative run time (end never recorded)
+    notes = []
+    if (neg := np.flatnonzero(run < -1)).size:  # said, not dropped silently: such a job is in no figure of a run
+        at = job_line_numbers(trace.data, parsed_skipped)[neg]
+        notes.append(f"{Path(trace.path).name}: {neg.size:,} job(s) have a negative run time (line(s) "
+                     f"{', '.join(str(int(x)) for x in at[:5])}{' ...' if neg.size > 5 else ''}; MetaCentrum writes "
+                     "-(submit + 1) when the end was never recorded): read with status 'unknown' and no run time, so "
+                     "no run of the twin starts them")
     cols["cpu_util"] = np.full(n, np.nan)
     cols["partition"] = queue
     cols["queue"] = queue
@@ -282,6 +290,7 @@ def load_metacentrum(trace: TraceText, lenient: bool = False) -> Workload:
         skipped_lines=skipped,
         provenance=PROVENANCE,
         finished_only=True,  # an SWF log records jobs as they end (twinsweep.core.workload)
+        warnings=notes,
     )
 
 
