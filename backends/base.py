@@ -16,21 +16,43 @@ plug-in mechanism): the built-ins (``local``, ``ray``, ``slurm``) register thems
 registered backend runs the shared conformance suite (``twinsweep.testing.conformance``, parametrised
 from the registry by ``tests/test_backend_conformance.py``);
 docs/plugins.md, "Add a backend", walks through one.
+
+Work another backend still has queued in a results folder
+--------------------------------------------------------
+A batch-queue backend (``slurm``) leaves jobs queued or running after its driver is gone
+(``--detach``, a killed driver). Another backend must not then run the same runs into the same
+results folder (the work twice, and two writers of one run folder), so every backend *that is not
+the one owning those jobs* refuses to start a study on such a folder. The check is made in one
+place, :meth:`Backend.study_options` (the hook through which a sweep or a tuning tells its backend
+which results folder it works on, before anything runs or is written): the base class wraps every
+subclass's own ``study_options`` with it (:meth:`Backend.__init_subclass__`), so ``local``, ``ray``
+and any plug-in go through it. It asks every registered batch-queue backend
+(:meth:`Backend.queued_work`; ``slurm`` reads its submission records and asks ``squeue``) and
+raises :class:`QueuedWorkError` naming the jobs, how many runs they still hold and what to do:
+wait for them (or follow them with their own backend, which adopts them), or cancel them to take
+their runs over. It refuses rather than skipping those runs: a sweep that silently leaves runs to
+jobs it does not follow would report them missing at its end. When the jobs' state cannot be asked
+(e.g. ``squeue`` not installed here), it refuses as well and says what could not be checked; with
+the environment variable ``TWINSWEEP_ASSUME_JOBS_ENDED=1`` those unchecked jobs are taken as over
+(the study runs, with a message naming them). The owner backend itself is not refused: ``slurm``
+adopts its own queued arrays.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 import inspect
 import os
 import signal
 import socket
 import time
 import traceback
+import warnings
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from twinsweep.core.errors import ConfigError
+from twinsweep.core.errors import ConfigError, TwinError
 from twinsweep.core.registry import Registry
 
 RunFn = Callable[[Any, Any], Any]
@@ -158,8 +180,30 @@ class Backend(abc.ABC):
         spec's options of this backend (already validated), ``cache_dir`` a folder inside the
         results folder the backend may keep files in across runs, ``log`` the caller's one-line
         progress messages. The base class takes none of them (``{}``); a backend overrides this to
-        take what it needs, so that a caller never asks which backend it has."""
+        take what it needs, so that a caller never asks which backend it has.
+
+        First, for every backend (a subclass's override is wrapped, :meth:`__init_subclass__`):
+        :func:`refuse_queued_work` raises :class:`QueuedWorkError` when jobs of another,
+        batch-queue backend still hold runs of ``results_dir`` (see the module docstring)."""
+        refuse_queued_work(cls, results_dir, log)
         return {}
+
+    def __init_subclass__(cls, **kwargs):
+        """Wrap the subclass's own ``study_options`` (if it defines one) so that the check of
+        :func:`refuse_queued_work` runs before it: no backend starts a study on runs that another
+        backend's queued jobs still hold, whether or not its override calls ``super()``."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("study_options")
+        if isinstance(own, classmethod) and not getattr(own.__func__, "_checks_queued_work", False):
+            cls.study_options = classmethod(_checking_queued_work(own.__func__))
+
+    @classmethod
+    def queued_work(cls, results_dir: str | os.PathLike) -> "QueuedWork | None":
+        """(Batch-queue backends.) The runs of the results folder ``results_dir`` that jobs this
+        backend submitted earlier still hold (queued or running), or None when there are none.
+        Other backends refuse to start a study there meanwhile (:func:`refuse_queued_work`). The
+        base class has no jobs outliving a driver: None."""
+        return None
 
     def __init__(self, workers: int | None = None):
         if workers is not None and int(workers) < 1:
@@ -184,6 +228,99 @@ class Backend(abc.ABC):
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+@dataclasses.dataclass(frozen=True)
+class QueuedWork:
+    """What a batch-queue backend's jobs still hold in a results folder (:meth:`Backend.queued_work`).
+
+    ``backend``: its name; ``jobs``: job (array) ids queued or running with runs to do; ``tasks``:
+    their queued or running tasks (array tasks); ``runs``: the runs those hold; ``unchecked_jobs``
+    / ``unchecked_runs``: recorded jobs with runs to do whose state could not be asked, and
+    ``unchecked_why`` why (e.g. ``squeue is not installed here``); ``follow``: how to wait for or
+    follow them; ``cancel``: the command that cancels them (``scancel ...``); ``jobs_word`` /
+    ``tasks_word``: what messages call them (``Slurm array(s)``, ``array task(s)``)."""
+
+    backend: str
+    jobs: tuple[str, ...] = ()
+    tasks: int = 0
+    runs: int = 0
+    unchecked_jobs: tuple[str, ...] = ()
+    unchecked_runs: int = 0
+    unchecked_why: str = ""
+    follow: str = ""
+    cancel: str = ""
+    jobs_word: str = "job(s)"
+    tasks_word: str = "task(s)"
+
+
+class QueuedWorkError(TwinError):
+    """A study cannot start on a results folder where jobs of another backend (Slurm arrays of an
+    earlier ``--backend slurm`` sweep) still hold some of its runs, or where their state cannot be
+    checked: running them here too would do the work twice, with two writers of the same run
+    folders."""
+
+
+#: Environment variable: set to 1 to take jobs whose state cannot be asked (no ``squeue`` here) as over.
+ASSUME_JOBS_ENDED_ENV = "TWINSWEEP_ASSUME_JOBS_ENDED"
+
+
+def _jobs_text(jobs) -> str:
+    jobs = list(jobs)
+    return ", ".join(jobs[:10]) + (f" and {len(jobs) - 10} more" if len(jobs) > 10 else "")
+
+
+def refuse_queued_work(cls: type["Backend"], results_dir: str | os.PathLike,
+                       log: Callable[[str], None] | None = None) -> None:
+    """Raise :class:`QueuedWorkError` when jobs of a batch-queue backend other than ``cls`` (and
+    not a base class of it: a backend adopts its own queued jobs) still hold runs of the results
+    folder ``results_dir``, naming the jobs, their runs and what to do (wait, follow them with
+    their backend, or cancel them to take the runs over). Jobs whose state cannot be asked refuse
+    too, saying what cannot be checked, unless ``TWINSWEEP_ASSUME_JOBS_ENDED=1`` (then ``log``,
+    else a warning, names them). The behaviour is *refuse*, not *skip*: see the module docstring."""
+    for name in BACKENDS.names():
+        try:
+            other = BACKENDS.get(name)
+        except ConfigError:  # an installed plug-in that cannot be loaded has queued nothing we can ask
+            continue
+        if not getattr(other, "batch_queue", False) or issubclass(cls, other):
+            continue
+        work = other.queued_work(results_dir)
+        if work is None:
+            continue
+        where = f"results folder {results_dir}"
+        if work.jobs:
+            raise QueuedWorkError(
+                f"{where}: {work.runs} run(s) are still held by {work.jobs_word} {_jobs_text(work.jobs)} "
+                f"({work.tasks} {work.tasks_word} queued or running) of an earlier --backend {work.backend} "
+                f"submission; the {cls.name} backend would run them a second time (the same run folders written twice). Wait for "
+                f"them ({work.follow}), or take their runs over: `{work.cancel}`, then run this again")
+        if work.unchecked_jobs:
+            what = (f"{where}: {work.jobs_word} {_jobs_text(work.unchecked_jobs)} recorded here still had "
+                    f"{work.unchecked_runs} run(s) to do, and whether they are still queued cannot be checked: "
+                    f"{work.unchecked_why}")
+            if os.environ.get(ASSUME_JOBS_ENDED_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+                msg = f"{what}; {ASSUME_JOBS_ENDED_ENV} is set: taken as over, their runs run here"
+                if log is not None:
+                    log(msg)
+                else:
+                    warnings.warn(msg, RuntimeWarning, stacklevel=3)
+                continue
+            raise QueuedWorkError(
+                f"{what}. Running them with the {cls.name} backend could do them a second time. Run this where "
+                f"the cluster's commands work (to wait for them: {work.follow}), or, if those jobs are over "
+                f"(e.g. the folder was copied off the cluster), set {ASSUME_JOBS_ENDED_ENV}=1 to run anyway")
+
+
+def _checking_queued_work(fn):
+    """``fn`` (a backend's own ``study_options``), with :func:`refuse_queued_work` first."""
+    @functools.wraps(fn)
+    def study_options(cls, table, results_dir, *args, **kwargs):
+        refuse_queued_work(cls, results_dir, kwargs.get("log", args[1] if len(args) > 1 else None))
+        return fn(cls, table, results_dir, *args, **kwargs)
+
+    study_options._checks_queued_work = True
+    return study_options
 
 
 def _check_backend(name: str, obj: Any) -> None:

@@ -19,6 +19,11 @@ task in it fails with ``BrokenProcessPool``, the innocent ones too. Those tasks 
 as failed: they become *suspects* and run again one at a time in a fresh pool, so that only the
 task that kills its worker when it runs alone fails (``WorkerDied: ...``, with the worker's exit
 code or signal); the others succeed.
+
+A sweep folder whose runs Slurm arrays of an earlier ``--backend slurm`` submission still hold
+(queued or running), or whose arrays cannot be checked (no ``squeue``), is refused before this
+backend starts, not run a second time (:func:`backends.base.refuse_queued_work`, through
+:meth:`~backends.base.Backend.study_options`).
 """
 
 from __future__ import annotations

@@ -17,6 +17,11 @@
   stays flat. The run function writes its outputs itself and should return a small summary.
 - An actor that dies (segfault, OOM kill) is replaced; the runs of its batch are dispatched again
   one per call, so only the run that kills its worker becomes a failed Outcome.
+
+A sweep folder whose runs Slurm arrays of an earlier ``--backend slurm`` submission still hold
+(queued or running), or whose arrays cannot be checked (no ``squeue``), is refused before this
+backend starts, not run a second time (:func:`backends.base.refuse_queued_work`, through
+:meth:`~backends.base.Backend.study_options`).
 """
 
 from __future__ import annotations

@@ -40,6 +40,13 @@ How a batch of tasks executes
   submission folder but recorded nowhere (the driver died between ``sbatch`` and the record) is
   cancelled when that driver is gone. With a parallelism cap, new arrays wait (``afterany``) for
   the adopted ones.
+- **Other backends.** While array tasks of a submission in a sweep's folder are queued or running
+  with runs to do, ``local``, ``ray`` (any backend but this one) refuse to start that sweep,
+  naming the arrays, the runs they hold and what to do (wait or follow them with this backend, or
+  ``scancel`` them to take their runs over); when ``squeue`` cannot be asked they refuse as well,
+  saying so (``TWINSWEEP_ASSUME_JOBS_ENDED=1`` takes such arrays as over):
+  :meth:`SlurmBackend.queued_work` (:func:`.status.held_runs`) read by
+  :func:`backends.base.refuse_queued_work`.
 - **Stopping.** Closing :meth:`SlurmBackend.run` early (Ctrl-C, generator closed) cancels
   (``scancel``) the arrays that call submitted; arrays of earlier submissions it only followed
   keep running. :meth:`SlurmBackend.submit` submits without following (``twinsweep sweep --detach``).
@@ -74,8 +81,8 @@ from .cluster import (ACTIVE_STATES, SlurmError, TERMINAL_STATES, UNSETTLED_STAT
                       cluster_max_array_size, cluster_partitions, query_states, slurm_ready)  # noqa: F401
 from .task import ChunkRunner  # noqa: F401
 from .backend import SlurmBackend  # noqa: F401
-from .status import folder_status, load_submissions  # noqa: F401
+from .status import folder_status, held_runs, load_submissions  # noqa: F401
 
 __all__ = ["SlurmBackend", "SlurmError", "parse_options", "parse_time", "parse_sbatch_items", "plan_chunks",
-           "split_arrays", "cluster_partitions", "cluster_max_array_size", "query_states", "folder_status",
+           "split_arrays", "cluster_partitions", "cluster_max_array_size", "query_states", "folder_status", "held_runs",
            "slurm_ready", "OPTION_KEYS"]

@@ -15,14 +15,14 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from ..base import Backend, Outcome, RunFn, Task, register_backend
+from ..base import Backend, Outcome, QueuedWork, RunFn, Task, register_backend
 from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 from twinsweep.core.errors import ConfigError
 from .chunking import plan_chunks, split_arrays
 from .cluster import (ACTIVE_STATES, UNSETTLED_STATES, SlurmError, _limit_minutes, _partition_limits, _run_cmd,
                       cancel, cluster_max_array_size, cluster_partitions, query_states, queued_commands, slurm_ready)
 from .options import parse_options, parse_time
-from .status import _outcomes_present, _tail, load_submissions
+from .status import _outcomes_present, _tail, held_runs, load_submissions
 from .task import ChunkRunner, _load_outcome, _outcome_name, time_limit_hint, time_limit_text
 
 
@@ -75,6 +75,24 @@ class SlurmBackend(Backend):
         if log is not None:
             opts["log"] = log
         return opts
+
+    @classmethod
+    def queued_work(cls, results_dir) -> QueuedWork | None:
+        """The runs of a sweep's results folder that array tasks of its submissions
+        (``<results>/slurm``, :func:`.status.held_runs`) still hold, queued or running; or None.
+        The other backends refuse to run that folder meanwhile (:func:`backends.base.refuse_queued_work`);
+        this backend adopts them instead."""
+        held = held_runs(Path(results_dir) / cls.STATE_FOLDER)
+        if held is None:
+            return None
+        unchecked = held["unchecked"] or {"arrays": [], "runs": 0}
+        arrays = held["arrays"] or unchecked["arrays"]
+        return QueuedWork(
+            backend=cls.name, jobs=tuple(held["arrays"]), tasks=held["tasks"], runs=held["runs"],
+            unchecked_jobs=tuple(unchecked["arrays"]), unchecked_runs=unchecked["runs"], unchecked_why=held["why"],
+            follow=f"`twinsweep status {results_dir}` shows them; `twinsweep sweep SPEC --backend slurm` follows them "
+                   "to the end and runs the rest",
+            cancel="scancel " + " ".join(arrays), jobs_word="Slurm array(s)", tasks_word="array task(s)")
 
     def __init__(self, workers: int | None = None, folder: str | os.PathLike | None = None,
                  log: Callable[[str], None] | None = None, poll_hook: Callable[[], None] | None = None,

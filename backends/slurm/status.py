@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,10 @@ def _tail(path: str, n: int = 30) -> str:
 
 
 def load_submissions(folder: str | os.PathLike) -> list[dict]:
-    """The ``submission.json`` documents under ``folder``, oldest first (``dir`` added)."""
+    """The ``submission.json`` documents under ``folder``, oldest first (``dir`` added): by their
+    ``created`` time (whole seconds), then by their first array's Slurm job id (ids grow with
+    submission time; two submissions of one second were in random order by their ids' random
+    part); a submission without arrays yet goes last."""
     root = Path(folder)
     subs = []
     if root.is_dir():
@@ -36,7 +40,14 @@ def load_submissions(folder: str | os.PathLike) -> list[dict]:
                 continue
             doc["dir"] = str(p.parent)
             subs.append(doc)
-    return sorted(subs, key=lambda d: (d.get("created", ""), d.get("id", "")))
+    return sorted(subs, key=lambda d: (d.get("created", ""), _first_job(d), d.get("id", "")))
+
+
+def _first_job(doc: dict) -> int:
+    try:
+        return int(str(doc["arrays"][0]["job_id"]))
+    except (KeyError, IndexError, TypeError, ValueError):
+        return 1 << 62
 
 
 def _outcomes_present(sub_dir: Path) -> set[str]:
@@ -139,3 +150,51 @@ def folder_status(folder: str | os.PathLike, done: set[str] | None = None) -> di
             res["failed_tasks"].append({"slurm_id": c["slurm_id"], "state": st or "GONE (no longer in squeue)",
                                         "missing": len(missing), "log": c.get("stderr")})
     return res
+
+
+def held_runs(folder: str | os.PathLike) -> dict[str, Any] | None:
+    """The runs that array tasks of the submissions under ``folder`` (a sweep's ``<results>/slurm``)
+    still hold: tasks without an outcome file (and not taken over by a newer submission) whose
+    array task is queued or running (:data:`.cluster.ACTIVE_STATES`, ``COMPLETING`` included: it
+    may be requeued). What another backend must not run a second time
+    (:meth:`backends.slurm.SlurmBackend.queued_work`).
+
+    None when no recorded array task has runs left to do (then squeue is not asked). Else
+    ``{"arrays": [array ids], "tasks": array tasks, "runs": runs}`` of the live ones and, when
+    squeue cannot be asked (not installed, controller down), ``"unchecked": {"arrays", "tasks",
+    "runs"}`` over every recorded array task with runs left to do and ``"why"``: what failed;
+    ``"unchecked"`` is None when squeue answered."""
+    subs = load_submissions(folder)
+    open_chunks: list[tuple[dict, list[str]]] = []
+    claimed: set[str] = set()  # keys a newer submission took over: older records of them are stale
+    for doc in reversed(subs):
+        present = None
+        for c in doc.get("chunks", []):
+            keys = [k for k in c["keys"] if k not in claimed]
+            if keys and present is None:
+                present = _outcomes_present(Path(doc["dir"]))
+            missing = [k for k in keys if _outcome_name(k) not in present]
+            if missing:
+                open_chunks.append((c, missing))
+        for c in doc.get("chunks", []):
+            claimed.update(c["keys"])
+    if not open_chunks:
+        return None
+
+    def summary(chunks):
+        return {"arrays": sorted({c["slurm_id"].split("_")[0] for c, _ in chunks}, key=_id_order),
+                "tasks": len(chunks), "runs": len({k for _, m in chunks for k in m})}
+
+    states = query_states(c["slurm_id"] for c, _ in open_chunks)
+    if states is None:
+        why = ("squeue is not installed here" if shutil.which("squeue") is None
+               else "squeue did not answer (is the Slurm controller down?)")
+        return {"arrays": [], "tasks": 0, "runs": 0, "unchecked": summary(open_chunks), "why": why}
+    live = [(c, m) for c, m in open_chunks if states.get(c["slurm_id"]) in ACTIVE_STATES]
+    if not live:
+        return None
+    return summary(live) | {"unchecked": None, "why": ""}
+
+
+def _id_order(job_id: str) -> tuple[int, str]:
+    return (int(job_id), "") if job_id.isdigit() else (1 << 62, job_id)
