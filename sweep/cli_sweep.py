@@ -45,7 +45,10 @@ def add_parsers(sub) -> None:
                         description=(
         "Show how many runs of a sweep are complete, missing and failed; for a Slurm sweep also its array "
         "tasks (pending / running / ended) and the failed tasks with their log files. When every run is "
-        "complete and runs.parquet is stale, it is rebuilt (then `twinsweep report RESULTS` builds the report)."))
+        "complete and runs.parquet is stale, it is rebuilt (then `twinsweep report RESULTS` builds the report). "
+        "Exit status, for scripts that wait for a detached sweep: 0 every planned run complete; 3 in progress "
+        "(Slurm array tasks queued or running, or a sweep writing here); 1 runs failed or missing with nothing "
+        "queued (run the sweep again); 2 not a results folder."))
     st.add_argument("results", help="results folder of a sweep")
     st.set_defaults(func=_cmd_status)
 
@@ -232,11 +235,17 @@ def _cmd_status(args) -> int:
         print(f"... {len(st['failed']) - 50} more failed run(s)")
     if st["complete"]:
         print(f"complete. table: {st['table']}; report: twinsweep report {st['out']}")
-    elif sl is not None and sl["active"]:
+        return 0
+    if (sl is not None and sl["active"]) or st["busy"]:
         print("in progress: run this again to follow, or `twinsweep sweep SPEC --backend slurm` to wait for the end")
-    else:
-        print("not complete and nothing queued: run the same `twinsweep sweep` command again to run what is missing")
-    return 0
+        return STATUS_IN_PROGRESS
+    print("not complete and nothing queued: run the same `twinsweep sweep` command again to run what is missing")
+    return 1
+
+
+#: ``twinsweep status``'s exit status while the sweep is in progress (as ``systemctl status`` for a
+#: unit not running: neither done, 0, nor failed, 1).
+STATUS_IN_PROGRESS = 3
 
 
 def _timeout_line(t: dict) -> str:

@@ -443,7 +443,7 @@ def test_too_short_time_limit_fails_at_once_naming_the_limit(slurm_env, tmp_path
     sub = load_submissions(out / "slurm")[0]
     for c in sub["chunks"]:
         assert Path(c["stdout"]).read_text().count("Starting with JobEnvironment") == 1  # never requeued
-    assert main(["status", str(out)]) == 0
+    assert main(["status", str(out)]) == 1  # runs failed, nothing queued: the sweep needs running again
     text = capsys.readouterr().out
     assert text.count("TIMEOUT  task") == 2 and "time limit of 1 min" in text and "not requeued" in text, text
 
@@ -530,7 +530,7 @@ def test_arrays_respect_max_array_size_and_parallelism_detach_and_status(slurm_e
     stop = threading.Event()
     th = threading.Thread(target=watch, daemon=True)
     th.start()
-    assert main(["status", str(out)]) == 0
+    assert main(["status", str(out)]) in (0, 3)  # in progress, or (on a fast cluster) already complete
     cap = capsys.readouterr().out
     assert re.search(r"runs:\s+\d of 8 complete", cap) and "array tasks with runs to do" in cap
     rc = main(["sweep", str(spec), "--no-report", "--no-progress"])  # follows the queued arrays to the end

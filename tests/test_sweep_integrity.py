@@ -9,6 +9,7 @@ import json
 import os
 import pickle
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -75,6 +76,28 @@ def test_truncated_timeline_is_never_counted_by_status_or_report(tmp_path, capsy
     assert not (out / "runs" / victim).exists() and any((out / "quarantine").iterdir())
     page = (out / "report" / "index.html").read_text()
     assert "left out of the rankings" in page  # the block that lost a variant is not ranked
+
+
+def test_status_exit_says_complete_in_progress_or_to_run_again(tmp_path, capsys):
+    """0 when every planned run is complete; 3 while a sweep holds the folder's lock (in progress);
+    1 when runs are missing and nothing runs them (the sweep must be run again)."""
+    import fcntl
+    import shutil
+
+    spec, res, _ = _sweep(tmp_path)
+    out = tmp_path / "out"
+    assert main(["status", str(out)]) == 0
+    shutil.rmtree(sorted((out / "runs").iterdir())[0])
+    assert main(["status", str(out)]) == 1
+    assert "not complete and nothing queued" in capsys.readouterr().out
+    with open(out / ".lock", "w") as fh:  # a sweep writing here holds this lock
+        fh.write("otherhost:4242")
+        fh.flush()
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        rc = subprocess.run([sys.executable, "-m", "twinsweep.sweep.cli", "status", str(out)],
+                            capture_output=True, text=True)
+    assert rc.returncode == 3, rc.stdout + rc.stderr
+    assert "a sweep is writing here: otherhost:4242" in rc.stdout and "in progress" in rc.stdout
 
 
 def test_older_manifest_schema_counts_as_missing(tmp_path):
@@ -276,7 +299,7 @@ def test_interrupted_sweep_marks_the_table_partial(tmp_path, capsys):
     info = ResultStore(out).table_info()
     assert info == {"complete": False, "interrupted": True, "planned": 8, "runs": 2}
     assert not (out / ".lock").exists()
-    assert main(["status", str(out)]) == 0
+    assert main(["status", str(out)]) == 1  # not complete, nothing queued: exit 1 (0 only when complete)
     assert "runs.parquet is partial: 2 of 8 planned runs (the sweep was interrupted)" in capsys.readouterr().out
     run_sweep(spec, backend="local", report=False)
     assert ResultStore(out).table_info()["complete"] is True
