@@ -34,6 +34,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,8 @@ PROTOCOL_VERSION = 1
 
 #: Decision types a reply may hold.
 DECISIONS = ("EXECUTE_JOB", "REJECT_JOB", "CALL_ME_LATER")
+#: Keys a reply may hold (docs/protocol.md, "Replies"); any other is a ProtocolError.
+REPLY_KEYS = ("events", "now", "options")
 
 _QUOTE_MAX = 400  # characters of a reply quoted in an error
 
@@ -56,6 +59,9 @@ _QUOTE_MAX = 400  # characters of a reply quoted in an error
 #: minutes: far above any real scheduling pass (Slurm's own backfill cycle is capped at
 #: ``bf_max_time``, default 30 s; slurm.conf(5)), so only a scheduler that stopped answering meets it.
 REPLY_TIMEOUT_S = 600.0
+#: Environment variable that overrides :data:`REPLY_TIMEOUT_S` for runs started from the CLI or a
+#: sweep (seconds > 0; it does not change a run's results, so it is not part of the run identity).
+TIMEOUT_ENV = "TWINSWEEP_SCHEDULER_TIMEOUT_S"
 
 
 def _quote(text: str) -> str:
@@ -200,7 +206,18 @@ class InProcessTransport:
         self.label = label or type(obj).__name__
 
     def exchange(self, message: dict) -> tuple[Any, str | None]:
-        return self.obj.handle(message), None
+        """``obj.handle(message)``. An exception raised by the scheduler's own code is a
+        ProtocolError naming the scheduler, the exception and where it was raised (as a child
+        process that crashes is), not a traceback through the twin."""
+        try:
+            return self.obj.handle(message), None
+        except ProtocolError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the scheduler's own failure, named and re-raised
+            frames = traceback.extract_tb(exc.__traceback__)
+            where = f" ({Path(frames[-1].filename).name}, line {frames[-1].lineno})" if frames else ""
+            raise ProtocolError(f"external scheduler {self.label!r} raised {type(exc).__name__}: {exc}{where} "
+                                f"while handling the message at now = {message.get('now')}") from exc
 
     def close(self) -> None:
         close = getattr(self.obj, "close", None)
@@ -271,16 +288,33 @@ def check_scheduler(spec: Any) -> None:
             raise ConfigError(f"scheduler {spec!r}: no script file {script!r} (relative to {os.getcwd()})")
 
 
-def connect(spec: Any, reply_timeout: float = REPLY_TIMEOUT_S):
+def reply_timeout_s() -> float:
+    """The reply timeout of child-process schedulers: ``$TWINSWEEP_SCHEDULER_TIMEOUT_S`` (seconds
+    > 0) when set, else :data:`REPLY_TIMEOUT_S`. Raises ConfigError for a value that is not a
+    positive number."""
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return REPLY_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and math.isfinite(value)):
+        raise ConfigError(f"${TIMEOUT_ENV}={raw!r}: expected the seconds to wait for a scheduler's reply (> 0)")
+    return value
+
+
+def connect(spec: Any, reply_timeout: float | None = None):
     """A transport for a run's ``scheduler``: a command line (:class:`ProcessTransport`, waiting at
-    most ``reply_timeout`` s for each reply), ``inproc:MODULE:NAME`` or an object with ``handle``
-    (:class:`InProcessTransport`), or a transport (an object with ``exchange`` and ``close``) as it
-    is. Raises ConfigError."""
+    most ``reply_timeout`` s for each reply; default :func:`reply_timeout_s`), ``inproc:MODULE:NAME``
+    or an object with ``handle`` (:class:`InProcessTransport`), or a transport (an object with
+    ``exchange`` and ``close``) as it is. Raises ConfigError."""
     if isinstance(spec, str):
         if spec.startswith("inproc:"):
             return InProcessTransport(_load_inproc(spec), spec)
         check_scheduler(spec)
-        return ProcessTransport(_argv(spec), spec, reply_timeout=reply_timeout)
+        return ProcessTransport(_argv(spec), spec,
+                                reply_timeout=reply_timeout_s() if reply_timeout is None else reply_timeout)
     if callable(getattr(spec, "exchange", None)) and callable(getattr(spec, "close", None)):
         return spec
     return InProcessTransport(spec)
@@ -391,6 +425,9 @@ class ExternalScheduler:
     def _decisions(self, now: int, reply, text) -> list[dict]:
         if not isinstance(reply, dict):
             raise self._error(now, "a reply must be a JSON object", reply, text)
+        unknown = sorted(str(k) for k in reply if k not in REPLY_KEYS)
+        if unknown:  # a misspelt "events" would otherwise be a reply without decisions: nothing starts, silently
+            raise self._error(now, f"unknown reply key(s) {unknown} (valid: {', '.join(REPLY_KEYS)})", reply, text)
         if "now" in reply and reply["now"] != now:
             raise self._error(now, f"reply 'now' is {reply['now']!r}; decisions are taken at now = {now} "
                                    "(never in the past, and they take no simulated time)", reply, text)

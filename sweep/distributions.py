@@ -5,13 +5,17 @@
 large sweep), pooled over the seeds of each *variant* (dataset, window and every grid axis —
 :func:`twinsweep.sweep.aggregate.group_columns`). Metrics (one value per job or per window pair):
 
-* ``wait_s`` — ``start_time − submit_time`` of every finished job (``completed`` / ``timeout``,
-  the job set of stats.json's ``wait_*``; core/stats.py).
+* ``wait_s`` — ``start_time − submit_time`` of every finished job (``completed`` / ``timeout``)
+  except those running at the window start (``prepopulated``: placed at their recorded start, their
+  waits the log's and the same in every variant): the job set of stats.json's ``wait_*``
+  (core/stats.py), so a run's ``wait_s`` values average to its ``wait_mean_s``.
 * ``bsld`` — bounded slowdown ``max(1, (wait + run) / max(run, τ))``, τ = 10 s
-  (:data:`twinsweep.core.stats.BSLD_TAU_S`; Feitelson et al., JSSPP 1997).
+  (:data:`twinsweep.core.stats.BSLD_TAU_S`; Feitelson et al., JSSPP 1997), over the same jobs
+  (stats.json's ``bsld_mean`` is their mean).
 * ``job_edp_js`` — per-job energy-delay product ``energy_j × run`` (J·s), the job's own DC
-  energy from the engine; stats.json's ``job_edp_sum_js`` is their sum. A job with unknown energy
-  is counted in ``missing``.
+  energy from the engine, over every finished job, prepopulated ones included (work done in the
+  window); stats.json's ``job_edp_sum_js`` is their sum. A job with unknown energy is counted in
+  ``missing``.
 * ``power_swing_1min_w`` / ``power_swing_15min_w`` — ``|P̄_{k+1} − P̄_k|`` of consecutive exact
   60 s / 900 s averages of the facility power (the population whose maximum and 95th percentile
   are stats.json's ``ramp_*``; core/power.py ``ramps``). The window averages are the means of the
@@ -100,6 +104,7 @@ _SIGN = np.uint64(1 << 63)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _FINISHED = ("completed", "timeout")
 _JOB_COLUMNS = ["status", "submit_time", "start_time", "end_time", "energy_j"]
+_PREPOPULATED = "prepopulated"  # read when the jobs table has it (every run since it was added)
 _HIST_META = {"code": "int64", "digit": "int64", "count": "int64", "sum": "float64", "vmin": "float64",
               "vmax": "float64"}
 _REFINE_META = {"kind": "int8", "bid": "int64", "digit": "int64", "count": "int64", "vmin": "float64",
@@ -153,18 +158,25 @@ def _job_values(d: Path) -> dict[str, tuple[np.ndarray | None, str]]:
     out: dict[str, tuple[np.ndarray | None, str]] = {}
     path = d / "jobs.parquet"
     try:
-        t = pq.ParquetFile(path).read(columns=_JOB_COLUMNS, use_threads=False)
+        pf = pq.ParquetFile(path)
+        cols = _JOB_COLUMNS + ([_PREPOPULATED] if _PREPOPULATED in pf.schema_arrow.names else [])
+        t = pf.read(columns=cols, use_threads=False)
     except Exception as exc:  # noqa: BLE001 - named and re-raised
         raise ValueError(f"{path}: cannot read the run's jobs ({type(exc).__name__}: {exc})") from exc
-    col = {c: t.column(c).to_numpy(zero_copy_only=False) for c in _JOB_COLUMNS}
+    col = {c: t.column(c).to_numpy(zero_copy_only=False) for c in cols}
     start = col["start_time"].astype("float64")
     end = col["end_time"].astype("float64")
     fin = np.isin(col["status"].astype(object), _FINISHED) & np.isfinite(start) & np.isfinite(end)
+    # jobs running at the window start (placed at their recorded start, their waits the log's, the
+    # same in every variant) are left out of the wait and slowdown, as stats.json's wait_* / bsld_mean
+    # do (core/stats.py); their energy is work done in the window, so job_edp_js keeps them
+    pre = col[_PREPOPULATED].astype(bool) if _PREPOPULATED in col else np.zeros(len(fin), dtype=bool)
+    own = ~pre[fin]
     start, end = start[fin], end[fin]
     wait = start - col["submit_time"].astype("float64")[fin]
     run = end - start
-    out["wait_s"] = (wait, "")
-    out["bsld"] = (np.maximum(1.0, (wait + run) / np.maximum(run, float(BSLD_TAU_S))), "")
+    out["wait_s"] = (wait[own], "")
+    out["bsld"] = (np.maximum(1.0, (wait[own] + run[own]) / np.maximum(run[own], float(BSLD_TAU_S))), "")
     out["job_edp_js"] = (col["energy_j"].astype("float64")[fin] * run, "")
     return out
 

@@ -5,16 +5,22 @@
 
 * the facility power timelines of every policy **side by side** (one panel per policy, shared
   axes; the baseline in grey in every panel), per dataset and window, for the smallest seed;
-* per-entry outcomes (users or accounts, as the runs' ``options.acct_level``): jobs finished,
-  mean wait, energy, and the change of mean wait against the baseline policy (default
-  ``fcfs`` + the backfill of the incentive runs), averaged over seeds;
+* per-entry outcomes (users or accounts, as the runs' ``options.acct_level``): jobs queued,
+  finished and not finished, the mean wait of every job the entry queued (a job still waiting at
+  the window end with its wait so far: the same jobs in every variant, so an entry whose jobs stop
+  finishing is counted as paying, not dropped) and of its finished jobs, energy, and the change
+  against the baseline policy (default ``fcfs`` + the backfill of the incentive runs), averaged
+  over seeds;
 * for each incentive policy a scatter of that change against the quantity the policy ranks by
   (the entry's average power, EDP, ED²P or Fugaku points from the collection replay), point size
   ∝ the entry's collected node-hours, and the five largest gainers and payers;
 * ``incentives_entries.csv`` (long table) and the PNGs next to the page.
 
-The collection values come from the window's ``replay`` run when the study has one (its jobs are
-what ``collect:replay`` collects), else from the accounts file named by ``options.accounts_in``.
+The collection values are those each incentive run prioritised by, as its manifest records them
+(``accounts.in`` and ``accounts.checksum``): the window's ``replay`` run for ``collect:replay``;
+for ``collect:replay:prev`` (the preceding window) or a file, the collection made again as the
+run made it. Values whose checksum differs from the recorded one are never shown (the page says
+why); entries the collection does not hold (their jobs got the neutral value) are listed.
 """
 
 from __future__ import annotations
@@ -28,13 +34,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from twinsweep.core.accounts import Accounts, account_names, load_accounts
 from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
-
-from twinsweep.core.accounts import Accounts, load_accounts
-from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
+from twinsweep.core.config import RunConfig
 from twinsweep.core.metrics import account_metric
+from twinsweep.core.run import load_run_inputs, run_accounts_input
 
 from .plotting import pyplot
+from .spec import study_axes
 from .store import ResultStore
 
 __all__ = ["incentive_report", "entry_outcomes", "POLICY_QUANTITY"]
@@ -61,6 +68,23 @@ def _png(fig, path: Path) -> str:
     return base64.b64encode(data).decode()
 
 
+#: Columns that are never part of a variant's label (its identity in the run table, or the seed).
+_NOT_AXES = {"key", "dataset", "window", "seed", "policy", "backfill", "trace", "system", "start", "duration",
+             "workload_checksum", "power_label"}
+
+
+def _other_axes(store: ResultStore, runs: pd.DataFrame) -> list[str]:
+    """Grid axes besides policy and backfill whose value differs between runs of one dataset, window
+    and seed (e.g. two ``options.accounts_in`` values): they are part of the variant label, so that
+    two variants never share one."""
+    axes: list[str] = []
+    if store.has("study.json"):
+        axes = study_axes(store.read_json("study.json"))
+    axes = [a for a in axes if a in runs.columns and a not in _NOT_AXES]
+    keys = [c for c in ("dataset", "window", "seed") if c in runs.columns]
+    return [a for a in axes if (runs.groupby(keys)[a].nunique(dropna=False) > 1).any()] if keys else axes
+
+
 def _runs(store: ResultStore) -> pd.DataFrame:
     runs = store.read_table()
     if "policy" not in runs.columns:
@@ -69,6 +93,8 @@ def _runs(store: ResultStore) -> pd.DataFrame:
         runs["backfill"] = "none"
     runs["variant"] = runs["policy"].astype(str) + "+" + runs["backfill"].astype(str)
     runs.loc[runs["policy"] == "replay", "variant"] = "replay"
+    for a in _other_axes(store, runs):
+        runs["variant"] = runs["variant"] + f"+{a}=" + runs[a].astype(str)
     return runs
 
 
@@ -81,51 +107,169 @@ def _level(g: pd.DataFrame) -> str:
     return "account"
 
 
-def _collected(store: ResultStore, g: pd.DataFrame) -> Accounts | None:
+def _accounts_entry(store: ResultStore, key: str) -> tuple[dict | None, dict | None]:
+    """``(manifest["accounts"], manifest["config"])`` of a run (None when it used no accounts)."""
+    try:
+        man = store.read_run_json(key, "manifest.json")
+    except (OSError, ValueError):
+        return None, None
+    acc = man.get("accounts")
+    return (acc if isinstance(acc, dict) else None), man.get("config")
+
+
+def _collected(store: ResultStore, g: pd.DataFrame, key: str | None = None,
+               cache: dict | None = None) -> tuple[Accounts | None, str]:
+    """The accounts table the run ``key`` of group ``g`` (one dataset, window and seed) prioritised
+    by, as its manifest records it (``accounts.in`` and ``accounts.checksum``); without ``key``, that
+    of the group's first run that used accounts. Returns ``(accounts or None, note)``.
+
+    ``collect:replay``: the group's own replay run (the same window, seed and perturbation), when
+    its sums have the recorded checksum; otherwise (``collect:replay:prev``: the preceding window;
+    a file) the collection is made again as the run made it (:func:`core.run.run_accounts_input`)
+    and must give the recorded checksum. A collection that cannot be reproduced is None with the
+    reason, never another window's values."""
+    cache = {} if cache is None else cache
+    if key is None:
+        for k in g["key"]:
+            if _accounts_entry(store, str(k))[0] is not None:
+                key = str(k)
+                break
+    entry, config = _accounts_entry(store, str(key)) if key is not None else (None, None)
+    if entry is None:  # older results: the replay of the group (collect:replay), else a named file
+        rep = g[g["policy"] == "replay"]
+        if not rep.empty:
+            return load_accounts(store.run_dir(str(rep["key"].iloc[0]))), "the window's replay"
+        col = "options.accounts_in"
+        if col in g.columns:
+            for v in g[col].dropna().unique():
+                if not str(v).startswith("collect:") and Path(str(v)).exists():
+                    return load_accounts(str(v)), str(v)
+        return None, "no run of this window used accounts"
+    want, spec = entry.get("checksum"), str(entry.get("in"))
+    if want in cache:
+        return cache[want]
+    found: tuple[Accounts | None, str] = (None, "")
     rep = g[g["policy"] == "replay"]
-    if not rep.empty:
-        return load_accounts(store.run_dir(str(rep["key"].iloc[0])))
-    col = "options.accounts_in"
-    if col in g.columns:
-        for v in g[col].dropna().unique():
-            if not str(v).startswith("collect:") and Path(str(v)).exists():
-                return load_accounts(str(v))
-    return None
+    if spec == "collect:replay" and not rep.empty:
+        acc = load_accounts(store.run_dir(str(rep["key"].iloc[0])))
+        if acc.checksum() == want:
+            found = (acc, "the window's replay (collect:replay)")
+    if found[0] is None:
+        try:
+            cfg = RunConfig.from_dict(config)
+            acc, _ = run_accounts_input(cfg, *load_run_inputs(cfg))
+            found = (acc, spec) if acc.checksum() == want else (
+                None, f"{spec}: collected again, the sums differ from those the runs used (checksum "
+                      f"{acc.checksum()} != {want})")
+        except Exception as exc:  # noqa: BLE001 - the report says why the values are missing
+            found = (None, f"{spec}: cannot collect again ({type(exc).__name__}: {exc})")
+    cache[want] = found
+    return found
+
+
+def _entry_jobs(store: ResultStore, key: str, level: str) -> pd.DataFrame:
+    """Per entry of one run, from its jobs.parquet: ``queued_jobs`` (jobs that queued in the run:
+    started after queueing, or still queued at the window end; jobs running at the window start,
+    rejected and never-run jobs left out), ``unfinished`` (of those, still queued or running at the
+    end) and ``wait_censored_mean_s`` (their mean wait, a job still queued counting its wait so far,
+    window end − submit: the per-entry form of stats.json's ``wait_censored_mean_s``)."""
+    col = "account" if level == "account" else "user"
+    jobs = store.read_run_table(key, "jobs.parquet")
+    man = store.read_run_json(key, "manifest.json")
+    t1 = (man.get("window") or {}).get("end")
+    st = jobs["status"].astype("string").fillna("").to_numpy(dtype=object)
+    submit = pd.to_numeric(jobs["submit_time"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    start = pd.to_numeric(jobs["start_time"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    pre = jobs["prepopulated"].fillna(False).to_numpy(dtype=bool) if "prepopulated" in jobs.columns \
+        else np.zeros(len(jobs), bool)
+    started = np.isfinite(start) & ~pre
+    queued = st == "queued"
+    if t1 is None:
+        queued = np.zeros(len(jobs), bool)
+    wait = np.where(started, start - submit, (float(t1) if t1 is not None else np.nan) - submit)
+    keep = started | queued
+    names = np.asarray(account_names(jobs[col] if col in jobs.columns else None, len(jobs)), dtype=object)
+    df = pd.DataFrame({"entry": names[keep], "w": wait[keep],
+                       "u": (queued | (st == "running"))[keep]})
+    if df.empty:
+        return pd.DataFrame(columns=["queued_jobs", "unfinished", "wait_censored_mean_s"]).rename_axis("entry")
+    return df.groupby("entry").agg(queued_jobs=("w", "size"), unfinished=("u", "sum"),
+                                   wait_censored_mean_s=("w", "mean"))
 
 
 def entry_outcomes(root: str | os.PathLike, baseline: str = "fcfs") -> pd.DataFrame:
-    """Long table: one row per (dataset, window, seed, variant, entry) with ``jobs``,
-    ``wait_mean_s``, ``bsld_mean``, ``energy_j``, ``node_seconds`` (of the run), ``wait_delta_s``
-    (minus the baseline variant's value for the same entry; NaN when it did not finish there),
-    and the collected ``c_*`` values (avg power, EDP, ED²P, Fugaku points, node-seconds)."""
+    """Long table: one row per (dataset, window, seed, variant, entry) for every entry that queued a
+    job or finished one in that run or in the baseline run, with
+
+    * ``jobs``, ``wait_mean_s``, ``bsld_mean``, ``energy_j``, ``node_seconds``: the entry's finished
+      jobs (stats.json ``users`` / ``accounts``; ``jobs`` 0 and the others NaN when none finished);
+    * ``queued_jobs``, ``unfinished``, ``wait_censored_mean_s``: every job of the entry that queued
+      in the run, those still waiting at the window end with their wait so far
+      (:func:`_entry_jobs`) — the same jobs in every variant of a window and seed, so that an entry
+      whose jobs no longer finish is seen paying, not dropped;
+    * ``wait_delta_s`` / ``wait_censored_delta_s``: minus the baseline variant's value for the same
+      entry (the baseline run of the same window, seed, backfill and other axes; NaN when either
+      is undefined);
+    * the collected ``c_*`` values the run prioritised by (avg power, EDP, ED²P, Fugaku points,
+      node-seconds, energy; NaN for an entry the collection does not hold: such an entry's jobs got
+      the neutral value) and ``collected_from`` (where they come from, or why they are missing).
+    """
     store = ResultStore(root)
     runs = _runs(store)
+    axes = _other_axes(store, runs)
     rows = []
+    cache: dict = {}
     for (ds, win, seed), g in runs.groupby(["dataset", "window", "seed"], sort=True):
         level = _level(g)
         tab = "users" if level == "user" else "accounts"
-        acc = _collected(store, g)
-        cvals = acc.frame(level) if acc is not None else None
-        base_bf = g.loc[g["policy"].str.startswith("acct_"), "backfill"]
-        base_variant = f"{baseline}+{base_bf.iloc[0] if len(base_bf) else 'none'}"
-        per_variant = {}
+        inc_bf = g.loc[g["policy"].astype(str).str.startswith("acct_"), "backfill"]
+        base_bf = str(inc_bf.iloc[0]) if len(inc_bf) else "none"
+        per_key = {}
         for _, r in g.iterrows():
-            stats = store.read_run_json(str(r["key"]), "stats.json")
-            per_variant[r["variant"]] = stats.get(tab, {})
-        base = per_variant.get(base_variant, {})
-        for variant, entries in per_variant.items():
-            for name, e in entries.items():
-                row = {"dataset": ds, "window": win, "seed": int(seed), "variant": variant, "level": level,
-                       "entry": name, "jobs": e.get("jobs"), "wait_mean_s": e.get("wait_mean_s"),
-                       "bsld_mean": e.get("bsld_mean"), "energy_j": e.get("energy_j"),
-                       "node_seconds": e.get("node_seconds"), "baseline": base_variant}
-                b = base.get(name, {}).get("wait_mean_s")
-                row["wait_delta_s"] = (e["wait_mean_s"] - b) if (b is not None and e.get("wait_mean_s") is not None) \
-                    else np.nan
-                if cvals is not None and name in cvals.index:
-                    c = cvals.loc[name]
-                    for k in ("avg_power_w", "edp_js", "ed2p_js2", "fugaku_points", "node_seconds", "energy_j"):
-                        row[f"c_{k}"] = c[k]
+            key = str(r["key"])
+            stats = store.read_run_json(key, "stats.json").get(tab, {})
+            fin = pd.DataFrame.from_dict(stats, orient="index") if stats else pd.DataFrame()
+            per_key[key] = fin.join(_entry_jobs(store, key, level), how="outer") if len(fin) else \
+                _entry_jobs(store, key, level)
+        default_acc = _collected(store, g, cache=cache)
+
+        def base_key(r):
+            b = g[(g["policy"] == baseline) & (g["backfill"].astype(str) == base_bf)]
+            for a in axes:
+                same = b[b[a].astype(str) == str(r[a])]
+                b = same if len(same) else b
+            return str(b["key"].iloc[0]) if len(b) else None
+
+        for _, r in g.iterrows():
+            key = str(r["key"])
+            bk = base_key(r)
+            base = per_key.get(bk, pd.DataFrame()) if bk is not None else pd.DataFrame()
+            mine = per_key[key]
+            acc, source = _collected(store, g, key, cache) if _accounts_entry(store, key)[0] else default_acc
+            cvals = acc.frame(level) if acc is not None else None
+            names = sorted(set(mine.index) | set(base.index), key=str)
+            for name in names:
+                e = mine.loc[name] if name in mine.index else pd.Series(dtype=object)
+                b = base.loc[name] if name in base.index else pd.Series(dtype=object)
+
+                def val(x, k):
+                    v = x.get(k)
+                    return float(v) if v is not None and not pd.isna(v) else np.nan
+
+                row = {"dataset": ds, "window": win, "seed": int(seed), "variant": r["variant"], "level": level,
+                       "entry": str(name), "jobs": int(val(e, "jobs")) if not np.isnan(val(e, "jobs")) else 0,
+                       "wait_mean_s": val(e, "wait_mean_s"), "bsld_mean": val(e, "bsld_mean"),
+                       "energy_j": val(e, "energy_j"), "node_seconds": val(e, "node_seconds"),
+                       "queued_jobs": int(val(e, "queued_jobs")) if not np.isnan(val(e, "queued_jobs")) else 0,
+                       "unfinished": int(val(e, "unfinished")) if not np.isnan(val(e, "unfinished")) else 0,
+                       "wait_censored_mean_s": val(e, "wait_censored_mean_s"),
+                       "baseline": str(g.loc[g["key"] == bk, "variant"].iloc[0]) if bk is not None else None}
+                row["wait_delta_s"] = row["wait_mean_s"] - val(b, "wait_mean_s")
+                row["wait_censored_delta_s"] = row["wait_censored_mean_s"] - val(b, "wait_censored_mean_s")
+                row["collected_from"] = source
+                for k in ("avg_power_w", "edp_js", "ed2p_js2", "fugaku_points", "node_seconds", "energy_j"):
+                    v = cvals.loc[str(name), k] if cvals is not None and str(name) in cvals.index else None
+                    row[f"c_{k}"] = float(v) if v is not None and not pd.isna(v) else np.nan
                 rows.append(row)
     return pd.DataFrame(rows)
 
@@ -150,9 +294,12 @@ def incentive_report(results: str | os.PathLike, out: str | os.PathLike | None =
              f"<p>Results: <code>{html.escape(str(root.resolve()))}</code>. Baseline: <b>{html.escape(baseline)}</b> "
              "with the incentive runs' backfill. Mean waits are over each entry's jobs that finished in the window "
              "(completed or killed at their time limit); changes are per entry against the baseline run of the same "
-             "window and seed, averaged over seeds. Collected values come from the window's replay "
-             "(the collection run). Power is facility input power; labelled <i>assumed</i> when the system's power "
-             "parameters are those of comparable hardware.</p>"]
+             "window and seed, averaged over seeds. Collected values are those the incentive runs prioritised by "
+             "(the collection each run's manifest records, checked by its checksum). Power is facility input power; labelled <i>assumed</i> when the system's power "
+             "parameters are those of comparable hardware. Who waits less or more is judged on the mean wait of "
+             "<i>every</i> job the entry queued in the window (the same jobs in every variant; a job still waiting at "
+             "the window end counts with its wait so far), so that an entry whose jobs stop finishing under an "
+             "incentive counts as paying instead of dropping out of a mean over finished jobs.</p>"]
     seed0 = int(runs["seed"].min())
     for (ds, win), g in runs.groupby(["dataset", "window"], sort=True):
         gs = g[g["seed"] == seed0]
@@ -202,16 +349,30 @@ def incentive_report(results: str | os.PathLike, out: str | os.PathLike | None =
         summ = []
         for v in variants:
             ev = e[e["variant"] == v]
-            d = ev.groupby("entry")["wait_delta_s"].mean().dropna()
+            d = ev.groupby("entry")["wait_censored_delta_s"].mean().dropna()
             sv = g[g["variant"] == v]
-            summ.append({"variant": v, "entries finished": int(ev["entry"].nunique()),
+            lost = ev.groupby("entry").agg(j=("jobs", "mean"), u=("unfinished", "mean"))
+            summ.append({"variant": v, "entries finished": int((ev["jobs"] > 0).groupby(ev["entry"]).any().sum()),
                          "mean wait [h]": sv["wait_mean_s"].mean() / 3600,
+                         "mean wait incl. still queued [h]": sv["wait_censored_mean_s"].mean() / 3600
+                         if "wait_censored_mean_s" in sv else np.nan,
                          "peak power [kW]": sv["peak_power_w"].mean() / 1e3,
                          "p95 15-min ramp [kW]": sv["ramp_15min_p95_w"].mean() / 1e3 if "ramp_15min_p95_w" in sv else np.nan,
                          "energy [MWh]": sv["facility_energy_j"].mean() / 3.6e9,
-                         f"{level}s waiting less": int((d < 0).sum()), f"{level}s waiting more": int((d > 0).sum())})
+                         f"{level}s waiting less": int((d < 0).sum()), f"{level}s waiting more": int((d > 0).sum()),
+                         f"{level}s finishing no job": int(((lost["j"] == 0) & (lost["u"] > 0)).sum())})
         parts.append(f"<h3>Per policy (mean over seeds)</h3>" + pd.DataFrame(summ).to_html(
             index=False, float_format=lambda x: f"{x:,.2f}", border=0))
+        ei = e[e["variant"].str.split("+").str[0].isin(list(POLICY_QUANTITY))]
+        if len(ei):
+            srcs = sorted({str(x) for x in ei["collected_from"].dropna()})
+            parts.append("<p>Collected values: " + "; ".join(html.escape(x) for x in srcs) + ".</p>")
+            nocol = ei[ei["c_node_seconds"].isna() & (ei["queued_jobs"] > 0)].groupby("entry")["queued_jobs"].max()
+            if len(nocol):
+                parts.append(f"<p>{len(nocol)} {level}(s) with {int(nocol.sum())} queued job(s) have no collected "
+                             "value (no finished job in the collection run): the incentive policies gave their jobs "
+                             "the neutral value (the collection's mean; 0 Fugaku points): "
+                             + html.escape(", ".join(f"{k} ({int(n)})" for k, n in nocol.items())) + ".</p>")
         # -- who gains, who pays
         inc = [v for v in variants if v.split("+")[0] in POLICY_QUANTITY]
         if inc and f"c_node_seconds" in e.columns:
@@ -222,7 +383,8 @@ def incentive_report(results: str | os.PathLike, out: str | os.PathLike | None =
                 ax = axes[i // ncol][i % ncol]
                 qty, label, higher_first, logx = POLICY_QUANTITY[v.split("+")[0]]
                 ev = e[e["variant"] == v].groupby("entry").agg(
-                    d=("wait_delta_s", "mean"), x=(f"c_{qty}", "first"), ns=("c_node_seconds", "first")).dropna()
+                    d=("wait_censored_delta_s", "mean"), x=(f"c_{qty}", "first"),
+                    ns=("c_node_seconds", "first")).dropna()
                 if ev.empty:
                     ax.set_visible(False)
                     continue
@@ -248,15 +410,22 @@ def incentive_report(results: str | os.PathLike, out: str | os.PathLike | None =
             for v in inc:
                 qty = POLICY_QUANTITY[v.split("+")[0]][0]
                 ev = e[e["variant"] == v].groupby("entry").agg(
-                    jobs=("jobs", "mean"), wait_h=("wait_mean_s", lambda s: s.mean() / 3600),
-                    delta_h=("wait_delta_s", lambda s: s.mean() / 3600),
+                    queued=("queued_jobs", "mean"), jobs=("jobs", "mean"), unfinished=("unfinished", "mean"),
+                    cwait_h=("wait_censored_mean_s", lambda s: s.mean() / 3600),
+                    delta_h=("wait_censored_delta_s", lambda s: s.mean() / 3600),
+                    fdelta_h=("wait_delta_s", lambda s: s.mean() / 3600),
                     energy_kwh=("energy_j", lambda s: s.mean() / 3.6e6),
                     collected=(f"c_{qty}", "first")).dropna(subset=["delta_h"]).sort_values("delta_h")
                 if ev.empty:
                     continue
-                ev = ev.rename(columns={"collected": f"collected {qty}", "wait_h": "mean wait [h]",
-                                        "delta_h": f"Δ wait vs {baseline} [h]", "energy_kwh": "energy [kWh]"})
-                top = pd.concat([ev.head(5), ev.tail(5)]).drop_duplicates()
+                ev = ev.rename(columns={"collected": f"collected {qty}", "queued": "jobs queued",
+                                        "jobs": "jobs finished", "unfinished": "not finished",
+                                        "cwait_h": "mean wait, all queued jobs [h]",
+                                        "delta_h": f"Δ vs {baseline} [h]",
+                                        "fdelta_h": f"Δ wait of finished jobs vs {baseline} [h]",
+                                        "energy_kwh": "energy [kWh]"})
+                top = pd.concat([ev.head(5), ev.tail(5)])
+                top = top[~top.index.duplicated()]  # by entry: two entries with equal figures both stay
                 parts.append(f"<h4>{html.escape(v)}: five largest gainers and payers ({level})</h4>"
                              + top.to_html(float_format=lambda x: f"{x:,.3g}", border=0))
     css = ("body{font-family:sans-serif;max-width:1400px;margin:1em auto;padding:0 1em}"

@@ -16,6 +16,7 @@ import pandas as pd
 
 from twinsweep.core.metrics import format_number, pooled_metrics
 
+from .distributions import JOB_METRICS
 from .svgchart import LinePanel, Series, line_panels
 
 #: HTML id of the section.
@@ -101,8 +102,10 @@ def section_pooled(pg, root: Path, runs: pd.DataFrame, variants: list[str], assu
     vmap = _variant_map(runs, gcols)
     summ = summ.merge(vmap, on=gcols, how="inner")
     qt = qt.merge(vmap, on=gcols, how="inner")
-    pg.p("Pooled over the seeds of each variant: the wait and bounded slowdown of every finished job, its "
-         "energy-delay product (its own DC energy × its run time), and the absolute change between consecutive "
+    pg.p("Pooled over the seeds of each variant: the wait and bounded slowdown of every finished job the variant "
+         "scheduled (jobs running at the window start, whose waits are the log's, left out, as in the runs' mean "
+         "wait), every finished job's energy-delay product (its own DC energy × its run time), and the absolute "
+         "change between consecutive "
          "exact 1-min and 15-min averages of the facility power (the population whose maximum and 95th "
          "percentile are the runs' power ramps). Every quantile is exact (type 7, as numpy.quantile of all the "
          "pooled values), computed with Dask over the runs' files; all statistics are in distributions.csv, "
@@ -128,14 +131,18 @@ def section_pooled(pg, root: Path, runs: pd.DataFrame, variants: list[str], assu
             _, s, unit, _ = display[(ds, win)][m]
             f = [format_number(x[k] / s, 3) for k in ("median", "q25", "q75", "q95", "max")]
             cell = f"{f[0]} [{f[1]}–{f[2]}], p95 {f[3]}, max {f[4]}"
-            r[header[m]] = f"{cell} {unit}" if m in per_cell and unit else cell
+            cell = f"{cell} {unit}" if m in per_cell and unit else cell
+            # how many jobs a job distribution pools: a variant that finished 3 jobs and one that
+            # finished 200 must not read alike (survivorship; the runs' still-queued counts say the rest)
+            r[header[m]] = f"{cell} ({int(x['n']):,} jobs)" if m in JOB_METRICS else cell
         rows.append(r)
     tab = pd.DataFrame(rows)
     if len(tab):
         tab = tab.sort_values(["dataset", "window", "variant"], kind="mergesort",
                               key=lambda s: s.map(order) if s.name == "variant" else s.map(
                                   {k: i for i, k in enumerate(dict.fromkeys(runs[s.name].astype(str)))}))
-    pg.p("Median [quartiles], 95th percentile and maximum, in display units"
+    pg.p("Median [quartiles], 95th percentile and maximum, in display units, and for the job distributions the "
+         "number of finished jobs pooled"
          + (" (a column title without a unit: the datasets differ in scale and each cell ends with its own"
             " unit, the unit of its figure below)" if per_cell else "") + ":")
     pg.table(tab, key_cols=4, max_cols=2)

@@ -179,3 +179,49 @@ def test_bad_input_is_named(sweep_dir, tmp_path):
     with pytest.raises(ValueError, match=str(victim.parent.name)):
         pooled_distributions(broken, scheduler="inline")
     assert not list(broken.glob(".tmp-*"))  # the staging folder is removed on error too
+
+
+def test_jobs_running_at_the_window_start_are_left_out_of_wait_and_bsld(tmp_path):
+    """Hand-computed: a prepopulated job (running at the window start, its wait the log's) is not a
+    wait of the variant — stats.json's wait_mean_s / bsld_mean leave it out, and so must the pooled
+    wait_s / bsld; job_edp_js keeps it (stats.json's job_edp_sum_js counts it)."""
+    d = tmp_path / "run"
+    d.mkdir()
+    pd.DataFrame({
+        "status": ["completed", "completed", "timeout", "queued", "running"],
+        "submit_time": [0, 100, 100, 150, 120],
+        "start_time": [50, 1000, 130, None, 200],      # job 0: placed at its recorded start (waited 50 s in the log)
+        "end_time": [5050, 1005, 230, None, None],
+        "energy_j": [10.0, 2.0, None, None, None],
+        "prepopulated": [True, False, False, False, False],
+    }, dtype=None).astype({"start_time": "Int64", "end_time": "Int64"}).to_parquet(d / "jobs.parquet")
+    rv = run_values(d, JOB_METRICS)
+    assert rv["wait_s"][0].tolist() == [900.0, 30.0]             # 1000 - 100, 130 - 100
+    # bsld: max(1, (900 + 5) / max(5, 10)) = 90.5; max(1, (30 + 100) / 100) = 1.3
+    assert rv["bsld"][0].tolist() == pytest.approx([90.5, 1.3], rel=1e-15)
+    edp = rv["job_edp_js"][0]                                       # 10 J × 5000 s, 2 J × 5 s, unknown
+    assert edp[:2].tolist() == [50_000.0, 10.0] and np.isnan(edp[2])
+    # a jobs table written before the column existed: every finished job counts, as before
+    pd.read_parquet(d / "jobs.parquet").drop(columns=["prepopulated"]).to_parquet(d / "jobs.parquet")
+    assert run_values(d, ["wait_s"])["wait_s"][0].tolist() == [50.0, 900.0, 30.0]
+
+
+
+def test_pooled_wait_of_a_windowed_run_averages_to_its_wait_mean(tmp_path):
+    """A run on a window that starts mid-trace has jobs running at its start: its pooled wait_s
+    values average to stats.json's wait_mean_s and its bsld values to bsld_mean (the same jobs)."""
+    from twinsweep.core.config import RunConfig
+    from twinsweep.core.run import simulate, write_run
+    from test_sweep_support import write_swf
+
+    swf = write_swf(tmp_path / "t.swf", n_jobs=60, nodes=8, span_s=3600)
+    res = simulate(RunConfig(data=str(swf), policy="fcfs", backfill="easy", start=1800, duration=3600))
+    d = tmp_path / "run"
+    write_run(res, d)
+    jobs = pd.read_parquet(d / "jobs.parquet")
+    assert jobs["prepopulated"].sum() > 0  # the case this test is about
+    stats = json.loads((d / "stats.json").read_text())["system"]
+    rv = run_values(d, JOB_METRICS)
+    assert rv["wait_s"][0].mean() == pytest.approx(stats["wait_mean_s"], rel=1e-12)
+    assert rv["bsld"][0].mean() == pytest.approx(stats["bsld_mean"], rel=1e-12)
+    assert np.nansum(rv["job_edp_js"][0]) == pytest.approx(stats["job_edp_sum_js"], rel=1e-12)

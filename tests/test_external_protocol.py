@@ -106,6 +106,7 @@ def test_messages_carry_now_events_and_free_nodes_and_decisions_apply():
     ({"events": [{"type": "EXECUTE_JOB", "timestamp": 3, "data": {"job_id": 0}}]}, "not now"),
     ({"events": [{"type": "KILL_JOB", "data": {}}]}, "unknown decision type 'KILL_JOB'"),
     ([], "must be a JSON object"),
+    ({"event": [{"type": "EXECUTE_JOB", "data": {"job_id": 0}}]}, r"unknown reply key\(s\) \['event'\]"),
 ])
 def test_impossible_decisions_stop_the_run_quoting_the_reply(reply, match):
     with pytest.raises(ProtocolError, match=match) as e:
@@ -197,3 +198,51 @@ def test_spec_checks_the_scheduler_command(tmp_path):
         parse_spec(spec({"policy": ["external"], "backfill": ["easy"], "scheduler": [PROCESS]}))
     s = parse_spec(spec({"policy": ["fcfs", "external"], "scheduler": [PROCESS]}))
     assert dict(s.grid)["scheduler"] == (PROCESS,)
+
+
+class _Crashes:
+    """An in-process scheduler whose own code fails on its second message."""
+
+    def __init__(self):
+        self.n = 0
+
+    def handle(self, msg):
+        self.n += 1
+        if self.n == 2:
+            return {"events": []}["missing"]
+        return {"events": []}
+
+
+def test_an_in_process_scheduler_that_raises_is_one_protocol_error_naming_it():
+    with pytest.raises(ProtocolError, match=r"external scheduler '_Crashes' raised KeyError: 'missing' "
+                                            r"\(test_external_protocol.py, line \d+\) while handling the message "
+                                            r"at now = 5") as e:
+        win, t0, t1 = select_window(frame([{"submit": 0, "run": 10, "limit": 20, "nodes": 2},
+                                           {"submit": 5, "run": 10, "limit": 20, "nodes": 3}]), None, None, False, True)
+        Engine(win, System(name="tiny", title="tiny", nodes=4), "external", "none", True, [100.0] * 2, 10.0, t0, t1,
+               scheduler=_Crashes()).run()
+    assert isinstance(e.value.__cause__, KeyError)  # the scheduler's own traceback stays reachable from Python
+
+
+def test_the_reply_timeout_can_be_set_from_the_environment(tmp_path, monkeypatch):
+    from twinsweep.core.external import REPLY_TIMEOUT_S, connect
+
+    script = tmp_path / "s.py"
+    script.write_text("import sys\nfor line in sys.stdin:\n    pass\n")
+    cmd = f"{sys.executable} {script}"
+    monkeypatch.delenv("TWINSWEEP_SCHEDULER_TIMEOUT_S", raising=False)
+    for env, want in ((None, REPLY_TIMEOUT_S), ("2.5", 2.5)):
+        if env is not None:
+            monkeypatch.setenv("TWINSWEEP_SCHEDULER_TIMEOUT_S", env)
+        t = connect(cmd)
+        try:
+            assert t.reply_timeout == want
+        finally:
+            t.close()
+    t = connect(cmd, reply_timeout=7)  # an explicit value wins
+    assert t.reply_timeout == 7
+    t.close()
+    for bad in ("0", "-1", "soon", "nan"):
+        monkeypatch.setenv("TWINSWEEP_SCHEDULER_TIMEOUT_S", bad)
+        with pytest.raises(ConfigError, match="TWINSWEEP_SCHEDULER_TIMEOUT_S"):
+            connect(cmd)

@@ -99,3 +99,97 @@ def test_shipped_specs_parse():
     tune = load_tune_spec(ROOT / "studies" / "tune-incentives.toml")
     assert tune.sampler_name() == "nsga2" and len(tune.objectives) == 2
     assert tune.test and not set(tune.test) & set(tune.train)
+
+
+class _FakeStore:
+    """The two reads :func:`twinsweep.sweep.incentives._entry_jobs` makes of a result store."""
+
+    def __init__(self, jobs, t1):
+        self.jobs, self.t1 = jobs, t1
+
+    def read_run_table(self, key, name):
+        return self.jobs
+
+    def read_run_json(self, key, name):
+        return {"window": {"start": 0, "end": self.t1}}
+
+
+def test_entry_jobs_count_every_job_queued_in_the_window_hand_computed():
+    """Per user: jobs that queued in the run (prepopulated, rejected and never-run jobs left out),
+    those not finished at the window end, and their mean wait with a still-queued job counting
+    window end − submit."""
+    from twinsweep.sweep.incentives import _entry_jobs
+
+    jobs = pd.DataFrame({
+        "user": ["a", "a", "a", "b", None, "c", "d"],
+        "status": ["running", "completed", "queued", "running", "rejected", "not_run", "timeout"],
+        "submit_time": [0, 40, 500, 200, 10, 20, 100],
+        "start_time": pd.array([5, 100, None, 300, None, None, 100], dtype="Int64"),
+        "prepopulated": [True, False, False, False, False, False, False],
+    })
+    got = _entry_jobs(_FakeStore(jobs, 1000), "k", "user")
+    assert sorted(got.index) == ["a", "b", "d"]
+    a, b, d = got.loc["a"], got.loc["b"], got.loc["d"]
+    assert (a["queued_jobs"], a["unfinished"], a["wait_censored_mean_s"]) == (2, 1, (60 + 500) / 2)
+    assert (b["queued_jobs"], b["unfinished"], b["wait_censored_mean_s"]) == (1, 1, 100.0)
+    assert (d["queued_jobs"], d["unfinished"], d["wait_censored_mean_s"]) == (1, 0, 0.0)
+
+
+@pytest.mark.filterwarnings("ignore::twinsweep.core.run.ReplayOversubscribedWarning")
+@pytest.mark.filterwarnings("ignore:dataset 'tiny':RuntimeWarning")
+def test_incentive_report_shows_the_collection_each_run_used(tmp_path):
+    """Two collections in one grid (this window's replay, and the preceding window's): the variants
+    stay apart, and each shows the values it prioritised by — the preceding window's for
+    collect:replay:prev, checked against a replay of that window computed here; every user that
+    queued a job appears, with or without finished jobs."""
+    import json
+
+    from twinsweep.core.accounts import accounts_of_run
+    from twinsweep.core.config import RunConfig
+    from twinsweep.core.run import simulate
+    from twinsweep.sweep.api import run_sweep
+    from twinsweep.sweep.incentives import entry_outcomes
+
+    trace = _trace(tmp_path / "tiny.swf")
+    spec = tmp_path / "inc.toml"
+    spec.write_text(textwrap.dedent(f"""
+        [study]
+        name = "inc2"
+        output = "{tmp_path / 'out'}"
+        [[datasets]]
+        name = "tiny"
+        trace = "{trace}"
+        windows = [{{ name = "w", start = "6h", duration = "6h" }}]
+        [grid]
+        policy = ["replay", "fcfs", "acct_edp"]
+        backfill = ["firstfit"]
+        "options.accounts_in" = ["collect:replay", "collect:replay:prev"]
+        "options.acct_level" = ["user"]
+        [backend]
+        name = "local"
+        workers = 1
+    """))
+    res = run_sweep(spec, report=False)
+    assert not res.failed
+    out = tmp_path / "out"
+    ent = entry_outcomes(out)
+    v_now = "acct_edp+firstfit+options.accounts_in=collect:replay"
+    v_prev = "acct_edp+firstfit+options.accounts_in=collect:replay:prev"
+    assert {v_now, v_prev} <= set(ent["variant"])
+    prev = accounts_of_run(simulate(RunConfig(data=str(trace), policy="replay", start=0, duration=6 * 3600)))
+    now = accounts_of_run(simulate(RunConfig(data=str(trace), policy="replay", start=6 * 3600, duration=6 * 3600)))
+    assert prev.checksum() != now.checksum()
+    for v, acc in ((v_prev, prev), (v_now, now)):
+        rows = ent[ent["variant"] == v]
+        held = rows.dropna(subset=["c_edp_js"])
+        assert len(held) and all(r.c_edp_js == acc.users[r.entry].edp_js for r in held.itertuples())
+        assert rows.loc[rows["c_edp_js"].isna(), "entry"].map(lambda n: n not in acc.users).all()
+    # every user with a job queued in the window is a row of every variant, finished or not
+    runs = res.table()
+    k = runs.loc[runs["policy"] == "fcfs", "key"].iloc[0]
+    jobs = pd.read_parquet(out / "runs" / k / "jobs.parquet")
+    queued_users = set(jobs.loc[~jobs["prepopulated"] & jobs["status"].isin(
+        ["completed", "timeout", "running", "queued"]), "user"].astype(str))
+    assert queued_users <= set(ent.loc[ent["variant"] == v_prev, "entry"])
+    man = json.loads((out / "runs" / runs.loc[runs["policy"] == "acct_edp", "key"].iloc[0] / "manifest.json").read_text())
+    assert man["accounts"]["in"].startswith("collect:replay")

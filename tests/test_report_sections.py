@@ -341,3 +341,43 @@ def test_pooled_section_cells_carry_the_unit_of_their_dataset(tmp_path):
     (tab,) = tables
     cells = dict(zip(tab["dataset"], tab["1-min power swing"]))
     assert cells == {"kth": "0 [0–0], p95 0.582, max 536 W", "theta": "0 [0–0], p95 2.00, max 338 kW"}
+
+
+def test_pooled_job_cells_say_how_many_jobs_they_pool(tmp_path):
+    """A variant whose pooled waits are 3 finished jobs must not read like one of 200 (survivorship):
+    a job distribution's cell ends with its job count; a power-swing cell does not."""
+    from twinsweep.sweep.plotting import variant_styles
+    from twinsweep.sweep.report_pooled import section_pooled
+
+    base = {"dataset": "kth", "window": "d1", "runs": 2, "runs_skipped": 0, "missing": 0, "min": 0.0, "mean": 1.0,
+            "std": 1.0, "q05": 0.0, "q25": 0.0, "q75": 0.0, "q95": 0.0, "median": 0.0}
+    rows = [{**base, "policy": p, "metric": m, "n": n, "max": mx}
+            for p, n in (("fcfs", 3), ("sjf", 1234))
+            for m, mx in (("wait_s", 7200.0), ("power_swing_1min_w", 500.0))]
+    pd.DataFrame(rows).to_parquet(tmp_path / "distributions.parquet")
+    pd.DataFrame([{"dataset": "kth", "window": "d1", "policy": r["policy"], "metric": r["metric"], "q": q, "value": v}
+                  for r in rows for q, v in ((0.0, 0.0), (1.0, r["max"]))]).to_parquet(
+        tmp_path / "distribution_quantiles.parquet")
+    runs = pd.DataFrame({"dataset": ["kth", "kth"], "window": ["d1", "d1"], "policy": ["fcfs", "sjf"],
+                         "variant": ["fcfs", "sjf"]})
+    tables = []
+
+    class Page:
+        styles = variant_styles(["fcfs", "sjf"])
+
+        def h(self, *a, **k): pass
+
+        def p(self, *a, **k): pass
+
+        def svg(self, *a, **k): pass
+
+        def table(self, df, **k):
+            tables.append(df)
+
+    section_pooled(Page(), tmp_path, runs, ["fcfs", "sjf"], assumed=False)
+    (tab,) = tables
+    wait_col = next(c for c in tab.columns if c.startswith("job wait"))
+    cells = dict(zip(tab["variant"], tab[wait_col]))
+    assert cells == {"fcfs": "0 [0–0], p95 0, max 2.00 (3 jobs)", "sjf": "0 [0–0], p95 0, max 2.00 (1,234 jobs)"}
+    swing_col = next(c for c in tab.columns if c.startswith("1-min power swing"))
+    assert all("jobs" not in c for c in tab[swing_col])

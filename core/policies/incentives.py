@@ -16,6 +16,9 @@ Accounts
 
     A job whose account is not in the table gets a neutral value: the mean over the table's
     entries (average power, EDP, ED²P) or 0 Fugaku points (the mean entry has 0 points).
+    An :class:`AccountCoverageWarning` says when the table cannot order a run's jobs at all (every
+    job gets the same value, e.g. ``acct_level = "account"`` on a trace without accounts: the run
+    is then fcfs) or when more than half of the jobs get the neutral value.
 
 Policies (after the S-RAPS incentive study and ExaDigiT RAPS's ``sort_*`` functions,
 ``raps/schedulers/default.py``):
@@ -41,21 +44,27 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from typing import Literal
 
 from ..accounts import Accounts, fugaku_points, load_accounts
-from ..errors import ConfigError
+from ..errors import ConfigError, RunWarning
 from ..jobview import JobView, SchedulerContext
 from .base import POLICIES, Policy, PolicyOptions
 
 __all__ = [
     "INCENTIVE_POLICIES", "AccountPolicy", "AcctAvgPower", "AcctLowAvgPower", "AcctEDP", "AcctED2P",
     "AcctFugakuPoints", "FugakuOptions", "policy_accounts", "account_values", "job_account_names",
+    "AccountCoverageWarning",
 ]
 
 #: The account-incentive policies (all need accounts).
 INCENTIVE_POLICIES = ("acct_avg_power", "acct_low_avg_power", "acct_edp", "acct_ed2p", "acct_fugaku_pts")
 _COLLECT_PREFIX = "collect:"
+
+
+class AccountCoverageWarning(RunWarning):
+    """The accounts table cannot order a run's jobs (all get one value), or most jobs have no entry."""
 
 
 def policy_accounts(context: SchedulerContext, options: PolicyOptions, policy: str,
@@ -129,6 +138,32 @@ class AccountPolicy(Policy):
         names = job_account_names(jobs, self.level)
         self.unknown_jobs = sum(1 for n in names if n not in vals)
         self._val = [vals.get(n, neutral) for n in names]
+        self._warn_coverage(names, vals, neutral)
+
+    def _warn_coverage(self, names: list[str], vals: dict[str, float], neutral: float) -> None:
+        """Warn (:class:`AccountCoverageWarning`) when the accounts cannot order this run's jobs:
+        every job gets the same value (the order is then plain fcfs, e.g. ``acct_level =
+        "account"`` on a trace without accounts, where every job is ``"unknown"``), or more than
+        half of the jobs belong to entries the table does not hold (neutral value)."""
+        n = len(names)
+        if n < 2:
+            return
+        level = self.level
+        if len(set(self._val)) == 1:
+            if set(names) == {"unknown"}:
+                why = (f"the trace gives no {level} for any job (all 'unknown')"
+                       + ("; use acct_level = 'user'" if level == "account" else ""))
+            else:
+                why = f"all {n} jobs get {self.quantity} = {self._val[0]:.6g}"
+            warnings.warn(AccountCoverageWarning(
+                f"policy {self.name!r}: the accounts table cannot order this run's jobs ({why}): the queue is in "
+                "plain (submit_time, trace_index) order, i.e. fcfs"), stacklevel=3)
+        elif self.unknown_jobs * 2 > n:
+            missing = sorted({x for x in names if x not in vals})
+            warnings.warn(AccountCoverageWarning(
+                f"policy {self.name!r}: {self.unknown_jobs} of {n} jobs ({len(missing)} {level}s, e.g. "
+                f"{missing[:3]}) have no entry in the accounts table and get the neutral {self.quantity} "
+                f"{neutral:.6g}"), stacklevel=3)
 
     def value(self, job: int) -> float:
         """The account quantity this policy orders by, for ``job``."""
