@@ -74,3 +74,11 @@ class PluginError(TwinError, RuntimeError):
     backfill variant whose ``select`` returned something other than a list of distinct queued jobs
     that fit): names the plug-in, the simulated time and the job or value at fault. A
     RuntimeError as well (a bug in the plug-in, not in the run's inputs)."""
+
+
+class RunWarning(UserWarning):
+    """A warning a plug-in or the engine raises about one run's inputs while it runs (e.g. an
+    accounts table that cannot order the run's jobs): :func:`core.run.simulate` records its message
+    in the run's ``warnings`` (manifest.json, the sweep's tables) as well as letting it through, so
+    that a warning raised in a sweep's worker process is not lost with that process's stderr."""
+

@@ -32,7 +32,7 @@ from .engine import Engine, select_window
 from .accounts import Accounts, account_names, accounts_of_run, load_accounts
 from .atomic import atomic_write, atomic_write_files, bytes_writer, foreign_folder
 from .availability import busy_and_queued, over_capacity
-from .errors import ConfigError
+from .errors import ConfigError, RunWarning
 from .partitions import (pool_job_node_power_w, pool_rows, pool_traces_node_power, run_partitioned, run_warnings,
                          serves_warnings, with_pool_nodes)
 from .perturb import perturb
@@ -352,10 +352,15 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         return Engine(frame_, system_, config.policy, config.backfill, config.kill, npow_, idle_w, t0, t1,
                       options=options, progress=cb, accounts=accounts, scheduler=config.scheduler,
                       queue_cancelled=queue_cancelled, seed=config.seed)
-    if partitioned:  # disjoint node pools, each scheduled on its own (core.partitions)
-        res = run_partitioned(eng_frame, system, rows, eng_npow, engine)
-    else:  # (a grown replay machine keeps the system's idle node power)
-        res = engine(eng_frame, eng_system, eng_npow, idle_node_power_w(system)).run()
+    with _pywarnings.catch_warnings(record=True) as caught:  # RunWarnings go into the run's warnings too
+        _pywarnings.simplefilter("always", RunWarning)
+        if partitioned:  # disjoint node pools, each scheduled on its own (core.partitions)
+            res = run_partitioned(eng_frame, system, rows, eng_npow, engine)
+        else:  # (a grown replay machine keeps the system's idle node power)
+            res = engine(eng_frame, eng_system, eng_npow, idle_node_power_w(system)).run()
+    run_warnings = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RunWarning)))
+    for w in caught:  # let every caught warning through, as if it had not been recorded
+        _pywarnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
     honor_eligible = run_setting("honor_eligible", options, system) and not replay
     if eng_system is not system:
         res = _nominal_view(res, system, eng_system, too_big)
@@ -391,6 +396,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     warnings = list(workload.warnings) + part_warnings
     warnings += [n for o in (spec.policy_options, spec.backfill_options) if o is not None for n in o.notes()]
     warnings += span.window_warnings(res.t_start, t1, Path(workload.source).name)
+    warnings += run_warnings
     ignored = [k for k in ("honor_eligible", "queue_cancelled") if replay and config.option_dict.get(k)]
     if ignored:
         warnings.append(f"policy 'replay' replays the recorded starts and ignores the option(s) {', '.join(ignored)}")

@@ -234,3 +234,56 @@ def test_cli_accounts_out_and_merge(tmp_path):
     (tmp_path / "bad.json").write_text("{}")
     assert main(["run", "--data", str(trace), "--policy", "acct_edp", "--out", str(tmp_path / "r3"),
                  "--accounts-in", str(tmp_path / "bad.json"), "--quiet"]) == 2
+
+
+# ------------------------------------------------------------------ accounts that cannot order a run
+def _engine_with_accounts(jobs, policy, accounts, options=None):
+    win, t0, t1 = select_window(frame(jobs), None, None, False, True)
+    return Engine(win, System(name="tiny", title="tiny", nodes=4), policy, "none", True, [100.0] * len(win), 10.0,
+                  t0, t1, options=options, accounts=accounts).run()
+
+
+@pytest.mark.filterwarnings("ignore::twinsweep.core.run.ReplayOversubscribedWarning")
+def test_a_run_records_the_accounts_coverage_warning_in_its_warnings(tmp_path):
+    """A RunWarning raised while the engine runs (here the incentive policy's: the tiny trace's
+    jobs of accounts 1000-1002 ordered by an accounts table that holds only 1000, whose value is
+    then the neutral mean too: every job one value) is in the run's manifest warnings as well as let through, so that a sweep's
+    worker does not lose it with its stderr."""
+    from twinsweep.core.policies.incentives import AccountCoverageWarning
+    from twinsweep.core.run import simulate
+
+    trace = _trace(tmp_path)
+    path = save_accounts(Accounts({"1000": Usage(1, 10.0, 10.0, 1e3, 1e4, 1e5)}, {}, []), tmp_path / "other.json")
+    with pytest.warns(AccountCoverageWarning, match="cannot order this run's jobs"):
+        res = simulate(RunConfig(data=str(trace), policy="acct_edp", options=(("accounts_in", str(path)),)))
+    said = [w for w in res.manifest["warnings"] if "cannot order this run's jobs" in w]
+    assert len(said) == 1 and "'acct_edp'" in said[0] and "fcfs" in said[0]
+
+
+def test_incentive_policy_warns_when_the_accounts_cannot_order_the_jobs():
+    """acct_level = "account" on a trace without accounts: every job is "unknown", one value for all,
+    the run is plain fcfs — said in an AccountCoverageWarning, not silent. Most jobs of users the
+    table lacks (neutral value) are said too; a table that orders the jobs says nothing."""
+    import warnings as _w
+
+    from twinsweep.core.policies.incentives import AccountCoverageWarning
+
+    users = ["u1", "u2", "u3", "u4"]
+    jobs = [dict(submit=i, run=10, limit=20, nodes=4, user=u, account=None) for i, u in enumerate(users)]  # no accounts
+    acc = Accounts({"unknown": Usage(4, 400.0, 100.0, 4e4, 1e6, 1e8)},
+                   {"u1": Usage(1, 10.0, 10.0, 1e3, 1e4, 1e5), "u2": Usage(1, 10.0, 10.0, 2e3, 2e4, 2e5)}, [])
+    with pytest.warns(AccountCoverageWarning, match=r"'acct_edp'.*no account for any job.*acct_level = 'user'.*fcfs"):
+        res = _engine_with_accounts(jobs, "acct_edp", acc)
+    assert list(res.jobs["start_time"]) == [0, 10, 20, 30]  # fcfs order, as the warning says
+    # user level: u1, u2 in the table; u3, u4 not (2 of 4 jobs: not more than half) -> ordered, no warning
+    with _w.catch_warnings():
+        _w.simplefilter("error", AccountCoverageWarning)
+        res = _engine_with_accounts(jobs, "acct_edp", acc, {"acct_level": "user"})
+    # EDP u1 1e4, u2 2e4, u3 and u4 the neutral mean 1.5e4: u1 runs alone at 0, then u3, u4 (ties in
+    # submit order), then u2 — one 4-node machine, 10 s each
+    assert list(res.jobs["start_time"]) == [0, 30, 10, 20]
+    # 3 of 4 jobs without an entry: said
+    acc1 = Accounts({}, {"u1": Usage(1, 10.0, 10.0, 1e3, 1e4, 1e5), "u9": Usage(1, 10.0, 10.0, 5e3, 5e4, 5e5)}, [])
+    with pytest.warns(AccountCoverageWarning, match=r"3 of 4 jobs \(3 users, e.g. \['u2', 'u3', 'u4'\]\) have no "
+                                                    r"entry.*neutral edp_js 30000"):
+        _engine_with_accounts(jobs, "acct_edp", acc1, {"acct_level": "user"})
