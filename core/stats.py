@@ -71,9 +71,12 @@ it, exactly:
   (a third-order response) they are the extremes at those instants. None of these depend on the
   sample period beyond the extra sample-start instants (°C / K).
 
-Per-user and per-account (``users`` / ``accounts``), over finished jobs only, prepopulated ones
-included (a user none of whose jobs finished does not appear): ``jobs`` (count), ``wait_mean_s``, ``bsld_mean``,
-``node_seconds`` (Σ nodes·run), ``energy_j`` (Σ job energy_j), ``edp_js`` (Σ energy_j·run).
+Per-user and per-account (``users`` / ``accounts``), over finished jobs only (a user none of whose
+jobs finished does not appear): ``jobs`` (count), ``node_seconds`` (Σ nodes·run), ``energy_j`` (Σ
+job energy_j), ``edp_js`` (Σ energy_j·run) over all of them, prepopulated ones included (work done
+in the window); ``wait_mean_s``, ``bsld_mean`` over those not running at the window start, as the
+system's (None when every finished job of the entry was running at the start; until 2026-12-07
+they counted those jobs, whose waits are the log's).
 A missing user/account is keyed ``"unknown"``; keys are strings.
 
 Plug-in metrics registered in the catalogue (:mod:`twinsweep.core.metrics`, entry-point group
@@ -382,19 +385,22 @@ def compute_stats(
         names, inv = np.unique(keys.astype(str), return_inverse=True)  # sorted names
         k = len(names)
         cnt = np.bincount(inv, minlength=k)
-        s_wait = np.bincount(inv, weights=wait, minlength=k)
-        s_bsld = np.bincount(inv, weights=bsld, minlength=k)
+        # waits and slowdowns of the group's own jobs (not those running at the window start, whose
+        # waits are the log's), as the system's wait_mean_s / bsld_mean; counts and sums keep them
+        n_own_g = np.bincount(inv, weights=own.astype("float64"), minlength=k)
+        s_wait = np.bincount(inv, weights=np.where(own, wait, 0.0), minlength=k)
+        s_bsld = np.bincount(inv, weights=np.where(own, bsld, 0.0), minlength=k)
         s_ns = np.bincount(inv, weights=w, minlength=k)
         s_e = np.bincount(inv, weights=energy0, minlength=k)
         s_edp = np.bincount(inv, weights=energy0 * run, minlength=k)
         return {
             str(names[g]): {
-                "bsld_mean": _f(s_bsld[g] / cnt[g]),
+                "bsld_mean": _f(s_bsld[g] / n_own_g[g]) if n_own_g[g] > 0 else None,
                 "edp_js": _f(s_edp[g]),
                 "energy_j": _f(s_e[g]),
                 "jobs": int(cnt[g]),
                 "node_seconds": int(round(float(s_ns[g]))),
-                "wait_mean_s": _f(s_wait[g] / cnt[g]),
+                "wait_mean_s": _f(s_wait[g] / n_own_g[g]) if n_own_g[g] > 0 else None,
             }
             for g in range(k)
         }

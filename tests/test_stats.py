@@ -244,6 +244,11 @@ def test_prepopulated_jobs_are_left_out_of_the_wait_and_slowdown_metrics_only():
     assert m["awrt_s"] == pytest.approx(505) and m["awwt_s"] == pytest.approx(500)
     assert m["throughput_jobs_per_h"] == pytest.approx(9) and m["makespan_s"] == 605
     assert s["users"]["u1"]["jobs"] == 1 and s["users"]["u1"]["node_seconds"] == 1200  # A: 2 nodes x 600 s
+    # per user / account the waits leave A out too: u1's only finished job is A (no wait to give);
+    # account a1 = A + B: its wait and slowdown are B's (500 s, 50.5), its sums A's and B's
+    assert s["users"]["u1"]["wait_mean_s"] is None and s["users"]["u1"]["bsld_mean"] is None
+    a1 = s["accounts"]["a1"]
+    assert (a1["wait_mean_s"], a1["bsld_mean"], a1["jobs"], a1["node_seconds"]) == (500.0, 50.5, 2, 1220)
     assert s["counts"]["prepopulated"] == 1
     every = compute_stats(JOBS, STEPS, four_node_system(), T0, T1)["system"]  # none prepopulated: A counts
     assert every["wait_mean_s"] == pytest.approx(500 / 3) and every["throughput_jobs_per_h"] == m["throughput_jobs_per_h"]
