@@ -277,6 +277,16 @@ def _disk_full_outcome(outcome) -> bool:
     return outcome.errno in DISK_FULL_ERRNOS or (outcome.error or "").startswith("DiskFullError")
 
 
+#: Errors of a run's own inputs or of a plug-in's contract (core/errors.py): a run is deterministic
+#: (same config and seed, same bytes), so such a failure would come back at every attempt; it is not
+#: retried (a worker that died, a lost task, an OSError or a MemoryError are).
+DETERMINISTIC_ERRORS = ("ConfigError", "UnknownNameError", "TraceFormatError", "PluginError", "ClairvoyanceError")
+
+
+def _deterministic_outcome(outcome) -> bool:
+    return (outcome.error or "").split(":", 1)[0].strip() in DETERMINISTIC_ERRORS
+
+
 def _run_locked(spec, store, retries, run_fn, progress, report, backend_options, detach, log, t0,
                 replace_plan=False) -> "SweepResult":
     """The body of :func:`run_sweep`, with the folder's lock held."""
@@ -378,7 +388,7 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
                         store.record_failure(outcome.key, outcome.error, outcome.traceback, attempts[outcome.key],
                                              info=it.label() | {"config": it.config.to_dict()},
                                              worker=outcome.worker)
-                        if attempts[outcome.key] <= retries:
+                        if attempts[outcome.key] <= retries and not _deterministic_outcome(outcome):
                             again.append(it)
                         else:
                             failed_final.append(outcome.key)

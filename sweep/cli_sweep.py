@@ -174,9 +174,28 @@ def _cmd_sweep(args) -> int:
     print(f"table:   {res.table_path}")
     if res.failed:
         print(f"failed:  {res.out / 'failed'} ({', '.join(res.failed[:5])}{' ...' if len(res.failed) > 5 else ''})")
+        _print_failures(res)
     if res.report:
         print(f"report:  {res.report}")
     return 1 if res.failed else 0
+
+
+def _print_failures(res, most: int = 3) -> None:
+    """The error of the first ``most`` failed runs, a line each (their whole record, traceback
+    included, is in ``failed/<key>/error.json``)."""
+    from .store import ResultStore
+
+    store = ResultStore(res.out)
+    errors = {}
+    for key in res.failed[:most]:
+        try:
+            errors[key] = (str(store.failure(key).get("error") or "").splitlines() or ["(no error text)"])[0][:300]
+        except Exception:  # noqa: BLE001 - an unreadable record is named by its folder above
+            errors[key] = "(its error.json cannot be read)"
+    for key in res.failed[:most]:
+        print(f"  {key}: {errors[key]}")
+    if len(res.failed) > most:
+        print(f"  ... {len(res.failed) - most} more (each in failed/<key>/error.json; `twinsweep status` lists them)")
 
 
 def _time_split(res) -> str:

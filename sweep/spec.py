@@ -7,7 +7,9 @@ annotated example; the tables and keys are:
 ``[study]``        ``name`` (str), ``description`` (str), ``output`` (folder; relative paths are
                    resolved against the current working directory), ``seeds`` (int ``n`` = seeds
                    ``0..n-1``, or a list of ints >= 0), ``retries`` (int >= 0: extra attempts of a
-                   failing run per sweep invocation).
+                   failing run per sweep invocation; an error of the run's inputs or of a plug-in's
+                   contract — ConfigError, TraceFormatError, PluginError …, which a deterministic run
+                   would raise again — is not retried: :data:`sweep.api.DETERMINISTIC_ERRORS`).
 ``[perturbation]`` ``runtime_sigma`` (float >= 0, log-normal sigma on run times) and
                    ``submit_jitter`` (duration, uniform jitter of submit times); seed 0 is always the
                    unperturbed trace (:class:`core.config.Perturbation`).

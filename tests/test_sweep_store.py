@@ -156,6 +156,27 @@ def test_failing_runs_are_recorded_and_retried(tmp_path):
     assert len(pd.read_parquet(tmp_path / "out" / "runs.parquet")) == 12
 
 
+def test_an_input_error_is_not_retried(tmp_path, capsys):
+    """A run is deterministic, so a ConfigError would come back at every attempt: with retries = 2
+    the 4 sjf runs fail after one attempt each (not 3), the 4 fcfs runs succeed."""
+    from test_sweep_support import input_error_run
+
+    spec_path = write_spec(tmp_path, seeds=2, retries=2)
+    res = run_sweep(spec_path, backend="local", run_fn=input_error_run, report=False)
+    assert (res.ran, len(res.failed)) == (4, 4)
+    attempts = {p.name: int(p.read_text()) for p in (tmp_path / "out" / "attempts").iterdir()}
+    assert sorted(attempts[k] for k in res.failed) == [1, 1, 1, 1]
+    doc = ResultStore(tmp_path / "out").failure(res.failed[0])
+    assert doc["error"].startswith("ConfigError: injected input error") and len(doc["attempts"]) == 1
+    # the sweep's console names the first failures' errors, not only the folder they are in
+    from twinsweep.sweep.cli_sweep import _print_failures
+
+    _print_failures(res, most=2)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == [f"  {k}: ConfigError: injected input error of {k}" for k in res.failed[:2]]
+    assert lines[2] == "  ... 2 more (each in failed/<key>/error.json; `twinsweep status` lists them)"
+
+
 def test_leftovers_are_ignored_then_cleaned(tmp_path):
     store = ResultStore(tmp_path / "o").create()
     (store.runs_dir / ".tmp-abc-host-1-x").mkdir()

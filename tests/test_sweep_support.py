@@ -93,6 +93,20 @@ def flaky_run(payload, shared):
     return execute_run(payload, shared)
 
 
+def input_error_run(payload, shared):
+    """Counts its attempts like :func:`flaky_run`; policy sjf raises a ConfigError (an error of the
+    run's inputs: the same at every attempt), the others run."""
+    from twinsweep.core.errors import ConfigError
+    from twinsweep.sweep.runner import execute_run
+
+    marker = Path(payload["runs_dir"]).parent / "attempts" / payload["key"]
+    marker.parent.mkdir(exist_ok=True)
+    marker.write_text(str(int(marker.read_text()) + 1 if marker.exists() else 1))
+    if payload["sweep"]["axes"].get("policy") == "sjf":
+        raise ConfigError(f"injected input error of {payload['key']}")
+    return execute_run(payload, shared)
+
+
 def run_files(root: Path) -> dict[str, bytes]:
     """``{"<key>/<file>": bytes}`` of every run folder's deterministic files (not timing.json)."""
     out = {}
