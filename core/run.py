@@ -358,7 +358,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
             res = run_partitioned(eng_frame, system, rows, eng_npow, engine)
         else:  # (a grown replay machine keeps the system's idle node power)
             res = engine(eng_frame, eng_system, eng_npow, idle_node_power_w(system)).run()
-    run_warnings = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RunWarning)))
+    engine_warnings = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RunWarning)))
     for w in caught:  # let every caught warning through, as if it had not been recorded
         _pywarnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
     honor_eligible = run_setting("honor_eligible", options, system) and not replay
@@ -396,7 +396,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
     warnings = list(workload.warnings) + part_warnings
     warnings += [n for o in (spec.policy_options, spec.backfill_options) if o is not None for n in o.notes()]
     warnings += span.window_warnings(res.t_start, t1, Path(workload.source).name)
-    warnings += run_warnings
+    warnings += engine_warnings
     ignored = [k for k in ("honor_eligible", "queue_cancelled") if replay and config.option_dict.get(k)]
     if ignored:
         warnings.append(f"policy 'replay' replays the recorded starts and ignores the option(s) {', '.join(ignored)}")
