@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def backend_name(text: str) -> str:
@@ -253,7 +254,9 @@ def _cmd_status(args) -> int:
     if len(st["failed"]) > 50:
         print(f"... {len(st['failed']) - 50} more failed run(s)")
     if st["complete"]:
-        print(f"complete. table: {st['table']}; report: twinsweep report {st['out']}")
+        page = Path(st["out"]) / "report" / "index.html"
+        fresh = st["table"] and page.exists() and page.stat().st_mtime >= Path(st["table"]).stat().st_mtime
+        print(f"complete. table: {st['table']}; report: " + (str(page) if fresh else f"twinsweep report {st['out']}"))
         return 0
     if (sl is not None and sl["active"]) or st["busy"]:
         print("in progress: run this again to follow, or `twinsweep sweep SPEC --backend slurm` to wait for the end")

@@ -24,11 +24,13 @@ HOW_TO_READ = (
     "How to read this page: every (dataset, window, seed) is a <i>block</i> in which all variants ran on the "
     "same workload; within a block the variants are ranked per objective (1 = best). The recommended variant "
     "has the lowest mean rank over the blocks. <i>P(best)</i> is the share of bootstrap resamples of the blocks in "
-    "which it stays first: near 100 % the choice is robust to which seeds and windows were drawn, near "
-    "1/number of variants it is a coin toss. <i>Distinguishable</i> means the 95 % bootstrap interval of the "
+    "which it stays first: near 100 % the choice is robust to which of the study's seeds and windows were drawn "
+    "(with one window per dataset, to the seeds only: the verdict says so), near 1/number of variants it is a "
+    "coin toss. <i>Distinguishable</i> means the 95 % bootstrap interval of the "
     "runner-up's mean-rank gap excludes zero and the recommended variant is ahead of the runner-up in "
-    "significantly more blocks than behind it (sign test at 5 %), over at least {min_blocks} blocks (fewer "
-    "cannot show a difference at the 5 % level). Costs compare the recommended variant with the baseline on every "
+    "significantly more blocks than behind it (two-sided exact sign test at 5 %, tied blocks split evenly between "
+    "the two, an odd one dropped), over at least {min_blocks} blocks (fewer cannot show a difference at the 5 % "
+    "level). Costs compare the recommended variant with the baseline on every "
     "objective (mean over blocks; % change, or a difference for percentages, PUE and temperatures). Energy is "
     "ranked per node-hour delivered: a total over a fixed window would reward leaving nodes idle.")
 #: The report's sections after the decision sections (report.py), in page order.
@@ -71,16 +73,29 @@ def _sure(o: ObjectiveVerdict, blocks: int) -> str:
         return f"too few blocks to tell it from {o.runner_up} ({blocks}; need ≥ {MIN_BLOCKS})"
     if o.distinguishable:
         return f"distinguishable from {o.runner_up}"
-    counts = (f"ahead of it in {o.ahead:,} of {blocks:,} blocks and behind in {o.behind:,}"
+    tied = blocks - (o.ahead or 0) - (o.behind or 0)
+    counts = (f"ahead of it in {o.ahead:,} of {blocks:,} blocks, behind in {o.behind:,}"
+              + (f", tied in {tied:,}" if tied else "")
               if o.ahead is not None and o.behind is not None else "")
+    split = ", ties split" if tied and o.ahead is not None else ""
     if o.p_sign is not None and o.p_sign >= SIGN_LEVEL and o.gap_ci[0] > 0:  # the bootstrap alone would say so
         return (f"not distinguishable from {o.runner_up}: it keeps the lowest mean rank when the blocks are redrawn "
                 f"(the bootstrap interval of the mean-rank gap excludes 0), but block by block it is "
-                f"{counts or 'not ahead often enough'} (sign test p = {format_number(o.p_sign, 2)})")
-    p = f"sign test p = {format_number(o.p_sign, 2)}" if o.p_sign is not None else ""
+                f"{counts or 'not ahead often enough'} (sign test{split}: p = {format_number(o.p_sign, 2)})")
+    p = f"sign test{split}: p = {format_number(o.p_sign, 2)}" if o.p_sign is not None else ""
     said = "; ".join(x for x in (counts, p) if x)
     return (f"not distinguishable from {o.runner_up}: the bootstrap interval of the mean-rank gap includes 0"
             + (f"; {said}" if said else ""))
+
+
+def _made_of(s: ScopeVerdict) -> str:
+    """`` (1 window x 8 seeds)``: what a scope's blocks vary, so that a P(best) over the seeds of one
+    window is not read as robust to the window (empty when the counts are not known)."""
+    if not s.windows or not s.seeds:
+        return ""
+    w = f"{s.windows:,} window{'s' if s.windows > 1 else ''}"
+    one = " — one window: robust to the seeds only" if s.windows == 1 else ""
+    return f" ({w} × {s.seeds:,} seed{'s' if s.seeds > 1 else ''}{one})"
 
 
 def _tradeoff_text(v: Verdict) -> str:
@@ -146,19 +161,40 @@ def _left_more(pair: pd.DataFrame, a: str, b: str) -> tuple[int, int, float, flo
     return (more, n, extra, base, share) if share >= SURVIVORSHIP_MIN_SHARE else None
 
 
+def _twin(m: str, v: Verdict) -> str | None:
+    """A ranked metric that is not a power figure and ranks the variants exactly as the power metric
+    ``m`` in every block of every scope (:attr:`ScopeVerdict.alike_ranked`), or None."""
+    for other in v.directions:
+        if other == m or metric(other).power:
+            continue
+        if v.scopes and all((m, other) in s.alike_ranked or (other, m) in s.alike_ranked for s in v.scopes):
+            return other
+    return None
+
+
 def assumed_power_note(runs: pd.DataFrame, variants: list[str], v: Verdict,
                        baseline: str | None) -> str | None:
     """When the stated trade-off weighs power metrics (``Metric.power``) of *assumed* power models
-    and other metrics too: what the trade-off recommends in each scope with the power metrics left
-    out (the verdict computed again on the others, same weights and baseline; the recommended variant
-    is the lowest mean rank, so one bootstrap resample is enough: P(best) is not read), so that a
-    reader sees whether a recommendation rests on the assumed models (a power ramp of a few hundred
-    watts on a machine whose idle power is assumed 90 % of its busy power can decide it). HTML, or
-    None when the trade-off weighs no power metric or nothing else. ``runs``: the ranked runs."""
+    and other metrics too: what the trade-off recommends in each scope without the power figures
+    (the verdict computed again, same weights and baseline; the recommended variant is the lowest
+    mean rank, so one bootstrap resample is enough: P(best) is not read), so that a reader sees
+    whether a recommendation rests on the assumed models (a power ramp of a few hundred watts on a
+    machine whose idle power is assumed 90 % of its busy power can decide it). A power metric that
+    ranks the variants exactly as a ranked metric that is no power figure in every block of every
+    scope (:func:`_twin`: facility energy per node-hour and utilisation, where idle power
+    dominates) carries that metric's preference: its weight then goes to that metric instead of
+    being dropped, and the note says so. HTML, or None when the trade-off weighs no power metric or
+    nothing else. ``runs``: the ranked runs."""
     power = [m for m in v.tradeoff if metric(m).power]
     rest = {m: w for m, w in v.tradeoff.items() if m not in power}
     if not power or not rest:
         return None
+    moved_to = {}
+    for m in power:
+        t = _twin(m, v)
+        if t is not None:
+            moved_to[m] = t
+            rest[t] = rest.get(t, 0.0) + v.tradeoff[m]
     rank = {m: d for m, d in v.directions.items() if m in rest}
     alt = compute_verdict(runs, variants, rank, rest, baseline, n_boot=1)
     now = {s.scope: s.get(TRADEOFF) for s in v.scopes}
@@ -169,9 +205,15 @@ def assumed_power_note(runs: pd.DataFrame, variants: list[str], v: Verdict,
     weight = sum(v.tradeoff[m] for m in power) / sum(v.tradeoff.values())
     head = (f"The stated trade-off gives {format_number(100 * weight, 2)} % of its weight to figures of assumed power "
             f"models ({labels}). ")
+    if moved_to:
+        head += " ".join(
+            f"{metric(m).label.capitalize()} ranks the variants exactly as {metric(t).label} (no power figure) in every "
+            f"block: under these models its weight is {metric(t).label}'s preference, so below it goes to "
+            f"{metric(t).label}." for m, t in moved_to.items()) + " "
+    without = "Without the power figures" if not moved_to else "Without the other power figures"
     if not moved:
-        return head + "Without them it recommends the same variant in every scope."
-    return head + ("<b>Without them it recommends otherwise</b>: " + "; ".join(
+        return head + f"{without} it recommends the same variant in every scope."
+    return head + (f"<b>{without} it recommends otherwise</b>: " + "; ".join(
         f"{html.escape(sc)}: {html.escape(b)} instead of {html.escape(a)}" for sc, a, b in moved)
         + ". In " + ("that scope" if len(moved) == 1 else "those scopes")
         + " the stated trade-off's recommendation rests on the assumed models: give the machine's measured power "
@@ -251,18 +293,19 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
     if not parts:
         return None
     label = html.escape(metric(CENSORED_WAIT).label)
+    label = label[:1].upper() + label[1:]  # it starts a sentence
     if censored:
         said = "; ".join(f"{sc}: {html.escape(best)}" + (" (named above: first with its queued jobs counted "
                                                          "too)" if best in flagged.get(sc, ()) else "")
                          for sc, best in censored)
-        check = (f"{label} counts the queued jobs, each with its wait up to the window end; ranked by it on this "
-                 f"page (the verdict table), the best is {said}; utilisation counts the work.")
+        check = (f"{label} counts the queued jobs, each with its wait up to the window end. Ranked by it on this "
+                 f"page (the verdict table), the best is {said}. Utilisation counts the work left undone.")
     else:
-        check = (f"{label} counts the jobs (rank by it, or weigh it in [report] tradeoff, to see whether the lead "
-                 "holds), utilisation the work.")
+        check = (f"{label} counts the queued jobs (rank by it, or weigh it in [report] tradeoff, to see whether the "
+                 "lead holds); utilisation counts the work left undone.")
     return ("<b>Recommendations on metrics of the finished jobs only</b> (survivorship): "
             f"{html.escape('. '.join(parts))}. The jobs a variant leaves queued are not in that variant's means, so "
-            f"part of a recommended variant's lead may be the queue it left; {check}")
+            f"part of a recommended variant's lead may be the queue it left. {check}")
 
 
 def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str]] = (),
@@ -284,6 +327,12 @@ def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str
         see = f' (<a href="#{fid}">fidelity</a>)' if fid else ""
         notes.append(f"The recorded schedule ({html.escape(', '.join(reference))}) is the reference{see}, "
                      "not a ranked variant: it is left out of the verdict, rank tables, win matrices and trade-offs.")
+    else:
+        notes.append("How close the twin is to what these machines really did is not measured in this study: add "
+                     "<code>replay</code> to the grid's policies for a fidelity section (every variant against the "
+                     "recorded schedule), or run <code>twinsweep validate</code> on a trace (the README's \"How close "
+                     "is the twin to the real machine?\" gives its figures on nine archive logs: mean waits within "
+                     "a few percent on some, far off on others, with the reasons).")
     if not v.scopes:
         pg.p("No verdict: no complete block of runs to rank yet.")
         for n in notes:
@@ -304,7 +353,7 @@ def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str
             sure = (f"first on average over {s.blocks:,} block(s){past_s}, too few to tell it from any other variant "
                     f"(P(best) and the sign test need ≥ {MIN_BLOCKS}: add seeds or windows)")
         else:
-            sure = (f"P(best) {format_number(100 * o.p_best, 2)} % over {s.blocks:,} blocks{past_s}, "
+            sure = (f"P(best) {format_number(100 * o.p_best, 2)} % over {s.blocks:,} blocks{_made_of(s)}{past_s}, "
                     f"{html.escape(_sure(o, s.blocks))}")
         items.append(f"<li>{what}: run <b class=\"best\">{html.escape(o.best)}</b> — {sure}{vs}.</li>")
     left = [metric(m).label for m in v.directions if m not in v.tradeoff]

@@ -99,7 +99,11 @@ class ScopeVerdict:
     metrics in spec order, then :data:`TRADEOFF`); ``past_end``: how many of the blocks have a window
     past its trace's last submission, ``past_end_windows``: those windows as ``"dataset/window"``;
     ``alike_in_tradeoff``: pairs of trade-off metrics that rank the variants exactly alike in every
-    block of the scope (:func:`alike_pairs`: the trade-off then weighs one preference twice)."""
+    block of the scope (:func:`alike_pairs`: the trade-off then weighs one preference twice);
+    ``windows`` / ``seeds``: the distinct (dataset, window) pairs and seeds of its blocks (a scope
+    of one window varies the seeds only: its P(best) says nothing about other windows);
+    ``alike_ranked``: the pairs of *all* ranked metrics that rank alike in every block (weighed or
+    not: e.g. facility energy per node-hour and an unweighed utilisation)."""
 
     scope: str
     blocks: int
@@ -109,6 +113,9 @@ class ScopeVerdict:
     past_end: int = 0
     past_end_windows: tuple[str, ...] = ()
     alike_in_tradeoff: tuple[tuple[str, str], ...] = ()
+    windows: int = 0
+    seeds: int = 0
+    alike_ranked: tuple[tuple[str, str], ...] = ()
 
     def get(self, objective: str) -> ObjectiveVerdict | None:
         """The verdict for ``objective`` (a metric name or :data:`TRADEOFF`), or None."""
@@ -306,7 +313,8 @@ def _scope(name: str, g: pd.DataFrame, variants: list[str], rank: dict[str, str]
     past = past_end_blocks(g)
     windows = tuple(dict.fromkeys(f"{r.dataset}/{r.window}" for r in past.itertuples()))
     return ScopeVerdict(name, len(bs.blocks), tuple(vs), base, tuple(objs), len(past), windows,
-                        alike_pairs(bs.ranks, list(tradeoff)))
+                        alike_pairs(bs.ranks, list(tradeoff)), windows=len({tuple(b[:2]) for b in bs.blocks}),
+                        seeds=len({b[2] for b in bs.blocks}), alike_ranked=alike_pairs(bs.ranks, list(rank)))
 
 
 def compute_verdict(runs: pd.DataFrame, variants: list[str], rank: dict[str, str],

@@ -291,6 +291,9 @@ def test_sweep_cli_prints_report_path(tmp_path, capsys):
     assert main(["sweep", str(spec), "--backend", "local", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "2 run(s) done now" in out and "report:" in out and "index.html" in out
+    # no replay in the grid: the page says that the twin's closeness to the machine is not measured here
+    page = (tmp_path / "out" / "report" / "index.html").read_text()
+    assert "How close the twin is to what these machines really did is not measured in this study" in page
     # the total is split so that it can be matched with the progress bar's (which times the runs only)
     import re
     m = re.search(r"in ([0-9.]+) s: runs ([0-9.]+) s \(the progress bar's\), traces, plan and backend start and stop ([0-9.]+) s, "

@@ -259,7 +259,7 @@ def test_report_of_a_sweep_with_the_recorded_schedule(tmp_path):
     verdict = page[page.index('id="verdict"'):page.index('id="tradeoffs"')]
     assert "replay" not in re.sub(r"The recorded schedule \([^)]*\)", "", verdict.split("</ul>")[0])
     assert "too few to tell it from any other variant" in verdict and "P(best) 100" not in verdict  # 2 blocks
-    assert 'href="#fidelity"' in verdict
+    assert 'href="#fidelity"' in verdict and "not measured in this study" not in verdict
     # the trade-off chart is inline SVG (also written as pareto.svg), no PNG
     tradeoffs = page[page.index('id="tradeoffs"'):page.index('id="stability"')]
     assert "<svg " in tradeoffs and "<img " not in tradeoffs

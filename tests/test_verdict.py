@@ -32,6 +32,13 @@ def test_clear_winner_is_certain_and_its_costs_are_the_mean_changes():
     v = compute_verdict(runs, ["fcfs+easy", "b", "c"], {"wait_mean_s": "min", "peak_power_w": "min"}, n_boot=200)
     (s,) = v.scopes  # one dataset: no "all datasets" scope
     assert s.scope == "d1" and s.blocks == 6 and s.baseline == "fcfs+easy"
+    from twinsweep.sweep.report_verdict import _made_of
+
+    assert (s.windows, s.seeds) == (1, 6)  # one window: the headline says its P(best) covers the seeds only
+    assert _made_of(s) == " (1 window × 6 seeds — one window: robust to the seeds only)"
+    two = compute_verdict(pd.concat([runs, runs.assign(window="w2")]), ["fcfs+easy", "b", "c"],
+                          {"wait_mean_s": "min"}, n_boot=20).scopes[0]
+    assert (two.blocks, two.windows, two.seeds) == (12, 2, 6) and _made_of(two) == " (2 windows × 6 seeds)"
     w = s.get("wait_mean_s")
     assert w.best == "b" and w.p_best == 1.0 and w.runner_up == "c" and w.distinguishable
     assert w.gap_ci == (1.0, 1.0)  # c is always exactly one rank behind b
@@ -252,7 +259,7 @@ def test_survivorship_note_names_a_lead_on_finished_jobs_bought_with_a_longer_qu
         "d1: b (recommended on mean wait and the stated trade-off) leaves queued at the window end, against fcfs+easy "
         "(the runner-up, the baseline), more jobs in 6 of 6 blocks (sign test p &lt; 0.05): 3.5 more per block on "
         "average (13.5 against 10.0, +35 %; runs.parquet count_still_queued). ") in note
-    assert "mean wait incl. still queued" in note
+    assert "Mean wait incl. still queued" in note
     runs["count_still_queued"] = [10] * 6 + [11] * 3 + [10] * 3  # 0.5 more: +5 %
     runs.loc[runs["variant"] == "b", "count_still_queued"] = [11, 11, 11, 11, 11, 10]
     runs.loc[runs["variant"] == "fcfs+easy", "count_still_queued"] = [10, 10, 10, 10, 10, 10]
@@ -280,14 +287,15 @@ def test_survivorship_note_says_what_the_censored_wait_ranks_best_when_it_is_ran
     v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min", "wait_censored_mean_s": "min"}, n_boot=50)
     note = survivorship_note(runs, v)
     assert "d1: b (recommended on mean wait) leaves queued" in note
-    assert ("mean wait incl. still queued counts the queued jobs, each with its wait up to the window end; ranked "
-            "by it on this page (the verdict table), the best is d1: fcfs+easy; utilisation counts the work.") in note
+    assert ("Mean wait incl. still queued counts the queued jobs, each with its wait up to the window end. Ranked "
+            "by it on this page (the verdict table), the best is d1: fcfs+easy. Utilisation counts the work left "
+            "undone.") in note
     assert "rank by it" not in note and "named above" not in note
     assert "The jobs a variant leaves queued are not in that variant's means" in note
     runs["wait_censored_mean_s"] = [400.0] * 6 + [200.0] * 6  # b leads with its queued jobs counted too
     v2 = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min", "wait_censored_mean_s": "min"}, n_boot=50)
-    assert ("ranked by it on this page (the verdict table), the best is d1: b (named above: first with its queued "
-            "jobs counted too); utilisation") in survivorship_note(runs, v2)
+    assert ("Ranked by it on this page (the verdict table), the best is d1: b (named above: first with its queued "
+            "jobs counted too). Utilisation") in survivorship_note(runs, v2)
     v1 = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
     assert "rank by it, or weigh it in [report] tradeoff" in survivorship_note(runs, v1)
 
@@ -338,14 +346,14 @@ def test_distinguishable_needs_the_sign_test_too():
     assert (w.ahead, w.behind) == (6, 1)
     assert _sure(w, 8) == ("not distinguishable from fcfs+easy: it keeps the lowest mean rank when the blocks are "
                            "redrawn (the bootstrap interval of the mean-rank gap excludes 0), but block by block it is "
-                           "ahead of it in 6 of 8 blocks and behind in 1 (sign test p = 0.12)")
+                           "ahead of it in 6 of 8 blocks, behind in 1, tied in 1 (sign test, ties split: p = 0.12)")
     # ahead in 4, behind in 3, tied in 1: the interval includes 0 too
     runs = _runs({"fcfs+easy": [(70, 1)] * 8, "b": [(50, 1)] * 4 + [(100, 1)] * 3 + [(70, 1)]}, seeds=range(8))
     w = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=2000, seed=1).scopes[0].get(
         "wait_mean_s")
     assert w.best == "b" and w.gap_ci[0] <= 0 and (w.ahead, w.behind) == (4, 3)
     assert _sure(w, 8) == ("not distinguishable from fcfs+easy: the bootstrap interval of the mean-rank gap includes "
-                           "0; ahead of it in 4 of 8 blocks and behind in 3; sign test p = 1.0")  # 4.5 against 3.5, ties split
+                           "0; ahead of it in 4 of 8 blocks, behind in 3, tied in 1; sign test, ties split: p = 1.0")  # 4.5 vs 3.5
     # all 8 ahead: p = 2 / 2^8, both agree
     v = compute_verdict(_runs({"fcfs+easy": [(70, 1)] * 8, "b": [(50, 1)] * 8}, seeds=range(8)), ["fcfs+easy", "b"],
                         {"wait_mean_s": "min"}, n_boot=500)
@@ -416,11 +424,22 @@ def test_a_trade_off_resting_on_assumed_power_figures_is_said():
     assert v.scopes[0].get(TRADEOFF).best == "fcfs+easy"
     note = assumed_power_note(runs, ["fcfs+easy", "b"], v, None)
     assert note == ("The stated trade-off gives 67 % of its weight to figures of assumed power models (peak "
-                    "facility power). <b>Without them it recommends otherwise</b>: d1: b instead of fcfs+easy. In that "
+                    "facility power). <b>Without the power figures it recommends otherwise</b>: d1: b instead of "
+                    "fcfs+easy. In that "
                     "scope the stated trade-off's recommendation rests on the assumed models: give the machine's "
                     "measured power model, or a trade-off without them ([report] tradeoff), before acting on it.")
     v2 = compute_verdict(runs, ["fcfs+easy", "b"], rank, {"wait_mean_s": 2.0, "peak_power_w": 1.0}, n_boot=50)
     assert assumed_power_note(runs, ["fcfs+easy", "b"], v2, None).endswith(
-        "Without them it recommends the same variant in every scope.")
+        "Without the power figures it recommends the same variant in every scope.")
+    # utilisation (ranked, not weighed, no power figure) ranks exactly as peak power in every block
+    # (fcfs+easy draws less and is busier): peak power's weight goes to it, and fcfs+easy stays
+    busy = runs.assign(utilization=np.where(runs["variant"] == "fcfs+easy", 0.8, 0.6))
+    v4 = compute_verdict(busy, ["fcfs+easy", "b"], {**rank, "utilization": "max"},
+                         {"wait_mean_s": 1.0, "peak_power_w": 2.0}, n_boot=50)
+    assert v4.scopes[0].alike_ranked == (("peak_power_w", "utilization"),)
+    note4 = assumed_power_note(busy, ["fcfs+easy", "b"], v4, None)
+    assert ("Peak facility power ranks the variants exactly as utilisation (no power figure) in every block: under "
+            "these models its weight is utilisation's preference, so below it goes to utilisation.") in note4
+    assert note4.endswith("Without the other power figures it recommends the same variant in every scope.")
     v3 = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
     assert assumed_power_note(runs, ["fcfs+easy", "b"], v3, None) is None  # no power metric weighed
