@@ -351,24 +351,43 @@ def test_rerun_right_after_scancel_waits_for_the_completing_task_and_resubmits_i
     """A task cancelled just before the re-run is COMPLETING (as a requeued one would be): the
     re-run waits for it to settle, follows the other task and submits the cancelled task's runs
     again instead of following them into a failure."""
-    monkeypatch.setenv("TWINSWEEP_TEST_SLEEP", "3")
+    # wide margins, so that a loaded machine (the whole suite beside it) still finds the other task
+    # running and the cancelled one COMPLETING when the re-run starts: 4 runs x 6 s, a 10 s TERM trap
+    monkeypatch.setenv("TWINSWEEP_TEST_SLEEP", "6")
     spec = study(tmp_path, trace, retries=0)
     out = tmp_path / "out"
     # the batch script takes a few seconds to end when cancelled (as a run's child process may):
     # the task stays COMPLETING meanwhile (Slurm kills it after KillWait)
     res = run_sweep(spec, backend="slurm", run_fn=logged_run, report=False, detach=True,
-                    slurm={"runs_per_task": 4, "poll_s": 0.5, "setup": ["trap 'sleep 4' TERM"]})
+                    slurm={"runs_per_task": 4, "poll_s": 0.5, "setup": ["trap 'sleep 10' TERM"]})
     sub = load_submissions(out / "slurm")[0]
     c0, c1 = sub["chunks"]
     _wait_until(lambda: all(_states(res.slurm["jobs"][0]).get(c["slurm_id"], ("",))[0] == "RUNNING" for c in (c0, c1)),
                 90, "both array tasks running")
     subprocess.run(["scancel", c0["slurm_id"]], check=True)
     _wait_until(lambda: _states(res.slurm["jobs"][0])[c0["slurm_id"]][0] == "COMPLETING", 10, "COMPLETING", step=0.05)
+    # Slurm ends the COMPLETING state after KillWait (5 s here): a re-run that starts later on a
+    # loaded machine would find the task already CANCELLED. So the re-run's first two looks at the
+    # cancelled task see COMPLETING whenever Slurm already settled it: the wait is always exercised,
+    # on a task that really was cancelled.
+    from twinsweep.backends.slurm import backend as slurm_backend
+
+    real, seen = slurm_backend.query_states, {"completing": 0}
+
+    def still_completing(ids):
+        states = real(ids)
+        if states is not None and c0["slurm_id"] in states and seen["completing"] < 2:
+            seen["completing"] += 1
+            states = {**states, c0["slurm_id"]: "COMPLETING"}
+        return states
+
+    monkeypatch.setattr(slurm_backend, "query_states", still_completing)
     msgs: list[str] = []
     monkeypatch.setenv("TWINSWEEP_TEST_SLEEP", "0")
     res2 = run_sweep(spec, backend="slurm", run_fn=logged_run, report=False, slurm={"poll_s": 0.5}, log=msgs.append)
     assert res2.failed == [] and res2.ran + res2.skipped == 8, msgs
-    assert any("completing" in m for m in msgs) and any("following" in m and res.slurm["jobs"][0] in m for m in msgs)
+    assert any("completing" in m for m in msgs), msgs
+    assert any("following" in m and res.slurm["jobs"][0] in m for m in msgs), msgs
     subs = load_submissions(out / "slurm")
     assert len(subs) == 2
     resubmitted = [k for c in subs[1]["chunks"] for k in c["keys"]]
