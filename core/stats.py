@@ -52,10 +52,12 @@ with its whole wait since ``submit_time``, part of it before the window.
   windows only; 0.0 when the window holds fewer than two).
 
 Cooling (only with a ``cooling`` timeline, i.e. a run with cooling on; otherwise these keys are
-None). The cooling power is constant over each timeline sample (core/cooling/), so the facility
-power ``it + loss + cooling`` is again a step function (change points: the engine's and the sample
-starts); ``facility_energy_j``, ``mean_power_w``, ``peak_power_w``, the ramps and the EDPs then use
-it, exactly:
+None). The cooling power is constant over each of the cooling model's pieces (core/cooling/: cut at
+every change of the IT power and every sample start; timeline.parquet's ``cooling_power_w`` is the
+sample mean of its pieces), so the facility power ``it + loss + cooling`` is again a step function
+(change points: the engine's and the sample starts); ``facility_energy_j``, ``mean_power_w``,
+``peak_power_w``, the ramps and the EDPs then use it, exactly, and do not depend on the sample period
+(with a sample period above 60 s the ramps cannot be recomputed from the timeline's bin means):
 
 * ``cooling_energy_j`` = Σ cooling_power_w · sample length; added into ``facility_energy_j``.
 * ``pue_avg`` = facility_energy_j / IT equipment energy: the energy-weighted PUE of the window (The

@@ -183,8 +183,8 @@ def test_sacct_pending_tasks_share_one_row_of_values(tmp_path):
 # ------------------------------------------------------------------------------------------ Eurora
 
 def eline(jid=10, submit="2014-03-31 08:00:00", start="2014-03-31 08:10:00", end="2014-03-31 09:10:00",
-          hhmm="01:30", tail_end="COMPLETED;0"):
-    return f"{jid};xxx;yyy;parallel;{submit}__5;1;1;0;1048576#__{start};{end};1;1;1;{hhmm};NA;NA;{tail_end}"
+          hhmm="01:30", tail_end="COMPLETED;0", block="5;1;1;0;1048576"):
+    return f"{jid};xxx;yyy;parallel;{submit}__{block}#__{start};{end};1;1;1;{hhmm};NA;NA;{tail_end}"
 
 
 def eurora(tmp_path, lines, name="e.txt"):
@@ -201,6 +201,10 @@ def eurora(tmp_path, lines, name="e.txt"):
     (eline(11, tail_end="CO"), "found 9 (the line is cut short"),
     (eline(11, tail_end="COMPLETED;"), "apptype ''"),
     (eline(11, hhmm="1h30"), "walltime (HH:MM) '1h30'"),
+    # a letter in a node entry's numeric field names the entry and the field, not Python's int()
+    (eline(11, block="5;1x;1;0;1048576"), "node entry '5;1x;1;0;1048576': cores '1x' is not a whole number"),
+    (eline(11, block="5;1;1;0;10MB"), "node entry '5;1;1;0;10MB': mem '10MB' is not a number"),
+    (eline(11, block="5;-3;1;0;1048576"), "a node entry has a negative count of cores"),
 ])
 def test_eurora_bad_values_name_the_line(tmp_path, bad, what):
     p = eurora(tmp_path, [eline(), bad, eline(12)])

@@ -72,6 +72,19 @@ PROVENANCE = ("CINECA Eurora 2014 job traces from PA-HPC-SIM (A. Borghesi, Apach
 _TAIL = ("start", "end", "req_nodes", "req_cores", "req_mem", "HH:MM", "NA", "NA", "state", "apptype")
 
 
+#: The fields of one node entry of the node block.
+_NODE_FIELDS = ("node", "cores", "gpus", "mics", "mem")
+
+
+def _node_field(name: str, text: str, entry: str, kind):
+    """One node-entry field as ``kind`` (int or float); a ValueError naming the field otherwise."""
+    try:
+        return kind(text)
+    except ValueError:
+        what = "a whole number" if kind is int else "a number"
+        raise ValueError(f"node entry {entry!r}: {name} {text!r} is not {what}") from None
+
+
 def _split(line: str):
     parts = line.strip().split("__")
     if len(parts) != 3:
@@ -86,7 +99,8 @@ def _split(line: str):
         f = b.split(";")
         if len(f) != 5:
             raise ValueError(f"node entry {b!r} is not 'node;cores;gpus;mics;mem'")
-        blocks.append(tuple(int(x) for x in f[:4]) + (float(f[4]),))
+        blocks.append(tuple(_node_field(name, x, b, int) for name, x in zip(_NODE_FIELDS, f[:4]))
+                      + (_node_field("mem", f[4], b, float),))
     tail = parts[2].split(";")
     if len(tail) != len(_TAIL):
         raise ValueError(f"expected {len(_TAIL)} ';'-separated fields after the node block "
