@@ -112,6 +112,9 @@ def test_the_page_shows_the_reference_row_and_what_was_left_out(tmp_path):
     assert "Of the 4 jobs submitted in the window, 4 ran with a recorded start" in page
     # the reference row's mean wait: 1950 s = 0.54 h; the variant's error -76 %
     assert "0.54" in page and "−76" in page
+    # |start errors| 0, 100, 2800 and 3000 s: all four within an hour of their recorded starts
+    assert ("Closest job by job (the most jobs starting within an hour of their recorded start): the same variant, "
+            "100 % of its 4 compared jobs.") in page
 
 
 def test_recorded_schedule_marks_jobs_without_a_recorded_start():
