@@ -314,3 +314,122 @@ def test_bad_storage_is_one_error_before_anything_is_created(tmp_path, capsys, u
     _, err = capsys.readouterr()
     assert err.startswith("twinsweep tune: error: --storage: cannot open the Optuna storage")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("param, match", [
+    # an integer parameter's step is an integer (int(0.5) would be a step of 0, Optuna's error mid-trial)
+    ('{ low = -1, high = 1, int = true, step = 0.5 }',
+     r"'options.w_age'.step: an integer parameter needs an integer step, got 0.5"),
+    # 1 - (-1) = 2 = 6 x 0.3 + 0.2: Optuna would lower high to 0.8 with a warning only
+    ('{ low = -1.0, high = 1.0, step = 0.3 }', r"'options.w_age'.step: high - low = 2 is not a multiple of step 0.3"),
+    # step > high - low: Optuna would fix the parameter at low
+    ('{ low = 0.0, high = 1.0, step = 5.0 }', r"'options.w_age'.step: high - low = 1 is not a multiple of step 5"),
+    ('{ low = 0, high = 7, int = true, step = 2 }',
+     r"'options.w_age'.step: high - low = 7 is not a multiple of step 2"),
+])
+def test_step_that_cannot_reach_high_is_one_error(tmp_path, param, match):
+    trace = _trace(tmp_path / "t.swf", n=10)
+    p = tmp_path / "bad.toml"
+    p.write_text(f'[study]\nname = "x"\n[[datasets]]\ntrace = "{trace}"\n[grid]\npolicy = ["weighted"]\n'
+                 f'[tune]\nobjectives = ["bsld_mean"]\n[tune.params]\n"options.w_age" = {param}\n')
+    with pytest.raises(ConfigError, match=match):
+        load_tune_spec(p)
+    # steps that divide the range exactly (2 = 20 x 0.1 in decimals; 6 = 3 x 2) are accepted
+    for ok in ('{ low = -1.0, high = 1.0, step = 0.1 }', '{ low = 0, high = 6, int = true, step = 2 }'):
+        p.write_text(p.read_text().replace(f'"options.w_age" = {param}', f'"options.w_age" = {ok}'))
+        param = ok
+        assert load_tune_spec(p).params[0].step in (0.1, 2.0)
+
+
+def test_unwritable_journal_is_one_error_before_anything_is_created(tmp_path, capsys):
+    from twinsweep.sweep.cli import main
+
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    cases = [(str(afile / "sub" / "t.journal"), f"{afile} is a file, not a folder"),
+             (str(tmp_path), "it is a folder")]
+    for path, why in cases:
+        spec = _spec(tmp_path, extra=f'storage = "{path}"')
+        calls = Counter()
+        with pytest.raises(ConfigError, match=f"tune.storage: cannot write the Optuna journal file .*{why}"):
+            run_tune(spec, run_fn=calls)
+        assert calls.keys == [] and not (tmp_path / "out").exists() and not (afile.parent / "sub").exists()
+        assert main(["tune", str(spec), "--trials", "1"]) == 2
+        _, err = capsys.readouterr()
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and f"{spec}: tune.storage" in err
+        assert not (tmp_path / "out").exists()
+    good = _spec(tmp_path)
+    assert main(["tune", str(good), "--trials", "1", "--storage", str(afile / "t.journal")]) == 2
+    _, err = capsys.readouterr()
+    assert err.startswith("twinsweep tune: error: --storage: cannot write the Optuna journal file")
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".twinsweep-probe-*"))
+    # a journal file elsewhere in a writable folder (created on the way) works
+    res = run_tune(good, trials=1, test=False, storage=str(tmp_path / "j" / "t.journal"))
+    assert res.complete == 1 and (tmp_path / "j" / "t.journal").exists()
+
+
+def test_resume_with_other_seeds_or_windows_is_refused(tmp_path):
+    """Trials evaluated on seeds [0, 1] and new ones on [0] would share one best trial / Pareto
+    front with incomparable values: the second session is refused, naming what differs."""
+    spec = _spec(tmp_path, trials=2)
+    run_tune(spec, test=False)
+    study = _study(tmp_path / "out")
+    assert study.user_attrs["evaluation"]["seeds"] == [0, 1]
+    text = spec.read_text()
+    spec.write_text(text.replace("seeds = [0, 1]", "seeds = [0]"))
+    calls = Counter()
+    with pytest.raises(ConfigError, match=r"with other settings \(seeds \[0, 1\], this spec \[0\]\)"):
+        run_tune(spec, run_fn=calls, trials=3, test=False)
+    spec.write_text(text.replace('"20h", duration = "20h"', '"21h", duration = "20h"').replace(
+        'train_windows = ["w1"]', 'train_windows = ["w1", "w2"]'))
+    with pytest.raises(ConfigError, match=r"train_windows \['tiny/w1'\], this spec \['tiny/w1', 'tiny/w2'\]"):
+        run_tune(spec, run_fn=calls, trials=3, test=False)
+    spec.write_text(text.replace("runtime_sigma = 0.3", "runtime_sigma = 0.2"))
+    with pytest.raises(ConfigError, match=r"perturbation.runtime_sigma 0.3, this spec 0.2"):
+        run_tune(spec, run_fn=calls, trials=3, test=False)
+    assert calls.keys == [] and len(_study(tmp_path / "out").trials) == 2
+    # the same spec resumes
+    spec.write_text(text)
+    assert run_tune(spec, run_fn=calls, trials=3, test=False).complete == 3 and len(calls.keys) == 2
+
+
+def test_summary_counts_the_winners_test_runs(tmp_path):
+    """Two trials (1 train window x 2 seeds = 2 runs each, distinct parameters), one objective: one
+    winner, run on the test window x 2 seeds = 2 runs more; executed = 2 x 2 + 2 = 6."""
+    spec = _spec(tmp_path, trials=2)
+    calls = Counter()
+    res = run_tune(spec, run_fn=calls)
+    assert len(res.best) == 1 and res.best[0]["test_values"] is not None
+    assert len(calls.keys) == 6 and res.executed == 6
+    assert len(list((tmp_path / "out" / "runs").iterdir())) == 6
+
+
+def test_winners_keep_the_weights_the_grid_fixes(tmp_path):
+    """A grid fixing "options.weights" = ["fairshare=0.5"] and several weight winners: each
+    winner's table in winners.toml carries fairshare = 0.5 beside its tuned weights (it replaces
+    the grid's value; without it the re-run would drop w_fairshare and give other values)."""
+    import tomllib
+
+    from twinsweep.core.policies.weighted import WeightedOptions
+    from twinsweep.sweep.tune.winners import write_winners
+
+    spec_path = _spec(tmp_path)
+    spec_path.write_text(spec_path.read_text().replace('backfill = ["easy"]',
+                                                       'backfill = ["easy"]\n"options.weights" = ["fairshare=0.5"]'))
+    spec = load_tune_spec(spec_path)
+    best = [{"number": 3, "params": {"options.w_age": 0.25, "options.w_size": -0.5, "options.w_tlimit": 0.0},
+             "values": [1.0, 2.0]},
+            {"number": 7, "params": {"options.w_age": 1.0, "options.w_size": 0.125, "options.w_tlimit": 0.75},
+             "values": [2.0, 1.0]}]
+    files = write_winners(spec, tmp_path, best)
+    doc = tomllib.loads(files["winners.toml"].read_text())
+    assert doc["grid"]["options.weights"] == [
+        {"fairshare": 0.5, "age": 0.25, "size": -0.5, "tlimit": 0.0},
+        {"fairshare": 0.5, "age": 1.0, "size": 0.125, "tlimit": 0.75}]
+    from twinsweep.sweep.api import plan_sweep
+    from twinsweep.sweep.spec import load_spec
+
+    _, _, items = plan_sweep(load_spec(files["winners.toml"]))
+    folded = {tuple(sorted(WeightedOptions.prepare(dict(it.config.options)).items())) for it in items}
+    assert folded == {(("w_age", 0.25), ("w_fairshare", 0.5), ("w_size", -0.5), ("w_tlimit", 0.0)),
+                      (("w_age", 1.0), ("w_fairshare", 0.5), ("w_size", 0.125), ("w_tlimit", 0.75))}

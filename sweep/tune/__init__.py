@@ -29,7 +29,8 @@ The tuned options are checked when the spec is read, as a sweep's ``options.<nam
 (:func:`sweep.gridcheck.check_tuned_options`: the scheduler is built with every tuned option at its
 low, then at its high bound), so a misspelt name is one error before anything runs; a storage URL
 is opened before the output folder is created, and one that cannot be opened is one error naming
-``tune.storage`` (or ``--storage``).
+``tune.storage`` (or ``--storage``), as is a journal file path that cannot be written (checked
+before anything is created). A ``step`` must divide ``high - low`` (an integer one for ``int``).
 
 A run that fails makes its trial fail (recorded in ``failed/<key>/error.json`` and in the trial's
 ``error`` attribute); runs are not retried within a tuning (``[study] retries`` is ignored). Failed
@@ -50,7 +51,9 @@ owes; a worker that ends for good leaves its running trial to the next session.
 Resume: the Optuna study lives in ``storage`` (a journal file by default; any SQLAlchemy URL, e.g.
 ``sqlite:///tune.db``); running the same command again continues it, with the sampler seeded by
 ``sampler_seed`` + the number of trials already stored (recorded in the study's ``sessions``
-attribute), so a resumed session neither repeats nor depends on wall-clock. Finished trials are kept;
+attribute), so a resumed session neither repeats nor depends on wall-clock. A study whose trials
+were evaluated with other seeds, train windows, fixed grid or perturbation (study user attribute
+``evaluation``) is not resumed: one error names what differs. Finished trials are kept;
 trials cut by an interruption are marked failed (user attribute ``interrupted``) and their
 parameters queued again, so they are evaluated with the runs they already finished. Watch it
 live with ``optuna-dashboard <out>/optuna.journal`` (or the SQLAlchemy URL).

@@ -18,8 +18,8 @@ from .outputs import write_outputs
 from .result import TuneResult, record_interrupt
 from .slurm_workers import tune_on_slurm
 from .spec import TuneSpec, load_tune_spec
-from .study import (best_trials, counted, failed_count, is_url, make_sampler, name_objectives, open_storage,
-                    recover_interrupted)
+from .study import (best_trials, check_evaluation, check_journal, counted, failed_count, is_url, make_sampler,
+                    name_objectives, open_storage, recover_interrupted)
 
 __all__ = ["run_tune"]
 
@@ -59,6 +59,8 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
     # a database storage is opened (and so checked: dialect, driver, connection) before anything
     # is created here; the journal file lives in the output folder, opened once it is locked
     opened = open_storage(spec, root, storage) if is_url(storage or spec.storage) else None
+    if opened is None:
+        check_journal(spec, storage)  # a journal file elsewhere: writable, before anything is created
     store = ResultStore(root)
     res = TuneResult(out=store.root, study_name=spec.study_name, storage="")
     # what this call creates: removed again when it stops before writing anything (as a sweep's)
@@ -91,6 +93,7 @@ def _run_locked(spec, study_spec, store, res, opened, storage, n_wanted, run_fn,
             raise ConfigError(f"storage {res.storage}: study {spec.study_name!r} has directions "
                               f"{[d.name.lower() for d in study.directions]}, this spec {spec.directions}; "
                               "use another study_name or output folder")
+        check_evaluation(study, spec, res.storage)
         prev = study.user_attrs.get("objectives")
         want = [m for m, _ in spec.objectives]
         if prev is not None and prev != want:
@@ -129,6 +132,7 @@ def _run_locked(spec, study_spec, store, res, opened, storage, n_wanted, run_fn,
         if test and spec.test and res.best:
             evaluate_test(spec, study_spec, store, datasets, res.best, run_fn or execute_run, shared, ev, log)
             study.set_user_attr("test", [{"number": b["number"], "test_values": b["test_values"]} for b in res.best])
+        res.executed = ev.executed  # with the winners' runs on the test windows
         res.files = write_outputs(study, spec, store.root, res.best)
     res.wall_s = time.perf_counter() - t_wall
     return res

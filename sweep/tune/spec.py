@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from decimal import Decimal
 from typing import Any
 
 from twinsweep.core.errors import ConfigError
@@ -147,6 +148,14 @@ def _parse_param(axis: str, d: Any) -> TuneParam:
             raise ConfigError(f"{where}: step and log cannot be combined")
     if integer and (low != int(low) or high != int(high)):
         raise ConfigError(f"{where}: an integer parameter needs integer low and high")
+    if step is not None:
+        if integer and step != int(step):
+            raise ConfigError(f"{where}.step: an integer parameter needs an integer step, got {step}")
+        # Optuna would otherwise lower high to the last multiple of step with a mere warning (with
+        # step > high - low, the parameter would be fixed at low): checked as Optuna does, in decimals
+        if (Decimal(str(high)) - Decimal(str(low))) % Decimal(str(step)) != 0:
+            raise ConfigError(f"{where}.step: high - low = {high - low:g} is not a multiple of step {step:g}; "
+                              "the search would never reach high")
     return TuneParam(axis, low, high, log, step, integer)
 
 

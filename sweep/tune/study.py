@@ -5,6 +5,10 @@ Only Optuna's public API is used.
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -12,8 +16,8 @@ from twinsweep.core.errors import ConfigError
 
 from .spec import TuneSpec
 
-__all__ = ["open_storage", "is_url", "failed_count", "make_sampler", "counted", "recover_interrupted", "requeue_cut_trial",
-           "interrupted_numbers", "best_trials"]
+__all__ = ["open_storage", "check_journal", "check_evaluation", "evaluation", "is_url", "failed_count", "make_sampler",
+           "counted", "recover_interrupted", "requeue_cut_trial", "interrupted_numbers", "best_trials"]
 
 def open_storage(spec: TuneSpec, out: Path, override: str | None):
     """The study's storage and its display name: ``override`` or ``tune.storage`` — a SQLAlchemy
@@ -30,15 +34,116 @@ def open_storage(spec: TuneSpec, out: Path, override: str | None):
         try:
             return optuna.storages.RDBStorage(s), s
         except Exception as exc:  # noqa: BLE001 - SQLAlchemy's errors (NoSuchModuleError, OperationalError ...)
-            where = "--storage" if override else (f"{spec.study.source}: tune.storage" if spec.study.source
-                                                  else "tune.storage")
-            raise ConfigError(_storage_error(s, where, exc)) from None
+            raise ConfigError(_storage_error(s, _storage_where(spec, override), exc)) from None
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
     path = out / "optuna.journal" if s == "journal" else Path(s)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return JournalStorage(JournalFileBackend(str(path))), str(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return JournalStorage(JournalFileBackend(str(path))), str(path)
+    except OSError as exc:
+        raise ConfigError(_journal_error(path, _storage_where(spec, override), exc)) from None
+
+
+def _storage_where(spec: TuneSpec, override: str | None) -> str:
+    """The setting an error about the storage names: ``--storage`` or ``<spec>: tune.storage``."""
+    if override:
+        return "--storage"
+    return f"{spec.study.source}: tune.storage" if spec.study.source else "tune.storage"
+
+
+def _journal_error(path: Path, where: str, why) -> str:
+    if isinstance(why, OSError):
+        why = why.strerror or str(why)
+    return (f"{where}: cannot write the Optuna journal file {str(path)!r}: {why}. Use \"journal\" "
+            "(<output>/optuna.journal), a journal file path in a writable folder, or a SQLAlchemy URL")
+
+
+def check_journal(spec: TuneSpec, override: str | None) -> None:
+    """A journal file named by ``tune.storage`` (or ``--storage``), checked before anything is
+    created: it must be a file that can be appended to, or be creatable (its nearest existing
+    ancestor a folder one can write in; probed with a temporary folder, removed again). Raises one
+    ConfigError naming the setting. ``"journal"`` (in the output folder) and URLs are not checked
+    here: the output folder is checked with the result store, a URL by :func:`open_storage`."""
+    s = override or spec.storage
+    if s == "journal" or is_url(s):
+        return
+    path, where = Path(s), _storage_where(spec, override)
+    if path.is_dir():
+        raise ConfigError(_journal_error(path, where, "it is a folder"))
+    try:
+        if path.exists():
+            with open(path, "ab"):
+                pass
+            return
+        anc = path.parent.absolute()
+        while not anc.exists() and anc != anc.parent:
+            anc = anc.parent
+        if not anc.is_dir():
+            raise ConfigError(_journal_error(path, where, f"{anc} is a file, not a folder"))
+        os.rmdir(tempfile.mkdtemp(prefix=".twinsweep-probe-", dir=anc))
+    except OSError as exc:
+        raise ConfigError(_journal_error(path, where, exc)) from None
+
+
+def evaluation(spec: TuneSpec) -> dict:
+    """What a trial's objective values depend on besides its parameters (JSON, as stored): the
+    seeds, the train windows (their trace, system and span), the fixed grid and the perturbation."""
+    st = spec.study
+    ds = {d.name: d for d in st.datasets}
+    train = []
+    for dname, wname in spec.train:
+        d = ds[dname]
+        w = next(w for w in d.windows if w.name == wname)
+        train.append({"window": f"{dname}/{wname}", "trace": d.trace, "system": d.system, "format": d.format,
+                      "lenient": d.lenient, "tz": d.tz, "start": w.start, "duration": w.duration})
+    doc = {"seeds": list(st.seeds), "train_windows": train, "grid": {a: list(v) for a, v in st.grid},
+           "perturbation": dataclasses.asdict(st.perturbation)}
+    return json.loads(json.dumps(doc, sort_keys=True, default=str))
+
+
+def _flat(doc: dict) -> dict:
+    """:func:`evaluation` as ``{dotted key: value}`` (train windows by name, their names as one
+    list), so that an error names only what differs."""
+    out = {}
+    for k, v in doc.items():
+        if k == "train_windows" and all(isinstance(w, dict) for w in v):
+            out[k] = [w.get("window") for w in v]
+            for w in v:
+                out.update({f"{k}.{w.get('window')}.{f}": x for f, x in w.items() if f != "window"})
+        elif isinstance(v, dict):
+            out.update({f"{k}.{f}": x for f, x in v.items()})
+        else:
+            out[k] = v
+    return out
+
+
+def check_evaluation(study, spec: TuneSpec, storage: str) -> None:
+    """Refuse to resume a study whose trials were evaluated otherwise (:func:`evaluation`: other
+    seeds, train windows, fixed grid or perturbation): their values and the new trials' would not
+    be comparable, yet would share one best trial / Pareto front. Raises one ConfigError naming
+    what differs; records the evaluation on a study that has none (study user attribute
+    ``evaluation``; a study of an earlier version is checked on its seeds and train windows)."""
+    now = evaluation(spec)
+    prev = study.user_attrs.get("evaluation")
+    if prev is None:
+        old = study.user_attrs.get("spec")
+        if isinstance(old, dict) and "seeds" in old and "train" in old:
+            prev = {"seeds": old["seeds"], "train_windows": ["/".join(w) for w in old["train"]]}
+            cur = {"seeds": now["seeds"], "train_windows": [w["window"] for w in now["train_windows"]]}
+        else:
+            prev, cur = None, None
+    else:
+        cur = now
+    if prev is not None and prev != cur:
+        a, b = _flat(prev), _flat(cur)
+        diff = [f"{k} {a.get(k)!r}, this spec {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+        raise ConfigError(f"storage {storage}: study {spec.study_name!r} evaluated its trials with other "
+                          f"settings ({'; '.join(diff)}); old and new trials' values would not be comparable: "
+                          "use another study_name or output folder")
+    if study.user_attrs.get("evaluation") != now:
+        study.set_user_attr("evaluation", now)
 
 
 def is_url(storage: str) -> bool:
