@@ -200,12 +200,12 @@ def _print_failures(res, most: int = 3) -> None:
 
 
 def _time_split(res) -> str:
-    """Where a sweep's wall time went, e.g. ``"runs 31.0 s (the progress bar's), traces, plan and
-    backend start and stop 1.2 s, tables and report 5.3 s"``: the progress bar times the runs only, so the
-    total alone would not match it."""
+    """Where a sweep's wall time went, e.g. ``"runs 31.0 s (as the progress bar timed them); loading
+    traces, planning, starting and stopping the backend 1.2 s; tables and report 5.3 s"``: the progress
+    bar times the runs only, so the total alone would not match it."""
     setup = max(res.wall_s - res.runs_s - res.outputs_s, 0.0)
-    return (f"runs {res.runs_s:.1f} s (the progress bar's), traces, plan and backend start and stop {setup:.1f} s, "
-            f"tables and report {res.outputs_s:.1f} s")
+    return (f"runs {res.runs_s:.1f} s (as the progress bar timed them); loading traces, planning, starting and "
+            f"stopping the backend {setup:.1f} s; tables and report {res.outputs_s:.1f} s")
 
 
 def _warn_line(command: str):

@@ -143,8 +143,8 @@ def section_pooled(pg, root: Path, runs: pd.DataFrame, variants: list[str], assu
                                   {k: i for i, k in enumerate(dict.fromkeys(runs[s.name].astype(str)))}))
     pg.p("Median [quartiles], 95th percentile and maximum, in display units, and for the job distributions the "
          "number of finished jobs pooled"
-         + (" (a column title without a unit: the datasets differ in scale and each cell ends with its own"
-            " unit, the unit of its figure below)" if per_cell else "") + ":")
+         + (" (the datasets differ in scale, so a column whose title has no unit gives the unit in each cell, as "
+            "its figure below does)" if per_cell else "") + ":")
     pg.table(tab, key_cols=4, max_cols=2)
     _figures(pg, qt, summ, metrics, variants, assumed)
 

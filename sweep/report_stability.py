@@ -239,9 +239,9 @@ def section_stability(pg, runs: pd.DataFrame, variants: list[str], verdict: Verd
          "sets\", JMLR 7, 2006). A conclusion of the verdict — the recommended variant ahead of the runner-up or "
          "the baseline — <b>survives</b> when no block of its scope reverses it. The two-sided exact sign test "
          f"(ties split evenly, an odd tie dropped) can reach the 5 % level only from {MIN_BLOCKS} blocks. The two criteria can "
-         "disagree, and the wording says so: a conclusion never reversed whose sign test is not significant "
-         "(too few blocks favour it, often because most tie) is <i>never reversed, but not significant</i>; one reversed in a few blocks whose "
-         "sign test is significant <i>holds on balance, not in every block</i>. Every pair of variants "
+         "disagree, and the wording says so: when no block reverses a conclusion but too few blocks favour it for "
+         "the sign test (often because most tie), it reads <i>never reversed, but not significant</i>; when a "
+         "few blocks reverse it but the sign test is significant, <i>holds on balance, not in every block</i>. Every pair of variants "
          "of every window is in stability_pairs.csv.", raw=True)
     directions = verdict.directions
     conc = conclusions(runs, verdict, variants)

@@ -31,7 +31,9 @@ HOW_TO_READ = (
     "significantly more blocks than behind it (two-sided exact sign test at 5 %, tied blocks split evenly between "
     "the two, an odd one dropped), over at least {min_blocks} blocks (fewer cannot show a difference at the 5 % "
     "level). Costs compare the recommended variant with the baseline on every "
-    "objective (mean over blocks; % change, or a difference for percentages, PUE and temperatures). Energy is "
+    "objective (mean over blocks; % change, or a difference for percentages, PUE and temperatures). Ranks keep "
+    "the order of the variants in each block, not the size of their differences: in a trade-off a power ramp "
+    "lower by 200 W weighs as much as a wait cut by half; the costs give the sizes. Energy is "
     "ranked per node-hour delivered: a total over a fixed window would reward leaving nodes idle.")
 #: The report's sections after the decision sections (report.py), in page order.
 _DETAILS = (("summary", "the study"), ("ranks", "rank tables"), ("wins", "win matrices"),
@@ -147,18 +149,20 @@ LEFT_QUEUED = (("count_still_queued", "jobs", 1.0), ("count_still_queued_node_s"
 SURVIVORSHIP_MIN_SHARE = 0.10
 
 
-def _left_more(pair: pd.DataFrame, a: str, b: str) -> tuple[int, int, float, float, float] | None:
-    """(blocks where ``a`` left more, blocks compared, mean extra per block, b's mean, extra / b's mean) when
-    ``a`` left more than ``b`` by the survivorship rule (:func:`survivorship_note`), else None."""
+def _left_more(pair: pd.DataFrame, a: str, b: str) -> tuple[int, int, float, float, float, float | None] | None:
+    """(blocks where ``a`` left more, blocks compared, mean extra per block, b's mean, extra / b's mean,
+    the sign test's p or None below :data:`MIN_BLOCKS`) when ``a`` left more than ``b`` by the
+    survivorship rule (:func:`survivorship_note`), else None."""
     n = len(pair)
     more, fewer = int((pair[a] > pair[b]).sum()), int((pair[a] < pair[b]).sum())
     if n == 0 or more <= fewer:
         return None
-    if (n < MIN_BLOCKS and more < n) or (n >= MIN_BLOCKS and sign_test(more, fewer, n - more - fewer) >= SIGN_LEVEL):
+    p = sign_test(more, fewer, n - more - fewer) if n >= MIN_BLOCKS else None
+    if (p is None and more < n) or (p is not None and p >= SIGN_LEVEL):
         return None
     extra, base = float((pair[a] - pair[b]).mean()), float(pair[b].mean())
     share = extra / base if base > 0 else float("inf")
-    return (more, n, extra, base, share) if share >= SURVIVORSHIP_MIN_SHARE else None
+    return (more, n, extra, base, share, p) if share >= SURVIVORSHIP_MIN_SHARE else None
 
 
 def _twin(m: str, v: Verdict) -> str | None:
@@ -208,12 +212,16 @@ def assumed_power_note(runs: pd.DataFrame, variants: list[str], v: Verdict,
     if moved_to:
         head += " ".join(
             f"{metric(m).label.capitalize()} ranks the variants exactly as {metric(t).label} (no power figure) in every "
-            f"block: under these models its weight is {metric(t).label}'s preference, so below it goes to "
-            f"{metric(t).label}." for m, t in moved_to.items()) + " "
-    without = "Without the power figures" if not moved_to else "Without the other power figures"
+            f"block: under these models its weight is {metric(t).label}'s preference." for m, t in moved_to.items()) + " "
+        dropped = [metric(m).label for m in power if m not in moved_to]
+        without = ("Checked with " + " and ".join(f"the weight of {metric(m).label} on {metric(t).label}"
+                                                   for m, t in moved_to.items())
+                   + (f" and {', '.join(dropped)} left out" if dropped else "") + ", the trade-off")
+    else:
+        without = "Without the power figures, the trade-off"
     if not moved:
-        return head + f"{without} it recommends the same variant in every scope."
-    return head + (f"<b>{without} it recommends otherwise</b>: " + "; ".join(
+        return head + f"{without} recommends the same variant in every scope."
+    return head + (f"<b>{without} recommends otherwise</b>: " + "; ".join(
         f"{html.escape(sc)}: {html.escape(b)} instead of {html.escape(a)}" for sc, a, b in moved)
         + ". In " + ("that scope" if len(moved) == 1 else "those scopes")
         + " the stated trade-off's recommendation rests on the assumed models: give the machine's measured power "
@@ -222,6 +230,15 @@ def assumed_power_note(runs: pd.DataFrame, variants: list[str], v: Verdict,
 
 #: The wait metric that counts the jobs still queued at the window end (survivorship's check).
 CENSORED_WAIT = "wait_censored_mean_s"
+
+
+def _kept(best: str, flagged: set[str]) -> str:
+    """What the censored mean wait's best variant of a scope says of the variants the survivorship
+    caveat named there: which keeps its lead with the queued jobs counted, which does not."""
+    others = sorted(flagged - {best})
+    bits = (["first with its queued jobs counted too"] if best in flagged else []) + (
+        [f"{', '.join(html.escape(o) for o in others)} {'is' if len(others) == 1 else 'are'} not"] if others else [])
+    return f" ({'; '.join(bits)})" if bits else ""
 
 
 def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
@@ -276,16 +293,17 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
                     continue
                 hit = _left_more(q[[a, b]].dropna(), a, b)
                 if hit:
-                    more, n, extra, base, share = hit
-                    rule = f"sign test p < {SIGN_LEVEL:g}" if n >= MIN_BLOCKS else "every block; too few for a sign test"
+                    more, n, extra, base, share, p = hit
+                    rule = (f"sign test p = {format_number(p, 2)}" if p is not None
+                            else "every block; too few for a sign test")
                     rel = f", +{format_number(100 * share, 2)} %" if np.isfinite(share) else ""
-                    found.append(f"more {unit} in {more} of {n} blocks ({rule}): {format_number(extra / scale, 2)} "
+                    found.append(f"more {unit} in {more} of {n} blocks ({rule}), {format_number(extra / scale, 2)} "
                                  f"more per block on average ({format_number((base + extra) / scale, 3)} against "
                                  f"{format_number(base / scale, 3)}{rel}; runs.parquet {col}"
-                                 + (", which holds node-seconds: ÷ 3,600" if scale == 3600.0 else "") + ")")
+                                 + (", in node-seconds" if scale == 3600.0 else "") + ")")
             if found:
-                parts.append(f"{s.scope}: {a} (recommended on {' and '.join(objectives)}) leaves queued at the window "
-                             f"end, against {b} (the {', the '.join(roles)}), " + "; and ".join(found))
+                parts.append(f"{s.scope}: {a} (recommended on {' and '.join(objectives)}) leaves more queued at the "
+                             f"window end than {b} (the {', the '.join(roles)}): " + "; and ".join(found))
                 flagged.setdefault(s.scope, set()).add(a)
                 oc = s.get(CENSORED_WAIT)
                 if oc is not None and (s.scope, oc.best) not in censored:
@@ -295,14 +313,12 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
     label = html.escape(metric(CENSORED_WAIT).label)
     label = label[:1].upper() + label[1:]  # it starts a sentence
     if censored:
-        said = "; ".join(f"{sc}: {html.escape(best)}" + (" (named above: first with its queued jobs counted "
-                                                         "too)" if best in flagged.get(sc, ()) else "")
-                         for sc, best in censored)
-        check = (f"{label} counts the queued jobs, each with its wait up to the window end. Ranked by it on this "
-                 f"page (the verdict table), the best is {said}. Utilisation counts the work left undone.")
+        said = "; ".join(f"{sc}: {html.escape(best)}" + _kept(best, flagged.get(sc, set())) for sc, best in censored)
+        check = (f"{label} counts the queued jobs too, each with its wait up to the window end. Ranked by it on this "
+                 f"page (the verdict table), the best is {said}. Utilisation gives the work each variant got done.")
     else:
-        check = (f"{label} counts the queued jobs (rank by it, or weigh it in [report] tradeoff, to see whether the "
-                 "lead holds); utilisation counts the work left undone.")
+        check = (f"{label} counts the queued jobs too (rank by it, or weigh it in [report] tradeoff, to see whether "
+                 "the lead holds); utilisation gives the work each variant got done.")
     return ("<b>Recommendations on metrics of the finished jobs only</b> (survivorship): "
             f"{html.escape('. '.join(parts))}. The jobs a variant leaves queued are not in that variant's means, so "
             f"part of a recommended variant's lead may be the queue it left. {check}")
@@ -357,7 +373,7 @@ def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str
                     f"{html.escape(_sure(o, s.blocks))}")
         items.append(f"<li>{what}: run <b class=\"best\">{html.escape(o.best)}</b> — {sure}{vs}.</li>")
     left = [metric(m).label for m in v.directions if m not in v.tradeoff]
-    left_text = (f"; {', '.join(left)} {'is' if len(left) == 1 else 'are'} ranked below but not weighed"
+    left_text = (f"; {', '.join(left)} {'is' if len(left) == 1 else 'are'} ranked in the tables below but not weighed"
                  if left else "")
     pg.raw(f"<p>Recommended for the study's stated trade-off ({html.escape(_tradeoff_text(v))} of the rank "
            f"weights{html.escape(left_text)}):</p><ul class=\"verdict\">{''.join(items)}</ul>")
@@ -378,7 +394,7 @@ def section_verdict(pg, v: Verdict, notes: list[str], later: list[tuple[str, str
     bases = sorted({str(s.baseline) for s in v.scopes})
     said = {"study": "the study's [report] baseline",
             "default": "the default baseline" + (f"; the study's [report] baseline {baseline!r} is not a variant"
-                                                 if baseline else ""),
+                                                 if baseline else "; [report] baseline in the study sets another"),
             "first": "the first variant: " + (f"neither the study's [report] baseline {baseline!r} nor "
                                               f"{DEFAULT_BASELINE} is a variant" if baseline else
                                               f"no [report] baseline is given and {DEFAULT_BASELINE} is not a variant")}

@@ -256,9 +256,9 @@ def test_survivorship_note_names_a_lead_on_finished_jobs_bought_with_a_longer_qu
     runs["count_still_queued"] = [10] * 6 + [13] * 5 + [16]
     note = survivorship_note(runs, v)
     assert note is not None and (
-        "d1: b (recommended on mean wait and the stated trade-off) leaves queued at the window end, against fcfs+easy "
-        "(the runner-up, the baseline), more jobs in 6 of 6 blocks (sign test p &lt; 0.05): 3.5 more per block on "
-        "average (13.5 against 10.0, +35 %; runs.parquet count_still_queued). ") in note
+        "d1: b (recommended on mean wait and the stated trade-off) leaves more queued at the window end than "
+        "fcfs+easy (the runner-up, the baseline): more jobs in 6 of 6 blocks (sign test p = 0.031), 3.5 more per "
+        "block on average (13.5 against 10.0, +35 %; runs.parquet count_still_queued). ") in note
     assert "Mean wait incl. still queued" in note
     runs["count_still_queued"] = [10] * 6 + [11] * 3 + [10] * 3  # 0.5 more: +5 %
     runs.loc[runs["variant"] == "b", "count_still_queued"] = [11, 11, 11, 11, 11, 10]
@@ -286,16 +286,16 @@ def test_survivorship_note_says_what_the_censored_wait_ranks_best_when_it_is_ran
     runs["wait_censored_mean_s"] = [200.0] * 6 + [400.0] * 6
     v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min", "wait_censored_mean_s": "min"}, n_boot=50)
     note = survivorship_note(runs, v)
-    assert "d1: b (recommended on mean wait) leaves queued" in note
-    assert ("Mean wait incl. still queued counts the queued jobs, each with its wait up to the window end. Ranked "
-            "by it on this page (the verdict table), the best is d1: fcfs+easy. Utilisation counts the work left "
-            "undone.") in note
-    assert "rank by it" not in note and "named above" not in note
+    assert "d1: b (recommended on mean wait) leaves more queued" in note
+    assert ("Mean wait incl. still queued counts the queued jobs too, each with its wait up to the window end. "
+            "Ranked by it on this page (the verdict table), the best is d1: fcfs+easy (b is not). Utilisation gives "
+            "the work each variant got done.") in note
+    assert "rank by it" not in note and "counted too)" not in note
     assert "The jobs a variant leaves queued are not in that variant's means" in note
     runs["wait_censored_mean_s"] = [400.0] * 6 + [200.0] * 6  # b leads with its queued jobs counted too
     v2 = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min", "wait_censored_mean_s": "min"}, n_boot=50)
-    assert ("Ranked by it on this page (the verdict table), the best is d1: b (named above: first with its queued "
-            "jobs counted too). Utilisation") in survivorship_note(runs, v2)
+    assert ("Ranked by it on this page (the verdict table), the best is d1: b (first with its queued jobs counted "
+            "too). Utilisation") in survivorship_note(runs, v2)
     v1 = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
     assert "rank by it, or weigh it in [report] tradeoff" in survivorship_note(runs, v1)
 
@@ -311,8 +311,9 @@ def test_survivorship_note_sees_fewer_jobs_but_more_work_left_queued():
     runs["count_still_queued_node_s"] = [36_000] * 6 + [144_000] * 6
     v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
     note = survivorship_note(runs, v)
-    assert "more requested node-hours in 6 of 6 blocks (sign test p &lt; 0.05): 30 more per block on average " \
-        "(40.0 against 10.0, +300 %; runs.parquet count_still_queued_node_s, which holds node-seconds: ÷ 3,600)" in note \
+    # 6 of 6 blocks: p = 2 / 2^6 = 0.031
+    assert "more requested node-hours in 6 of 6 blocks (sign test p = 0.031), 30 more per block on average " \
+        "(40.0 against 10.0, +300 %; runs.parquet count_still_queued_node_s, in node-seconds)" in note \
         and "more jobs" not in note
 
 
@@ -325,7 +326,7 @@ def test_survivorship_note_below_the_sign_test_needs_every_block():
     v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
     assert survivorship_note(runs, v) is None
     runs["count_still_queued"] = [10] * 3 + [12, 12, 13]
-    assert "more jobs in 3 of 3 blocks (every block; too few for a sign test): 2.3 more per block" in \
+    assert "more jobs in 3 of 3 blocks (every block; too few for a sign test), 2.3 more per block" in \
         survivorship_note(runs, v)
 
 
@@ -386,7 +387,8 @@ def test_the_baseline_line_says_which_rule_chose_it_and_energy_only_when_ranked(
                         baseline=baseline)
         return next(t for t in pg.text if t.startswith("Baseline:"))
 
-    assert baseline_line({"wait_mean_s": "min"}) == "Baseline: fcfs+easy (the default baseline)."
+    assert baseline_line({"wait_mean_s": "min"}) == (
+        "Baseline: fcfs+easy (the default baseline; [report] baseline in the study sets another).")
     assert baseline_line({"wait_mean_s": "min"}, baseline="b") == "Baseline: b (the study's [report] baseline)."
     assert "Energy is compared per unit of work" in baseline_line({"peak_power_w": "min"})
     other = runs.replace({"variant": {"fcfs+easy": "sjf+easy"}})
@@ -424,13 +426,13 @@ def test_a_trade_off_resting_on_assumed_power_figures_is_said():
     assert v.scopes[0].get(TRADEOFF).best == "fcfs+easy"
     note = assumed_power_note(runs, ["fcfs+easy", "b"], v, None)
     assert note == ("The stated trade-off gives 67 % of its weight to figures of assumed power models (peak "
-                    "facility power). <b>Without the power figures it recommends otherwise</b>: d1: b instead of "
-                    "fcfs+easy. In that "
+                    "facility power). <b>Without the power figures, the trade-off recommends otherwise</b>: d1: b "
+                    "instead of fcfs+easy. In that "
                     "scope the stated trade-off's recommendation rests on the assumed models: give the machine's "
                     "measured power model, or a trade-off without them ([report] tradeoff), before acting on it.")
     v2 = compute_verdict(runs, ["fcfs+easy", "b"], rank, {"wait_mean_s": 2.0, "peak_power_w": 1.0}, n_boot=50)
     assert assumed_power_note(runs, ["fcfs+easy", "b"], v2, None).endswith(
-        "Without the power figures it recommends the same variant in every scope.")
+        "Without the power figures, the trade-off recommends the same variant in every scope.")
     # utilisation (ranked, not weighed, no power figure) ranks exactly as peak power in every block
     # (fcfs+easy draws less and is busier): peak power's weight goes to it, and fcfs+easy stays
     busy = runs.assign(utilization=np.where(runs["variant"] == "fcfs+easy", 0.8, 0.6))
@@ -439,7 +441,7 @@ def test_a_trade_off_resting_on_assumed_power_figures_is_said():
     assert v4.scopes[0].alike_ranked == (("peak_power_w", "utilization"),)
     note4 = assumed_power_note(busy, ["fcfs+easy", "b"], v4, None)
     assert ("Peak facility power ranks the variants exactly as utilisation (no power figure) in every block: under "
-            "these models its weight is utilisation's preference, so below it goes to utilisation.") in note4
-    assert note4.endswith("Without the other power figures it recommends the same variant in every scope.")
+            "these models its weight is utilisation's preference. Checked with the weight of peak facility power on "
+            "utilisation, the trade-off recommends the same variant in every scope.") in note4
     v3 = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
     assert assumed_power_note(runs, ["fcfs+easy", "b"], v3, None) is None  # no power metric weighed
