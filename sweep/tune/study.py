@@ -62,7 +62,7 @@ def _journal_error(path: Path, where: str, why) -> str:
 
 def check_journal(spec: TuneSpec, override: str | None) -> None:
     """A journal file named by ``tune.storage`` (or ``--storage``), checked before anything is
-    created: it must be a file that can be appended to, or be creatable (its nearest existing
+    created: it must be a file one may write (``os.access``), or be creatable (its nearest existing
     ancestor a folder one can write in; probed with a temporary folder, removed again). Raises one
     ConfigError naming the setting. ``"journal"`` (in the output folder) and URLs are not checked
     here: the output folder is checked with the result store, a URL by :func:`open_storage`."""
@@ -73,9 +73,9 @@ def check_journal(spec: TuneSpec, override: str | None) -> None:
     if path.is_dir():
         raise ConfigError(_journal_error(path, where, "it is a folder"))
     try:
-        if path.exists():
-            with open(path, "ab"):
-                pass
+        if path.exists():  # an existing journal: asked, not opened (every write goes through core.atomic)
+            if not os.access(path, os.W_OK):
+                raise ConfigError(_journal_error(path, where, "it cannot be written (permissions)"))
             return
         anc = path.parent.absolute()
         while not anc.exists() and anc != anc.parent:
