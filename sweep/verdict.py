@@ -76,7 +76,9 @@ class ObjectiveVerdict:
     split, :func:`sweep.ranking.sign_test`; None with a single variant); ``ahead`` / ``behind``: the
     blocks in which ``best`` ranks ahead of / behind ``runner_up`` (the sign test's counts; the rest
     tie; None with a single variant), so that a page can say why a high ``p_best`` (the lowest mean
-    rank when the blocks are redrawn) need not be a lead block by block.
+    rank when the blocks are redrawn) need not be a lead block by block; ``cost_blocks``: metric ->
+    (blocks in which ``best`` differs from the baseline in the direction of its cost, blocks with
+    both values) — a mean change whose sign half of the blocks contradict is not a change to rely on.
     """
 
     objective: str
@@ -90,6 +92,7 @@ class ObjectiveVerdict:
     p_sign: float | None = None
     ahead: int | None = None
     behind: int | None = None
+    cost_blocks: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -301,11 +304,21 @@ def _scope(name: str, g: pd.DataFrame, variants: list[str], rank: dict[str, str]
         per = [c for c in per if c is not None]
         return float(np.mean(per)) if per else None
 
+    def agree(m: str, k: int, c: float | None) -> tuple[int, int] | None:
+        """(blocks whose difference of variant ``k`` from the baseline on ``m`` has the sign of its
+        cost ``c``, blocks with both values); None without a non-zero cost."""
+        if c is None or c == 0:
+            return None
+        d = bs.values[m][:, k] - bs.values[m][:, bi]
+        d = d[~np.isnan(d)]
+        return int((np.sign(d) == np.sign(c)).sum()), int(len(d))
+
     def verdict(obj: str, scores: np.ndarray) -> ObjectiveVerdict:
         best, p, mr, ru, ci, dist, p_sign, ahead, behind = _objective(obj, scores, vs, n_boot, seed)
         k = vs.index(best)
         costs = {m: change(m, k) for m in bs.values}
-        return ObjectiveVerdict(obj, best, p, mr, ru, ci, dist, costs, p_sign, ahead, behind)
+        blocks = {m: a for m in bs.values if (a := agree(m, k, costs[m])) is not None}
+        return ObjectiveVerdict(obj, best, p, mr, ru, ci, dist, costs, p_sign, ahead, behind, blocks)
 
     objs = [verdict(m, bs.ranks[m]) for m in rank if m in bs.ranks]
     if bs.tradeoff is not None:

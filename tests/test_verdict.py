@@ -445,3 +445,19 @@ def test_a_trade_off_resting_on_assumed_power_figures_is_said():
             "utilisation, the trade-off recommends the same variant in every scope.") in note4
     v3 = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
     assert assumed_power_note(runs, ["fcfs+easy", "b"], v3, None) is None  # no power metric weighed
+
+
+def test_a_cost_that_many_blocks_contradict_says_in_how_many_blocks_it_holds():
+    """b waits half as long in all 6 blocks (no qualifier); its peak power is 1100 W in 2 blocks
+    and 500 W in 4 against fcfs+easy's 1000 W: mean 700 W, -30 %, lower in 4 of 6 blocks — fewer
+    than three quarters, so the cost says "(in 4 of 6 blocks)"."""
+    from twinsweep.sweep.report_verdict import _costs
+
+    runs = _runs({"fcfs+easy": [(100, 1000)] * 6, "b": [(50, 1100)] * 2 + [(50, 500)] * 4}, seeds=range(6))
+    v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min", "peak_power_w": "min"}, n_boot=50)
+    s = v.scopes[0]
+    o = s.get("wait_mean_s")
+    assert o.best == "b" and o.cost_blocks == {"wait_mean_s": (6, 6), "peak_power_w": (4, 6)}
+    assert _costs(o, s, ["wait_mean_s", "peak_power_w"]) == (
+        "−50 % mean wait, −30 % peak facility power (in 4 of 6 blocks)")
+
