@@ -175,6 +175,7 @@ def test_local_and_ray_refuse_runs_queued_slurm_arrays_hold_until_they_are_cance
     assert res.ran == 8 and not res.failed
 
 
+@pytest.mark.filterwarnings("ignore:the spec extends this folder:RuntimeWarning")  # the extension is the point
 def test_an_extension_s_arrays_share_the_workers_cap_with_the_adopted_ones(slurm_env, tmp_path, trace, monkeypatch):
     """A spec extended while the arrays of its first submission are still queued: the second
     submission's arrays (``%1``) wait for the adopted ones (``afterany``), so at most one array
