@@ -1537,14 +1537,15 @@ def validation_html(result: dict) -> str:
     if rs and rs.get("kendall_tau_min_blind_vs_informed") is None and rs.get("skipped"):
         sens += f"<h2>Ranking stability</h2><p>Not studied: {e(rs['skipped'])}.</p>"
     elif rs:
-        from .ranking_stability import TAU_GOAL
+        from .ranking_stability import TAU_GOAL, minimum_text
 
         nw = rs['windows']
         sens += (f"<h2>Ranking stability ({nw} busiest week{'' if nw == 1 else 's'}, {len(rs['variants'])} variants)</h2>"
-                 f"<p>Kendall τ blind vs informed (min): {e(_fmt('', rs['kendall_tau_min_blind_vs_informed']))} "
+                 f"<p>Kendall τ blind vs informed (min, rounded down as the console and the tables print it): "
+                 f"{e(minimum_text(rs['kendall_tau_min_blind_vs_informed']))} "
                  f"(issue 15's goal: ≥ {TAU_GOAL:g} on every week; 1 = the same order); "
                  f"informed vs {rs['seeds']} perturbed seed{'' if rs['seeds'] == 1 else 's'} of the ranking study's own "
-                 f"(not the noise floor's) (min): {e(_fmt('', rs['kendall_tau_min_seeds']))}; "
+                 f"(not the noise floor's) (min): {e(minimum_text(rs['kendall_tau_min_seeds']))}; "
                  f"top-3 set the same (share of week × metric pairs): {e(_fmt('_frac', rs['top3_same_frac']))}; "
                  f"winner ahead by more than the "
                  f"seed spread: {e(_fmt('_frac', rs['top1_gap_exceeds_seed_spread_frac']))}. Values within "

@@ -243,6 +243,25 @@ def test_jobs_the_log_held_are_reported_apart(tmp_path):
     assert json.loads((tmp_path / "v" / "validation.json").read_text())["log_holds"]["figures"]["jobs"]["unit"] == "jobs"
 
 
+def test_the_page_prints_tau_minima_rounded_down_as_the_console_and_tables(tmp_path):
+    """A τ minimum of 0.7576 reads 0.75 on validation.html, as on the console and in the README's
+    table (sweep.ranking_stability.minimum_text): it read 0.758, and 0.695 would have read 0.70
+    beside a goal of 0.7 (helper-47's check of the published pages)."""
+    from twinsweep.sweep.validate import validation_html
+
+    jobs = [(j, 1000 * j, 0, 600, 2) for j in range(1, 41)]
+    log = write_swf_rows(tmp_path / "tau.swf", jobs, max_nodes=NODES)
+    res = validate(str(log), policy="fcfs", backfill="easy", noise_seeds=0, sensitivity=False, windows=0,
+                   out=tmp_path / "v")
+    res = json.loads(json.dumps(res))
+    res["ranking_stability"] = {"windows": 4, "variants": ["fcfs+easy", "sjf+easy"], "seeds": 3,
+                                "kendall_tau_min_blind_vs_informed": 0.7576, "kendall_tau_min_seeds": 0.6951,
+                                "top3_same_frac": 0.5, "top1_gap_exceeds_seed_spread_frac": 0.25}
+    page = validation_html(res)
+    assert "Kendall τ blind vs informed (min, rounded down as the console and the tables print it): 0.75 " in page
+    assert "(min): 0.69;" in page and "0.758" not in page and "0.70;" not in page
+
+
 def _cancel_log(tmp_path):
     """4 nodes, the scenario of tests/test_cancelled_jobs.py twice (fitting and reported halves):
     A (2 nodes) runs 100 s; C (4 nodes, limit 1000 s) is cancelled in the queue 40 s after its
