@@ -42,7 +42,7 @@ from .ranking import (REFERENCE_POLICY, BlockPivot, block_ranks, bootstrap_mean_
 from .report_fidelity import SECTION_ID as FIDELITY_ID, section_fidelity
 from .report_pareto import SECTION_ID as PARETO_ID, section_pareto
 from .report_stability import SECTION_ID as STABILITY_ID, section_stability
-from .report_verdict import assumed_power_note, section_verdict, survivorship_note
+from .report_verdict import assumed_power_note, section_verdict, starvation_note, survivorship_note
 from .spec import study_axes, study_metrics, study_rank
 from .store import ResultStore
 from .svgchart import LinePanel, Series, box_strips, line_panels
@@ -933,8 +933,9 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
     assumed = _is_assumed(runs["power_label"])
     notes = _verdict_notes(runs, plan_n, failed, incomplete, include_incomplete, verdict.directions, assumed)
     survivors = survivorship_note(ranked, verdict)
+    starving = starvation_note(ranked, verdict)
     on_power = assumed_power_note(ranked, ranked_variants, verdict, rep.get("baseline")) if assumed else None
-    section_verdict(pg, verdict, notes + [n for n in (on_power, survivors) if n], later, reference,
+    section_verdict(pg, verdict, notes + [n for n in (on_power, survivors, starving) if n], later, reference,
                     rep.get("baseline"))
     section_pareto(pg, ranked, ranked_variants, study, verdict.directions, pg.styles, assumed,
                    past_end=past_end_blocks(ranked))

@@ -157,10 +157,12 @@ LEFT_QUEUED = (("count_still_queued", "jobs", 1.0), ("count_still_queued_node_s"
 SURVIVORSHIP_MIN_SHARE = 0.10
 
 
-def _left_more(pair: pd.DataFrame, a: str, b: str) -> tuple[int, int, float, float, float, float | None] | None:
-    """(blocks where ``a`` left more, blocks compared, mean extra per block, b's mean, extra / b's mean,
-    the sign test's p or None below :data:`MIN_BLOCKS`) when ``a`` left more than ``b`` by the
-    survivorship rule (:func:`survivorship_note`), else None."""
+def _left_more(pair: pd.DataFrame, a: str, b: str, min_share: float = SURVIVORSHIP_MIN_SHARE
+               ) -> tuple[int, int, float, float, float, float | None] | None:
+    """(blocks where ``a`` is larger, blocks compared, mean extra per block, b's mean, extra / b's mean,
+    the sign test's p or None below :data:`MIN_BLOCKS`) when ``a`` is larger than ``b`` by the
+    survivorship rule (:func:`survivorship_note`; ``min_share``: the smallest mean extra relative
+    to b's mean), else None."""
     n = len(pair)
     more, fewer = int((pair[a] > pair[b]).sum()), int((pair[a] < pair[b]).sum())
     if n == 0 or more <= fewer:
@@ -170,7 +172,51 @@ def _left_more(pair: pd.DataFrame, a: str, b: str) -> tuple[int, int, float, flo
         return None
     extra, base = float((pair[a] - pair[b]).mean()), float(pair[b].mean())
     share = extra / base if base > 0 else float("inf")
-    return (more, n, extra, base, share, p) if share >= SURVIVORSHIP_MIN_SHARE else None
+    return (more, n, extra, base, share, p) if share >= min_share else None
+
+
+#: The longest wait a recommended variant gives a finished job, against the baseline's, that the
+#: starvation caveat reports (:func:`starvation_note`): at least half as long again.
+STARVATION_MIN_SHARE = 0.5
+STARVATION_METRIC = "wait_max_s"
+
+
+def starvation_note(runs: pd.DataFrame, v: Verdict) -> str | None:
+    """The caveat (HTML) for a stated trade-off's recommendation whose longest wait of a finished
+    job (``wait_max_s``) is longer than the baseline's by the survivorship rule (a two-sided sign
+    test significant at :data:`sweep.stability.SIGN_LEVEL` over the scope's blocks, or every block
+    below :data:`sweep.verdict.MIN_BLOCKS`) and by at least :data:`STARVATION_MIN_SHARE` of it on
+    average: a gain in mean wait bought by making some jobs wait far longer (SJF's and a backfill
+    without reservation's starvation of large or long jobs). Jobs still queued at the window end
+    are not in a maximum of finished jobs: the survivorship caveat counts them. None when no
+    recommendation is concerned or ``runs`` lacks the column. ``runs``: the ranked runs."""
+    if STARVATION_METRIC not in runs.columns or runs.empty:
+        return None
+    parts = []
+    for s in v.scopes:
+        o = s.get(TRADEOFF)
+        if o is None or s.baseline is None or o.best == s.baseline:
+            continue
+        g = runs if s.scope == OVERALL else runs[runs["dataset"].astype(str) == s.scope]
+        if s.scope == OVERALL and g["dataset"].nunique() > 1:
+            continue  # a maximum pooled over machines of different sizes says little: each dataset's scope says it
+        q = g.pivot_table(index=list(BLOCK_COLS), columns="variant", values=STARVATION_METRIC, aggfunc="first",
+                          observed=True)
+        if o.best not in q.columns or s.baseline not in q.columns:
+            continue
+        hit = _left_more(q[[o.best, s.baseline]].dropna(), o.best, s.baseline, STARVATION_MIN_SHARE)
+        if hit:
+            more, n, extra, base, share, p = hit
+            rule = f"sign test p = {format_number(p, 2)}" if p is not None else "every block"
+            parts.append(f"{s.scope}: {o.best}'s longest wait of a finished job is {format_number((base + extra) / 3600, 3)} h "
+                         f"on average against {format_number(base / 3600, 3)} h for {s.baseline} (the baseline), "
+                         f"longer in {more} of {n} blocks ({rule})")
+    if not parts:
+        return None
+    return ("<b>Longer longest waits</b> (starvation): " + html.escape("; ".join(parts), quote=False) + ". Each such "
+            "recommendation's gain in mean wait comes with some jobs waiting far longer: shortest-job-first orders and backfilling "
+            "without a reservation (firstfit) can push large or long jobs back again and again. Rank or weigh "
+            f"{html.escape(metric(STARVATION_METRIC).label)} ([rank], [report] tradeoff) if that matters here.")
 
 
 def _twin(m: str, v: Verdict) -> str | None:

@@ -461,3 +461,20 @@ def test_a_cost_that_many_blocks_contradict_says_in_how_many_blocks_it_holds():
     assert _costs(o, s, ["wait_mean_s", "peak_power_w"]) == (
         "−50 % mean wait, −30 % peak facility power (in 4 of 6 blocks)")
 
+
+def test_a_recommendation_whose_longest_wait_is_far_longer_is_said():
+    """b waits half as long on average in all 6 blocks, but its longest wait is 20 h against the
+    baseline's 10 h in every block (+100 %, sign test p = 2 / 2^6 = 0.031): the starvation caveat
+    names both and the blocks. At 11 h (+10 %, under STARVATION_MIN_SHARE) nothing is said."""
+    from twinsweep.sweep.report_verdict import starvation_note
+
+    runs = _runs({"fcfs+easy": [(100, 1000)] * 6, "b": [(50, 1000)] * 6}, seeds=range(6))
+    runs["wait_max_s"] = [36_000.0] * 6 + [72_000.0] * 6
+    v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
+    note = starvation_note(runs, v)
+    assert note is not None and ("d1: b's longest wait of a finished job is 20.0 h on average against 10.0 h for "
+                                 "fcfs+easy (the baseline), longer in 6 of 6 blocks (sign test p = 0.031)") in note
+    runs["wait_max_s"] = [36_000.0] * 6 + [39_600.0] * 6
+    assert starvation_note(runs, v) is None
+    assert starvation_note(runs.drop(columns="wait_max_s"), v) is None
+
