@@ -186,15 +186,12 @@ def _print_failures(res, most: int = 3) -> None:
     included, is in ``failed/<key>/error.json``)."""
     from .store import ResultStore
 
-    store = ResultStore(res.out)
-    errors = {}
+    docs = ResultStore(res.out).failures(res.failed[:most])  # an unreadable record is left out
     for key in res.failed[:most]:
-        try:
-            errors[key] = (str(store.failure(key).get("error") or "").splitlines() or ["(no error text)"])[0][:300]
-        except Exception:  # noqa: BLE001 - an unreadable record is named by its folder above
-            errors[key] = "(its error.json cannot be read)"
-    for key in res.failed[:most]:
-        print(f"  {key}: {errors[key]}")
+        doc = docs.get(key)
+        error = (str(doc.get("error") or "").splitlines() or ["(no error text)"])[0][:300] if doc is not None \
+            else "(its error.json cannot be read)"
+        print(f"  {key}: {error}")
     if len(res.failed) > most:
         print(f"  ... {len(res.failed) - most} more (each in failed/<key>/error.json; `twinsweep status` lists them)")
 

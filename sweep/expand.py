@@ -28,7 +28,6 @@ from typing import Any, Iterable, Iterator
 
 from twinsweep.core.config import RunConfig, run_key, system_ref
 from twinsweep.core.errors import ConfigError
-from twinsweep.core.scheduler import REPLAY
 
 from .gridcheck import ignored_axes, repeats_a_run
 from .spec import Dataset, StudySpec

@@ -175,6 +175,13 @@ def _left_more(pair: pd.DataFrame, a: str, b: str, min_share: float = SURVIVORSH
     return (more, n, extra, base, share, p) if share >= min_share else None
 
 
+def _block_table(runs: pd.DataFrame, scope: str, col: str) -> pd.DataFrame:
+    """Blocks x variants values of ``col`` in ``scope`` (a dataset, or :data:`OVERALL`: every run):
+    the table the survivorship and starvation caveats compare two variants in, block by block."""
+    g = runs if scope == OVERALL else runs[runs["dataset"].astype(str) == scope]
+    return g.pivot_table(index=list(BLOCK_COLS), columns="variant", values=col, aggfunc="first", observed=True)
+
+
 #: The longest wait a recommended variant gives a finished job, against the baseline's, that the
 #: starvation caveat reports (:func:`starvation_note`): at least half as long again.
 STARVATION_MIN_SHARE = 0.5
@@ -197,11 +204,9 @@ def starvation_note(runs: pd.DataFrame, v: Verdict) -> str | None:
         o = s.get(TRADEOFF)
         if o is None or s.baseline is None or o.best == s.baseline:
             continue
-        g = runs if s.scope == OVERALL else runs[runs["dataset"].astype(str) == s.scope]
-        if s.scope == OVERALL and g["dataset"].nunique() > 1:
+        if s.scope == OVERALL and runs["dataset"].nunique() > 1:
             continue  # a maximum pooled over machines of different sizes says little: each dataset's scope says it
-        q = g.pivot_table(index=list(BLOCK_COLS), columns="variant", values=STARVATION_METRIC, aggfunc="first",
-                          observed=True)
+        q = _block_table(runs, s.scope, STARVATION_METRIC)
         if o.best not in q.columns or s.baseline not in q.columns:
             continue
         hit = _left_more(q[[o.best, s.baseline]].dropna(), o.best, s.baseline, STARVATION_MIN_SHARE)
@@ -320,7 +325,6 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
     censored = []  # (scope, best on the censored mean wait) where that metric is ranked
     flagged: dict[str, set[str]] = {}  # scope -> the recommended variants the note names
     for s in v.scopes:
-        g = runs if s.scope == OVERALL else runs[runs["dataset"].astype(str) == s.scope]
         pairs: dict[tuple[str, str], tuple[list[str], list[str]]] = {}  # (best, other) -> (objectives, roles)
         for o in s.objectives:
             names = list(v.tradeoff) if o.objective == TRADEOFF else [o.objective]
@@ -337,8 +341,7 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
                     roles.append(what)
         if not pairs:
             continue
-        tables = {col: g.pivot_table(index=list(BLOCK_COLS), columns="variant", values=col, aggfunc="first",
-                                     observed=True) for col, _, _ in measures}
+        tables = {col: _block_table(runs, s.scope, col) for col, _, _ in measures}
         for (a, b), (objectives, roles) in pairs.items():
             found = []
             for col, unit, scale in measures:

@@ -324,8 +324,8 @@ def _scope(name: str, g: pd.DataFrame, variants: list[str], rank: dict[str, str]
     if bs.tradeoff is not None:
         objs.append(verdict(TRADEOFF, bs.tradeoff))
     past = past_end_blocks(g)
-    windows = tuple(dict.fromkeys(f"{r.dataset}/{r.window}" for r in past.itertuples()))
-    return ScopeVerdict(name, len(bs.blocks), tuple(vs), base, tuple(objs), len(past), windows,
+    past_windows = tuple(dict.fromkeys(f"{r.dataset}/{r.window}" for r in past.itertuples()))
+    return ScopeVerdict(name, len(bs.blocks), tuple(vs), base, tuple(objs), len(past), past_windows,
                         alike_pairs(bs.ranks, list(tradeoff)), windows=len({tuple(b[:2]) for b in bs.blocks}),
                         seeds=len({b[2] for b in bs.blocks}), alike_ranked=alike_pairs(bs.ranks, list(rank)))
 
