@@ -270,6 +270,20 @@ def _jobs_text(jobs) -> str:
     return ", ".join(jobs[:10]) + (f" and {len(jobs) - 10} more" if len(jobs) > 10 else "")
 
 
+def batch_queue_backends() -> dict[str, type["Backend"]]:
+    """The registered backends whose jobs outlive their driver (``batch_queue``), by name; an
+    installed plug-in that cannot be loaded is left out (it has queued nothing one can ask)."""
+    out = {}
+    for name in BACKENDS.names():
+        try:
+            bk = BACKENDS.get(name)
+        except ConfigError:
+            continue
+        if bk.batch_queue:
+            out[name] = bk
+    return out
+
+
 def refuse_queued_work(cls: type["Backend"], results_dir: str | os.PathLike,
                        log: Callable[[str], None] | None = None) -> None:
     """Raise :class:`QueuedWorkError` when jobs of a batch-queue backend other than ``cls`` (and
@@ -278,12 +292,8 @@ def refuse_queued_work(cls: type["Backend"], results_dir: str | os.PathLike,
     their backend, or cancel them to take the runs over). Jobs whose state cannot be asked refuse
     too, saying what cannot be checked, unless ``TWINSWEEP_ASSUME_JOBS_ENDED=1`` (then ``log``,
     else a warning, names them). The behaviour is *refuse*, not *skip*: see the module docstring."""
-    for name in BACKENDS.names():
-        try:
-            other = BACKENDS.get(name)
-        except ConfigError:  # an installed plug-in that cannot be loaded has queued nothing we can ask
-            continue
-        if not getattr(other, "batch_queue", False) or issubclass(cls, other):
+    for other in batch_queue_backends().values():
+        if issubclass(cls, other):
             continue
         work = other.queued_work(results_dir)
         if work is None:

@@ -21,7 +21,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from twinsweep.core.atomic import DISK_FULL_ERRNOS, atomic_write_bytes, disk_full_error, is_disk_full
-from twinsweep.backends.base import BACKENDS
+from twinsweep.backends.base import BACKENDS, batch_queue_backends
 from twinsweep.core.errors import ConfigError, DiskFullError, TwinError
 
 from .expand import (RunItem, check_distinct_windows, expand, grid_size, iter_items, load_datasets, plan_frame,
@@ -152,7 +152,7 @@ def run_sweep(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None
     spec = _as_spec(spec).with_overrides(output=str(out) if out is not None else None, backend=backend,
                                            workers=workers, address=address, slurm=slurm)
     if detach and not BACKENDS.get(spec.backend.name).batch_queue:
-        queues = [n for n in BACKENDS.names() if _is_batch_queue(n)]
+        queues = list(batch_queue_backends())
         raise ConfigError(f"--detach needs a batch-queue backend ({', '.join(queues)}); this sweep uses "
                           f"{spec.backend.name!r}")
     root = Path(spec.output).expanduser().absolute()
@@ -451,13 +451,6 @@ class _TaskStream:
 
         for it in self._items:
             yield Task(it.key, make_payload(it, self._runs_dir, ship=self._ship), it.dataset)
-
-
-def _is_batch_queue(name: str) -> bool:
-    try:
-        return bool(BACKENDS.get(name).batch_queue)
-    except ConfigError:  # an installed plug-in that cannot be loaded
-        return False
 
 
 def _backend_options(spec: StudySpec, store: ResultStore, extra: dict | None, log) -> dict:

@@ -666,8 +666,9 @@ _UNIT_SUFFIXES = (("_j_per_kg_k", "J/(kg·K)"), ("_kg_s", "kg/s"), ("_kw", "kW")
 #: Words of parameter names spelled out on the page.
 _PARAM_WORDS = {"cpu": "CPU", "gpu": "GPU", "nic": "NIC", "cdu": "CDU", "cdus": "CDUs", "mem": "memory",
                 "util": "utilisation", "eta": "efficiency η", "c": "constant loss c", "cp": "specific heat c_p",
-                "hx": "heat-exchanger", "fmu": "FMU", "wetbulb": "wet-bulb", "min": "minimum", "max": "maximum",
-                "it": "PUE's IT power", "meter": "metered at"}
+                "hx": "heat-exchanger", "fmu": "FMU", "wetbulb": "wet-bulb", "min": "minimum", "max": "maximum"}
+#: Whole parameter names whose label is not made of their words.
+_PARAM_LABELS = {"it_meter": "PUE's IT power metered at"}
 #: Values of ``[power] it_meter`` for people (core/system.py IT_METERS).
 _IT_METER_TEXT = {"rectifier_input": "the rectifiers' input (rectifiers in the IT cabinets)",
                   "rectifier_output": "the rectifiers' output (the rectifier stage is a room UPS: its losses are "
@@ -695,6 +696,8 @@ def _param_label(key: str) -> str:
     ``cpu_idle_w`` -> ``CPU idle [W]``, ``node_converter.eta`` -> ``node converter: efficiency η``,
     ``primary_flow_kg_s`` -> ``primary flow [kg/s]``. An *approach* (a temperature difference) named
     ``..._c`` is in K."""
+    if key in _PARAM_LABELS:
+        return _PARAM_LABELS[key]
     *parents, last = key.split(".")
     unit = ""
     for suffix, u in _UNIT_SUFFIXES:

@@ -117,6 +117,23 @@ def test_the_page_shows_the_reference_row_and_what_was_left_out(tmp_path):
             "100 % of its 4 compared jobs.") in page
 
 
+def test_a_variant_name_holding_a_colon_is_shown_whole(tmp_path):
+    """The incentive study's variants hold ':' (options.accounts_in=collect:replay); the page's
+    left-out list split each entry at its first ':' and cut such a name in two."""
+    store, runs = _store(tmp_path)
+    name = "fcfs+easy+options.accounts_in=collect:replay"
+    _jobs_dir(store, "v2", [0, 0, 100, 200], [0, 100, 3000, 5000], [1000] * 4, [0, 0, 200, None],
+              [1000, 1000, 1200, None])  # job 3 not started by the window end
+    runs = pd.concat([runs, pd.DataFrame({"key": ["v2"], "dataset": "d", "window": "w", "seed": [0],
+                                          "variant": [name]})])
+    out = tmp_path / "page"
+    out.mkdir()
+    pg = _Page(out)
+    section_fidelity(pg, store, runs, ["fcfs+easy", name], ["replay+easy"])
+    page = "".join(pg.parts)
+    assert f"<b>{name}</b>: 1 " in page
+
+
 def test_recorded_schedule_marks_jobs_without_a_recorded_start():
     jobs = pd.DataFrame({"trace_index": [0, 1, 2], "submit_time": [0, 0, 0],
                          "recorded_start_time": pd.array([10, None, 5], dtype="Int64"),

@@ -41,14 +41,12 @@ import pyarrow.parquet as pq
 
 from ..errors import ConfigError, TraceFormatError
 from ..workload import WORKLOAD_COLUMNS
-from ._registry import TraceText
+from ._registry import PARQUET_MAGIC, TraceText
 from ._swfcore import obj_array
 
 #: Environment variable naming the IANA time zone of naive local timestamps (overrides the
 #: loader's default zone).
 TZ_ENV = "TWINSWEEP_TZ"
-
-PARQUET_MAGIC = b"PAR1"
 
 
 def env_timezone(default: str | None) -> str | None:

@@ -238,9 +238,11 @@ def load_metacentrum(trace: TraceText, lenient: bool = False) -> Workload:
             host_lists.append(None)
             bad_rows.append(i)
     keep = np.ones(n, dtype=bool)
-    parsed_skipped = list(skipped)  # the lines parse_table left out: row i of ``a`` is the i-th other job line
+    run = a[:, 3]
+    neg = np.flatnonzero(run < -1)  # impossible negative run time (end never recorded)
+    # row i of ``a`` came from line lines[i] (the lines parse_table left out aside): one scan of the file
+    lines = job_line_numbers(trace.data, skipped) if bad_rows or neg.size else None
     if bad_rows:
-        lines = job_line_numbers(trace.data, parsed_skipped)
         if not lenient:
             raise TraceFormatError(trace.path, int(lines[bad_rows[0]]),
                                    f"field 19 is not a {{id,id,...}} node list: {hosts_txt[bad_rows[0]][:40]!r}")
@@ -248,11 +250,11 @@ def load_metacentrum(trace: TraceText, lenient: bool = False) -> Workload:
         keep[bad_rows] = False
     epoch = int(np.rint(a[keep, 1].min())) if keep.any() else 0
     cols, code = swf_jobs_frame(a, epoch)
-    run = a[:, 3]
-    cols["status"][run < -1] = "unknown"  # impossible negative run time (end never recorded)
+    cols["status"][run < -1] = "unknown"
     notes = []
-    if (neg := np.flatnonzero(run < -1)).size:  # said, not dropped silently: such a job is in no figure of a run
-        at = job_line_numbers(trace.data, parsed_skipped)[neg]
+    neg = neg[keep[neg]]  # a row lenient mode dropped above is said there, not here
+    if neg.size:  # said, not dropped silently: such a job is in no figure of a run
+        at = lines[neg]
         notes.append(f"{Path(trace.path).name}: {neg.size:,} job(s) have a negative run time (line(s) "
                      f"{', '.join(str(int(x)) for x in at[:5])}{' ...' if neg.size > 5 else ''}; MetaCentrum writes "
                      "-(submit + 1) when the end was never recorded): read with status 'unknown' and no run time, so "

@@ -126,9 +126,10 @@ def check_evaluation(study, spec: TuneSpec, storage: str) -> None:
     what differs; records the evaluation on a study that has none (study user attribute
     ``evaluation``; a study of an earlier version is checked on its seeds and train windows)."""
     now = evaluation(spec)
-    prev = study.user_attrs.get("evaluation")
+    attrs = study.user_attrs  # one storage round trip (Optuna reads and copies them at each access)
+    prev = attrs.get("evaluation")
     if prev is None:
-        old = study.user_attrs.get("spec")
+        old = attrs.get("spec")
         if isinstance(old, dict) and "seeds" in old and "train" in old:
             prev = {"seeds": old["seeds"], "train_windows": ["/".join(w) for w in old["train"]]}
             cur = {"seeds": now["seeds"], "train_windows": [w["window"] for w in now["train_windows"]]}
@@ -142,7 +143,7 @@ def check_evaluation(study, spec: TuneSpec, storage: str) -> None:
         raise ConfigError(f"storage {storage}: study {spec.study_name!r} evaluated its trials with other "
                           f"settings ({'; '.join(diff)}); old and new trials' values would not be comparable: "
                           "use another study_name or output folder")
-    if study.user_attrs.get("evaluation") != now:
+    if attrs.get("evaluation") != now:
         study.set_user_attr("evaluation", now)
 
 
