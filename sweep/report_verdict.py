@@ -31,7 +31,9 @@ HOW_TO_READ = (
     "significantly more blocks than behind it (two-sided exact sign test at 5 %, tied blocks split evenly between "
     "the two, an odd one dropped), over at least {min_blocks} blocks (fewer cannot show a difference at the 5 % "
     "level). Costs compare the recommended variant with the baseline on every "
-    "objective (mean over blocks; % change, or a difference for percentages, PUE and temperatures). Ranks keep "
+    "objective (mean over blocks; % change, or a difference for percentages, PUE and temperatures); a cost "
+    "followed by <i>(in k of n blocks)</i> goes in the direction of the mean change in only k of the scope's n "
+    "blocks, fewer than three quarters: read it as no clear change. Ranks keep "
     "the order of the variants in each block, not the size of their differences: in a trade-off a power ramp "
     "lower by 200 W weighs as much as a wait cut by half; the costs give the sizes. Energy is "
     "ranked per node-hour delivered: a total over a fixed window would reward leaving nodes idle.")
@@ -357,7 +359,7 @@ def survivorship_note(runs: pd.DataFrame, v: Verdict) -> str | None:
                     found.append(f"more {unit} in {more} of {n} blocks ({rule}), {format_number(extra / scale, 2)} "
                                  f"more per block on average ({format_number((base + extra) / scale, 3)} against "
                                  f"{format_number(base / scale, 3)}{rel}; runs.parquet {col}"
-                                 + (", in node-seconds" if scale == 3600.0 else "") + ")")
+                                 + (", stored there in node-seconds" if scale == 3600.0 else "") + ")")
             if found:
                 parts.append(f"{s.scope}: {a} (recommended on {' and '.join(objectives)}) leaves more queued at the "
                              f"window end than {b} (the {', the '.join(roles)}): " + "; and ".join(found))

@@ -313,7 +313,7 @@ def test_survivorship_note_sees_fewer_jobs_but_more_work_left_queued():
     note = survivorship_note(runs, v)
     # 6 of 6 blocks: p = 2 / 2^6 = 0.031
     assert "more requested node-hours in 6 of 6 blocks (sign test p = 0.031), 30 more per block on average " \
-        "(40.0 against 10.0, +300 %; runs.parquet count_still_queued_node_s, in node-seconds)" in note \
+        "(40.0 against 10.0, +300 %; runs.parquet count_still_queued_node_s, stored there in node-seconds)" in note \
         and "more jobs" not in note
 
 
