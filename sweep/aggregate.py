@@ -241,9 +241,7 @@ def aggregate_results(root: str | os.PathLike, metrics: Sequence[str] | None = N
     if df.empty or "dataset" not in df.columns:
         agg = pd.DataFrame(columns=["dataset", "window", "metric", *STAT_COLUMNS])
     else:
-        plan = root / "plan.csv"
-        order = pd.read_csv(plan, dtype=str, keep_default_na=False) if plan.exists() else None
-        agg = summarise(df, gcols, metrics, order=order)
+        agg = summarise(df, gcols, metrics, order=ResultStore(root).read_plan())
 
     atomic_write(out, lambda p: agg.to_parquet(p, index=False))
     atomic_write_text(root / "aggregate.csv", agg.to_csv(index=False))

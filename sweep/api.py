@@ -483,7 +483,7 @@ def _lock_holder(root: Path) -> str | None:
 
 
 def _plan_keys(root: Path) -> list[str]:
-    return [str(k) for k in pd.read_csv(root / "plan.csv", usecols=["key"], dtype={"key": str})["key"]]
+    return list(ResultStore(root).read_plan(["key"])["key"])
 
 
 def _rebuild_table(store: ResultStore, planned: list[str] | None = None) -> Path:
@@ -618,8 +618,8 @@ def report(results: str | os.PathLike, include_incomplete: bool = False,
     store = ResultStore(root, log=log)
     if not store.has("study.json"):
         raise FileNotFoundError(f"{root}: no sweep results here (missing study.json); run `twinsweep sweep` first")
+    planned = _plan_keys(root) if store.has("plan.csv") else None
     if not store.has("runs.parquet"):
-        planned = _plan_keys(root) if store.has("plan.csv") else None
         runs = store.done_keys() if planned is None else store.done_keys() & set(planned)
         if not runs:
             raise FileNotFoundError(f"{root}: no sweep results here (missing runs.parquet, and no run folder in "
@@ -636,7 +636,6 @@ def report(results: str | os.PathLike, include_incomplete: bool = False,
     except Exception:  # noqa: BLE001 - an unreadable table is rebuilt from the run folders
         in_table = None
     good, bad = store.check_runs(in_table) if in_table is not None else (set(), {"": ""})
-    planned = _plan_keys(root) if store.has("plan.csv") else None
     newer = (store.done_keys() & set(planned)) - in_table if in_table is not None and planned is not None else set()
     if bad or (in_table is not None and in_table - good) or newer:
         _rebuild_table(store, planned)

@@ -613,12 +613,11 @@ def pooled_distributions(root: str | os.PathLike, scheduler: str | None = None, 
     gcols = group_columns(root, probe) if "dataset" in probe.columns else []
     want = ["key", *gcols, "count_jobs_in_window", "duration", "makespan_s"]
     table = pf.read(columns=[c for c in dict.fromkeys(want) if c in names], use_threads=False).to_pandas()
-    plan = root / "plan.csv"
-    order = pd.read_csv(plan, dtype=str, keep_default_na=False) if plan.exists() else None
+    store = ResultStore(root)
+    order = store.read_plan()
     vcodes, groups = group_codes(table, gcols, order) if len(table) else (np.zeros(0, "int64"), pd.DataFrame())
     M, G = len(metrics), len(groups)
     ranges = plan_partitions(_estimate_values(table, metrics), partition_values)
-    store = ResultStore(root)
     run_dirs = [str(store.run_dir(str(k))) for k in table["key"]] if len(table) else []
     parts = [(i, [(run_dirs[j], int(vcodes[j])) for j in range(a, b)]) for i, (a, b) in enumerate(ranges)]
     stage = root / f".tmp-distributions-{uuid.uuid4().hex[:8]}"

@@ -904,9 +904,8 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
                 except ValueError:
                     pass
     plan_n = len(runs)
-    plan = None
-    if (root / "plan.csv").exists():  # plan order: datasets, windows and axis values as in the spec
-        plan = pd.read_csv(root / "plan.csv", dtype=str, keep_default_na=False)
+    plan = ResultStore(root).read_plan()  # plan order: datasets, windows and axis values as in the spec
+    if plan is not None:
         plan_n = len(plan)
         pos = {k: i for i, k in enumerate(plan["key"])}
         runs = runs.assign(_pos=runs["key"].map(pos).fillna(len(pos))).sort_values(["_pos", "key"], kind="mergesort")

@@ -600,6 +600,17 @@ class ResultStore:
             raise FileNotFoundError(f"{self.root}: no sweep results here (missing {TABLE}); run `twinsweep sweep` first")
         return pd.read_parquet(self.table_path, columns=columns)
 
+    def read_plan(self, columns: list[str] | None = None) -> pd.DataFrame | None:
+        """``plan.csv`` (every planned run: key, dataset, window, axes, seed, in the spec's order) as
+        a DataFrame of strings, every value as written (no NaN conversion: an axis value ``"none"``
+        or ``""`` stays a string); only ``columns`` when given. None when the folder has no plan (a
+        results folder of an older version, or one whose sweep was refused before planning).
+        Raises ValueError (pandas) when a named column is missing."""
+        path = self.root / "plan.csv"
+        if not path.exists():
+            return None
+        return pd.read_csv(path, dtype=str, keep_default_na=False, usecols=columns)
+
     def has(self, name: str) -> bool:
         """True when the results folder holds ``name`` (``study.json``, ``plan.csv``, ...)."""
         return (self.root / name).exists()
