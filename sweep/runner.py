@@ -26,9 +26,14 @@ def make_payload(item, runs_dir: str | Path, ship: bool = False) -> dict[str, An
     """The picklable payload of one :class:`sweep.expand.RunItem` for :func:`execute_run`.
 
     ``runs_dir`` is made absolute here (a worker resolves a relative path against its own working
-    directory); ``ship``: return the run's files instead of writing them into ``runs_dir``."""
+    directory); ``ship``: return the run's files instead of writing them into ``runs_dir``.
+    ``metrics``: the plug-in metrics of the driver, which every run computes without its config
+    naming them, so that a worker that lacks one says so (:func:`execute_run`)."""
+    from twinsweep.core.metrics import plugin_metrics
+
     return {
         "key": item.key,
+        "metrics": [m.name for m in plugin_metrics()],
         "config": item.config,
         "runs_dir": str(Path(runs_dir).absolute()),
         "ship": bool(ship),
@@ -45,7 +50,8 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
     Returns ``{"key", "status": "written"|"exists", "sim_s"}`` (sim_s: seconds in simulate); with
     ``payload["ship"]`` nothing is written into ``runs_dir``: ``{"key", "status": "shipped",
     "sim_s", "files": {name: bytes}}``. Exceptions of the twin propagate (the backend records them
-    as a failed run).
+    as a failed run). Raises PluginError, writing nothing, when the run's key here is not the
+    driver's (:func:`check_same_plugins`): the worker does not have the driver's plug-ins.
     """
     from twinsweep.core.run import simulate, write_run
 
@@ -59,6 +65,7 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
     t0 = time.perf_counter()
     result = simulate(cfg, workload=workload, system=system)
     sim_s = time.perf_counter() - t0
+    check_same_plugins(payload, result.manifest)
 
     def write(tmp: Path, staged: bool = True) -> None:  # staged: commit_run_dir flushes and renames the folder
         write_run(result, tmp, staged=staged)
@@ -71,6 +78,32 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
         return {"key": key, "status": "shipped", "sim_s": sim_s, "files": files}
     status = commit_run_dir(runs_dir, key, write)
     return {"key": key, "status": status, "sim_s": sim_s}
+
+
+def check_same_plugins(payload: dict[str, Any], manifest: dict[str, Any]) -> None:
+    """Raise PluginError when the run key this process computed (``manifest["run_key"]``) is not
+    the driver's (``payload["key"]``): a plug-in the run uses is missing here or its code differs
+    (the key covers plug-in code, docs/architecture.md "Run identity"). A metric registered in the
+    driver only (``register_metric`` in a notebook or script) is the usual case: pool, Ray and Slurm
+    workers would compute every run without it and the study would rank by a metric no run has."""
+    from twinsweep.core.errors import PluginError
+
+    got = manifest.get("run_key")
+    if got is None or got == payload["key"]:
+        return
+    here = sorted(k.split(":", 1)[1] for k in manifest.get("plugins", {}) if k.startswith("metric:"))
+    missing = [m for m in payload.get("metrics", ()) if m not in here]
+    if missing:
+        why = (f"the driver's metric plug-in(s) {', '.join(map(repr, missing))} are not registered in this worker "
+               "process (a metric registered in the driver only, e.g. by register_metric in a notebook or script, "
+               "is not computed by pool, Ray or Slurm workers); install it through the 'twinsweep.metrics' entry "
+               "point (docs/plugins.md, \"Add a metric\"), or run with the local backend and workers = 1")
+    else:
+        plugins = ", ".join(f"{k} ({v.get('module')}, sha256 {str(v.get('sha256'))[:12]})"
+                            for k, v in sorted(manifest.get("plugins", {}).items())) or "none"
+        why = ("the plug-ins differ between the driver and this worker: one is missing here, or its code is not the "
+               f"same (edited during the sweep, or installed differently); this worker has: {plugins}")
+    raise PluginError(f"run {payload['key']}: this worker computes its key as {got}: {why}")
 
 
 def commit_shipped(runs_dir: str | Path, result: dict[str, Any]) -> str:
