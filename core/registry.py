@@ -341,7 +341,7 @@ class Registry(Generic[T]):
         except Exception as exc:  # noqa: BLE001 - one clear error naming the plug-in
             raise ConfigError(f"{self.kind} {name!r}: the installed plug-in {ep.value!r} "
                               f"(entry point group {self.group!r}) cannot be loaded: "
-                              f"{type(exc).__name__}: {exc}") from exc
+                              f"{type(exc).__name__}: {exc}{raised_at(exc)}") from exc
         mine = self._items.get(name)  # registered by the import itself (e.g. register_loader at import)
         if mine is not None and mine is not loaded:
             if not (isinstance(loaded, ModuleType) and _comes_from(mine, loaded.__name__)):
@@ -458,6 +458,25 @@ class Registry(Generic[T]):
         return f"Registry({self.kind!r}, {len(self._items)} registered, group={self.group!r})"
 
 
+_IMPORT_MACHINERY = (os.path.dirname(importlib.__file__) + os.sep, __file__)
+
+
+def raised_at(exc: BaseException) -> str:
+    """``" (raised at FILE, line N)"``: where importing a plug-in failed — the innermost frame of
+    ``exc``'s traceback outside Python's import machinery and this module (the plug-in's own line,
+    or the library line it called) — or ``""`` when there is none (the module itself was not found)
+    or ``exc`` is a SyntaxError, whose message names its file and line already."""
+    if isinstance(exc, SyntaxError):
+        return ""
+    where, tb = None, exc.__traceback__
+    while tb is not None:
+        f = tb.tb_frame.f_code.co_filename
+        if not f.startswith("<") and not f.startswith(_IMPORT_MACHINERY[0]) and f != _IMPORT_MACHINERY[1]:
+            where = (f, tb.tb_lineno)
+        tb = tb.tb_next
+    return f" (raised at {where[0]}, line {where[1]})" if where else ""
+
+
 def load_object(path: str, kind: str = "plug-in"):
     """Import ``"package.module:attribute"`` (attribute may be dotted). Raises ConfigError naming
     the path and why it cannot be imported."""
@@ -467,7 +486,8 @@ def load_object(path: str, kind: str = "plug-in"):
     try:
         obj = importlib.import_module(mod_name)
     except Exception as exc:  # noqa: BLE001
-        raise ConfigError(f"{kind} {path!r}: cannot import module {mod_name!r}: {type(exc).__name__}: {exc}") from exc
+        raise ConfigError(f"{kind} {path!r}: cannot import module {mod_name!r}: {type(exc).__name__}: {exc}"
+                          f"{raised_at(exc)}") from exc
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)

@@ -97,8 +97,10 @@ def _lookup(registry, kind: str, name: Any):
     except UnknownNameError as exc:
         raise UnknownNameError(kind, name, sorted(set(exc.valid) | extra)) from None
     except ConfigError as exc:  # an installed or module:object plug-in that cannot be imported
-        valid = ", ".join(sorted(set(registry.names()) | extra))
-        raise ConfigError(f"unknown {kind} {name!r} ({exc}); valid {kind} names: {valid}") from None
+        names = set(registry.names()) | extra
+        if name in names:  # installed: the name is valid, its code does not load (exc says so)
+            raise ConfigError(str(exc)) from None
+        raise ConfigError(f"unknown {kind} {name!r} ({exc}); valid {kind} names: {', '.join(sorted(names))}") from None
 
 
 def check_names(policy: str, backfill: str) -> None:

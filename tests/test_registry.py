@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import sys
 import time
@@ -441,3 +442,34 @@ def test_an_entry_point_named_like_a_builtin_is_warned_about_once(monkeypatch, f
                                                             r"the name of a built-in format \(a Loader of "
                                                             r"twinsweep\.core\.loaders\.\w+\), and the built-in is used"):
         assert LOADERS.get("swf").name == "swf"
+
+
+def test_a_plugin_that_fails_to_import_is_named_with_the_line_that_raised(tmp_path, monkeypatch):
+    """The error names the plug-in file and line where its import failed (not only the exception)."""
+    (tmp_path / "tw_raises_at_import.py").write_text("X = 1\nfrom tw_no_such_dependency_xyz import y\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match=r"No module named 'tw_no_such_dependency_xyz' \(raised at "
+                                          + re.escape(str(tmp_path / "tw_raises_at_import.py")) + r", line 2\)"):
+        load_object("tw_raises_at_import:X")
+    with pytest.raises(ConfigError) as ei:  # a module that does not exist: nothing of the plug-in's to point at
+        load_object("tw_no_such_module_xyz:Thing")
+    assert "raised at" not in str(ei.value)
+
+
+def test_an_installed_plugin_that_fails_to_import_is_not_called_unknown(monkeypatch):
+    """A policy name that is installed but whose code cannot be loaded is not 'unknown' (before, the
+    error said "unknown policy 'x'" and then listed 'x' among the valid names)."""
+    from importlib.metadata import EntryPoint
+
+    from twinsweep.core import registry as reg_mod
+    from twinsweep.core.scheduler import check_names
+
+    ep = EntryPoint("tw_broken_installed", "tw_no_such_module_xyz:Policy", "twinsweep.policies")
+    real = reg_mod.installed_entry_points
+    monkeypatch.setattr(reg_mod, "installed_entry_points",
+                        lambda group: {**real(group), ep.name: ep} if group == "twinsweep.policies" else real(group))
+    with pytest.raises(ConfigError) as ei:
+        check_names("tw_broken_installed", "easy")
+    msg = str(ei.value)
+    assert "cannot be loaded" in msg and "tw_no_such_module_xyz" in msg, msg
+    assert "unknown policy" not in msg and "valid policy names" not in msg, msg
