@@ -51,6 +51,24 @@ def test_example_and_quickstart_specs_parse():
         assert spec.datasets and grid_size(spec)["runs"] > 0
 
 
+def test_the_example_specs_commented_axes_are_valid_grid_values():
+    """Every commented ``"options.<name>" = [...]`` example of example.toml loads beside the
+    policy the comment names (it once showed a weight factor, ``wait``, that weighted refuses)."""
+    import re
+    import tomllib
+
+    text = " ".join(line.lstrip("#").strip() for line in (REPO / "studies" / "example.toml").read_text().splitlines())
+    examples = re.findall(r'(?:with policy = (\[[^\]]*\]): )?("options\.[a-z_]+" = \[.*?\])\)', text)
+    assert examples, "example.toml shows no options axis"
+    for policies, axis in examples:
+        from twinsweep.core.scheduler import validate_scheduler  # what the grid check runs per point
+
+        for policy in tomllib.loads(f"p = {policies}")["p"] if policies else ["weighted"]:  # (weights: weighted's)
+            for name, values in tomllib.loads(axis).items():
+                for v in values:
+                    validate_scheduler(policy, "easy", {name.split(".", 1)[1]: v})
+
+
 @pytest.mark.parametrize("over, needle", [
     ({"grid": {"policy": ["fifo"]}}, "grid.policy: 'fifo' is not allowed; allowed:"),
     ({"grid": {"backfill": ["eazy"]}}, "grid.backfill: 'eazy' is not allowed; allowed: conservative, easy, firstfit, none"),
