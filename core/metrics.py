@@ -180,8 +180,14 @@ def _check(name: str, obj) -> None:
     if not isinstance(obj, Metric):
         raise ConfigError(f"metric plug-in {name!r}: expected a twinsweep.core.metrics.Metric, got "
                           f"{type(obj).__name__}")
+    if obj.name != name and ":" in name:  # a "module:object" name ([rank], tune): a metric's name is its column
+        raise ConfigError(f"metric {name!r}: a metric cannot be named 'module:object' (its name is its column of "
+                          f"runs.parquet and its key in [rank]: {obj.name!r}); install it through an entry point "
+                          f"named {obj.name!r} in the group 'twinsweep.metrics' and use {obj.name!r} "
+                          "(docs/plugins.md, \"Add a metric\")")
     if obj.name != name:
-        raise ConfigError(f"metric plug-in {name!r}: its Metric is named {obj.name!r}; register it under that name")
+        raise ConfigError(f"metric plug-in {name!r}: its Metric is named {obj.name!r}; register it under that name "
+                          "(an entry point in 'twinsweep.metrics' is named like its Metric)")
     if obj.direction not in _DIRECTIONS:
         raise ConfigError(f"metric {name!r}: direction must be 'min' or 'max', got {obj.direction!r}")
     if obj.compare not in _COMPARE:

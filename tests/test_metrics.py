@@ -239,3 +239,16 @@ def test_column_decimals_keeps_differing_values_apart_when_asked():
     assert column_decimals(med, 3, distinct=True) == 2  # 7.94, 7.97, 8.03, 8.22, 137.00
     assert column_decimals([1.0, 1.0, 2.0], 3, distinct=True) == 2  # equal values need nothing more
     assert column_decimals([1000.1, 1000.2], 3, distinct=True) == 1  # at most digits - 1 more than the base 0
+
+
+def test_a_module_object_metric_name_points_to_the_entry_point(tmp_path, monkeypatch):
+    """A metric cannot be named 'module:object' in [rank] (its name is its column); the error says
+    what to do instead (before: "register it under that name", which a study file cannot do)."""
+    (tmp_path / "tw_metric_mod.py").write_text(
+        "from twinsweep.core.metrics import Metric\n"
+        "M = Metric('tw_mod_metric', '1', 'min', 'mod metric', '', compute=lambda m: 1.0)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match=r"cannot be named 'module:object'.*entry point named 'tw_mod_metric' "
+                                          r"in the group 'twinsweep.metrics'"):
+        metric("tw_metric_mod:M")
+    assert "tw_metric_mod:M" not in METRICS.names()
