@@ -34,12 +34,12 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-import traceback
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, ProtocolError
 from .jobview import JobView, SchedulerContext
+from .registry import raised_at
 
 __all__ = ["PROTOCOL_VERSION", "ExternalScheduler", "ProcessTransport", "InProcessTransport", "connect",
            "check_scheduler", "parse_node_set", "format_node_set"]
@@ -214,9 +214,7 @@ class InProcessTransport:
         except ProtocolError:
             raise
         except Exception as exc:  # noqa: BLE001 - the scheduler's own failure, named and re-raised
-            frames = traceback.extract_tb(exc.__traceback__)
-            where = f" ({Path(frames[-1].filename).name}, line {frames[-1].lineno})" if frames else ""
-            raise ProtocolError(f"external scheduler {self.label!r} raised {type(exc).__name__}: {exc}{where} "
+            raise ProtocolError(f"external scheduler {self.label!r} raised {type(exc).__name__}: {exc}{raised_at(exc)} "
                                 f"while handling the message at now = {message.get('now')}") from exc
 
     def close(self) -> None:

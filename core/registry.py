@@ -40,7 +40,7 @@ from types import MappingProxyType, ModuleType
 from typing import Callable, Generic, Iterator, Mapping, NamedTuple, TypeVar
 
 from .atomic import atomic_write
-from .errors import ConfigError, UnknownNameError
+from .errors import ConfigError, PluginError, UnknownNameError
 from .usercache import cache_dir
 
 T = TypeVar("T")
@@ -462,10 +462,12 @@ _IMPORT_MACHINERY = (os.path.dirname(importlib.__file__) + os.sep, __file__)
 
 
 def raised_at(exc: BaseException) -> str:
-    """``" (raised at FILE, line N)"``: where importing a plug-in failed — the innermost frame of
-    ``exc``'s traceback outside Python's import machinery and this module (the plug-in's own line,
-    or the library line it called) — or ``""`` when there is none (the module itself was not found)
-    or ``exc`` is a SyntaxError, whose message names its file and line already."""
+    """``" (raised at FILE, line N)"``: where a plug-in's code failed, while it was imported or
+    when the twin called it (:func:`plugin_raised`, an in-process external
+    scheduler) — the innermost frame of ``exc``'s traceback outside Python's import machinery and
+    this module (the plug-in's own line, or the library line it called) — or ``""`` when there is
+    none (the module itself was not found) or ``exc`` is a SyntaxError, whose message names its
+    file and line already."""
     if isinstance(exc, SyntaxError):
         return ""
     where, tb = None, exc.__traceback__
@@ -475,6 +477,18 @@ def raised_at(exc: BaseException) -> str:
             where = (f, tb.tb_lineno)
         tb = tb.tb_next
     return f" (raised at {where[0]}, line {where[1]})" if where else ""
+
+
+def plugin_raised(who: str, call: str, exc: Exception) -> PluginError:
+    """The one error for an exception a plug-in's own code raised while the twin called it:
+    a :class:`~twinsweep.core.errors.PluginError` naming the plug-in (``who``: ``"policy 'wfp'"``),
+    the call with its job and simulated time (``call``), the exception and the file and line that
+    raised it (:func:`raised_at`), instead of a traceback through the engine or, in a
+    sweep, a bare ``"ValueError: boom"`` naming neither. Raise it ``from exc`` (the traceback stays
+    chained). Errors of the twin's own kinds (:class:`~twinsweep.core.errors.TwinError`: a
+    ConfigError a constructor raises for a missing input, a PluginError already naming the
+    plug-in) are not wrapped: callers re-raise those as they are."""
+    return PluginError(f"{who}: {call} raised {type(exc).__name__}: {exc}{raised_at(exc)}")
 
 
 def load_object(path: str, kind: str = "plug-in"):

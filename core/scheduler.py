@@ -39,17 +39,17 @@ import operator
 from typing import Any, Mapping, Sequence
 
 from .backfill import BACKFILLS, Backfill
-from .errors import ConfigError, UnknownNameError
+from .errors import ConfigError, PluginError, TwinError, UnknownNameError
 from .jobview import JobView, SchedulerContext
 from .options import PluginOptions, RunOptions, option_names, parse_options
 from .policies import POLICIES, Policy
 from .policies.base import key_problem
-from .errors import PluginError
+from .registry import plugin_raised
 from .resources import Cluster
 
 __all__ = ["QueueScheduler", "ReplayScheduler", "SchedulerSpec", "validate_scheduler", "make_scheduler",
            "available_policies", "available_backfills", "check_names", "REPLAY", "EXTERNAL", "JobView",
-           "SchedulerContext", "PluginError"]
+           "SchedulerContext", "PluginError", "plugin_raised"]
 
 #: Classes of the policy keys known to be real numbers (:func:`~core.policies.base.key_problem`):
 #: a key of one of them is only checked for NaN (``k != k``); a key of another class is checked
@@ -184,7 +184,9 @@ class QueueScheduler:
     ``stats``: the backfill's counters, with ``reservation_delays`` (0 unless conservative).
     Raises :class:`~twinsweep.core.errors.PluginError` (a RuntimeError) naming the plug-in when
     the policy gives a key that is not a real number or is NaN, or the backfill variant's
-    ``select`` returns something other than a list of distinct queued jobs that fit together.
+    ``select`` returns something other than a list of distinct queued jobs that fit together, and
+    when a policy's or variant's own code raises (:func:`plugin_raised`: the call, its job and
+    simulated time, the exception and the line that raised it).
     """
 
     def __init__(self, policy: Policy, backfill: Backfill):
@@ -215,10 +217,41 @@ class QueueScheduler:
     # -- queue --------------------------------------------------------------------------------
     def _key(self, job, now=None):
         j = self.jobs
-        k = self.policy.key(job) if now is None else self.policy.key_at(job, now)
+        try:
+            k = self.policy.key(job) if now is None else self.policy.key_at(job, now)
+        except TwinError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the policy's own failure, named
+            raise self._raised(self._who("policy"), "key" if now is None else "key_at", job, now, exc) from exc
         if k.__class__ not in _KEY_TYPES or k != k:  # a class not known to be a real number, or NaN
             self._check_key(job, k, now)
         return (k, j.submit[job], j.trace_index[job], job)
+
+    def _who(self, kind: str) -> str:
+        """``"policy 'name'"`` / ``"backfill 'name'"``: the plug-in as errors name it."""
+        obj = self.policy if kind == "policy" else self.backfill
+        return f"{kind} {getattr(obj, 'name', None) or type(obj).__name__!r}"
+
+    def _raised(self, who: str, method: str, job: int | None, now: int | None, exc: Exception) -> PluginError:
+        """:func:`plugin_raised` for ``method`` called for ``job`` (None: for the queue) at ``now``
+        (None: ``key(job)``, at submit), worded as the key checks word their calls:
+        ``key_at(2, 20) for job c (trace_index 2)``, ``select at 20 s``."""
+        if job is None:
+            call = f"{method} at {now} s"
+        else:
+            args = str(job) if now is None else f"{job}, {now}"
+            call = f"{method}({args}) for job {self.jobs.job_id[job]} (trace_index {self.jobs.trace_index[job]})"
+        return plugin_raised(who, call, exc)
+
+    def _hook(self, kind: str, method: str, fn, now: int, *args, job: int | None = None):
+        """``fn(*args)`` (a policy's or backfill variant's hook), its own exceptions as
+        :func:`plugin_raised` errors naming ``kind`` and ``method``."""
+        try:
+            return fn(*args)
+        except TwinError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the plug-in's own failure, named
+            raise self._raised(self._who(kind), method, job, now, exc) from exc
 
     def _check_key(self, job: int, k, now: int | None) -> None:
         """Raise PluginError naming the policy, the job and the key when ``k`` cannot be a sort
@@ -253,8 +286,8 @@ class QueueScheduler:
         if self._k.pop(job, None) is None:
             return False
         self._q.remove(job)
-        self.policy.on_remove(job, now)
-        self.backfill.on_remove(job, now)
+        self._hook("policy", "on_remove", self.policy.on_remove, now, job, now, job=job)
+        self._hook("backfill", "on_remove", self.backfill.on_remove, now, job, now, job=job)
         return True
 
     def schedule(self, now: int, cluster: Cluster) -> int | None:
@@ -265,14 +298,14 @@ class QueueScheduler:
         wake-up time that is not an integer > ``now``; naming the policy for a key that is not a
         real number or is NaN."""
         if self._observe is not None:  # usage hook: every pass, even with an empty queue
-            self._observe(now, cluster)
+            self._hook("policy", "observe", self._observe, now, now, cluster)
         if not self._q:
             return None
         if self.policy.dynamic:
             for j in self._q:
                 self._k[j] = self._key(j, now)
             self._q.sort(key=self._k.__getitem__)
-        started = self.backfill.select(now, self._q, cluster)
+        started = self._hook("backfill", "select", self.backfill.select, now, now, self._q, cluster)
         if started.__class__ is not list:
             started = self._selection(started, now)
         if started:
@@ -310,7 +343,7 @@ class QueueScheduler:
                     f"it returns must fit together in cluster.free_nodes: {cluster.free_nodes + sum(nodes[b] for b in before)} "
                     "at this pass)") from None
         if self._on_start is not None:
-            self._on_start(started, now)
+            self._hook("policy", "on_start", self._on_start, now, started, now)
         if len(started) == 1:
             self._q.remove(started[0])
         else:
@@ -320,7 +353,7 @@ class QueueScheduler:
     def _wake_up(self, now: int, cluster: Cluster) -> int | None:
         """The backfill variant's next wake-up after the pass at ``now`` (None if none, or if it is
         the one handed to the engine last: the engine holds it already)."""
-        got = self._next_wake(now, self._q, cluster)
+        got = self._hook("backfill", "next_wake", self._next_wake, now, now, self._q, cluster)
         if got is None:
             return None
         try:
@@ -407,7 +440,8 @@ def make_scheduler(policy: str, backfill: str, jobs: JobView, options: Mapping[s
     :class:`QueueScheduler` of the policy and backfill variant, both built on ``jobs`` with their
     validated options and ``context``. Raises what :func:`validate_scheduler` raises, and
     ConfigError from a plug-in's constructor (e.g. a policy that needs accounts and has none) or
-    for an external scheduler that cannot be started.
+    for an external scheduler that cannot be started; PluginError (:func:`plugin_raised`) when a
+    constructor raises anything else.
     """
     spec = validate_scheduler(policy, backfill, options)
     if context is None:
@@ -422,6 +456,13 @@ def make_scheduler(policy: str, backfill: str, jobs: JobView, options: Mapping[s
         if external is None:
             raise ConfigError("policy 'external' needs a scheduler (--scheduler \"CMD ARGS\" or the run's scheduler key)")
         return ExternalScheduler(jobs, context, connect(external))
-    pol = spec.policy_cls(jobs, spec.policy_options, context)
-    bf = spec.backfill_cls(jobs, spec.backfill_options, context)
-    return QueueScheduler(pol, bf)
+    built = []
+    for kind, name, cls, opts in (("policy", policy, spec.policy_cls, spec.policy_options),
+                                  ("backfill", backfill, spec.backfill_cls, spec.backfill_options)):
+        try:
+            built.append(cls(jobs, opts, context))
+        except TwinError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the plug-in's own failure, named
+            raise plugin_raised(f"{kind} {name!r}", f"building it ({cls.__module__}.{cls.__qualname__})", exc) from exc
+    return QueueScheduler(*built)

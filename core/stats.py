@@ -99,6 +99,8 @@ import pandas as pd
 
 from . import metrics as _metrics
 from . import power as _power
+from .errors import TwinError
+from .registry import plugin_raised
 from .system import System
 
 __all__ = ["compute_stats", "SCHEMA_VERSION", "COUNT_KEYS", "SYSTEM_KEYS", "GROUP_KEYS", "BSLD_TAU_S", "COOLING_KEYS"]
@@ -375,8 +377,10 @@ def compute_stats(
     for m in _metrics.plugin_metrics():  # registered / installed plug-in metrics (core/metrics.py)
         try:
             sysm[m.name] = _f(m.compute(_metrics.MetricInputs(jobs, steps, system, t0, t1, dict(sysm))))
+        except TwinError:
+            raise
         except Exception as exc:  # noqa: BLE001 - name the plug-in that failed
-            raise RuntimeError(f"metric plug-in {m.name!r} failed: {type(exc).__name__}: {exc}") from exc
+            raise plugin_raised(f"metric {m.name!r}", "compute", exc) from exc
     system_out = {k: sysm[k] for k in sorted(sysm)}
 
     # ---------------------------------------------------------------- per user / account

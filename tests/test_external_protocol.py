@@ -215,7 +215,7 @@ class _Crashes:
 
 def test_an_in_process_scheduler_that_raises_is_one_protocol_error_naming_it():
     with pytest.raises(ProtocolError, match=r"external scheduler '_Crashes' raised KeyError: 'missing' "
-                                            r"\(test_external_protocol.py, line \d+\) while handling the message "
+                                            r"\(raised at \S+/test_external_protocol.py, line \d+\) while handling the message "
                                             r"at now = 5") as e:
         win, t0, t1 = select_window(frame([{"submit": 0, "run": 10, "limit": 20, "nodes": 2},
                                            {"submit": 5, "run": 10, "limit": 20, "nodes": 3}]), None, None, False, True)

@@ -180,3 +180,89 @@ def test_detectors_that_raise_are_named_when_no_format_is_found(tmp_path):
         assert detect_format(read_trace(swf)) == "swf"
     finally:
         LOADERS.unregister("crash-detect-test")
+
+
+# -- a plug-in's own exception ---------------------------------------------------------------------
+
+def _raises(msg):
+    def fn(*args):
+        raise ValueError(msg)
+    return fn
+
+
+def test_a_policy_whose_key_raises_is_one_error_naming_it_the_job_and_the_line():
+    """key(1) raises: a PluginError names the policy, the call, the job, the exception and this
+    file's line, with the exception chained (not a traceback through the queue)."""
+    cls = _policy([0.0, 1.0, 2.0], name="raises-test")
+    cls.key = lambda self, j: 1.0 if j != 1 else _raises("boom in key")()
+    sched = _scheduler(cls)
+    sched.submit(0, 0)
+    with pytest.raises(PluginError, match=r"^policy 'raises-test': key\(1\) for job b \(trace_index 1\) raised "
+                                          r"ValueError: boom in key \(raised at \S+/test_plugins_errors.py, line \d+\)$"
+                       ) as e:
+        sched.submit(1, 5)
+    assert isinstance(e.value.__cause__, ValueError)
+
+
+@pytest.mark.parametrize("owner, hook, call", [
+    ("policy", "observe", "observe at 10 s"),
+    ("backfill", "select", "select at 10 s"),
+    ("policy", "on_start", "on_start at 10 s"),
+    ("backfill", "next_wake", "next_wake at 10 s")])
+def test_a_hook_that_raises_is_one_error_naming_the_plug_in_and_the_pass(owner, hook, call):
+    """Each per-pass hook of a policy or backfill variant that raises: one PluginError naming
+    the plug-in, the hook and the pass time (the first pass, at 10 s)."""
+    pol = _policy([0.0, 1.0, 2.0], name="hooks-test")
+    bf = type("BF", (FirstFit,), {"name": "hooks-bf"})
+    setattr(pol if owner == "policy" else bf, hook, lambda self, *a: _raises(f"boom in {hook}")())
+    sched = _scheduler(pol, bf)
+    _submit_all(sched)
+    who = "policy 'hooks-test'" if owner == "policy" else "backfill 'hooks-bf'"
+    with pytest.raises(PluginError, match=rf"^{who}: {call} raised ValueError: boom in {hook} "
+                                          r"\(raised at \S+/test_plugins_errors.py, line \d+\)$"):
+        sched.schedule(10, Cluster(NodePool(4), NODES, [100] * 3))
+
+
+def test_on_remove_that_raises_names_the_cancelled_job():
+    pol = _policy([0.0, 1.0, 2.0], name="remove-test")
+    pol.on_remove = lambda self, j, now: _raises("boom in on_remove")()
+    sched = _scheduler(pol)
+    _submit_all(sched)
+    with pytest.raises(PluginError, match=r"^policy 'remove-test': on_remove\(2, 30\) for job c \(trace_index 2\) "
+                                          r"raised ValueError: boom in on_remove"):
+        sched.cancel(2, 30)
+
+
+def test_a_run_whose_policy_constructor_raises_names_the_policy(tmp_path):
+    """A registered policy whose constructor raises a plain exception: ``simulate`` raises one
+    PluginError naming the policy and its class, before any job is scheduled; a ConfigError the
+    constructor raises (a missing input) stays a ConfigError."""
+    from twinsweep.core.errors import ConfigError
+
+    class Broken(Policy):
+        name = "ctor-raises-test"
+
+        def __init__(self, jobs, options=None, context=None):
+            raise KeyError("no such column")
+
+        def key(self, j):
+            return 0.0
+
+    class NeedsInput(Broken):
+        name = "ctor-config-test"
+
+        def __init__(self, jobs, options=None, context=None):
+            raise ConfigError("ctor-config-test needs accounts")
+
+    wl, system = random_workload(1, n=5), tiny_system()
+    for cls in (Broken, NeedsInput):
+        POLICIES.register(cls.name, cls)
+    try:
+        with pytest.raises(PluginError, match=r"^policy 'ctor-raises-test': building it \(\S*Broken\) raised "
+                                              r"KeyError: 'no such column' \(raised at \S+/test_plugins_errors.py"):
+            simulate(RunConfig(data="conformance", policy="ctor-raises-test", backfill="easy"), workload=wl, system=system)
+        with pytest.raises(ConfigError, match="^ctor-config-test needs accounts$"):
+            simulate(RunConfig(data="conformance", policy="ctor-config-test", backfill="easy"), workload=wl, system=system)
+    finally:
+        for cls in (Broken, NeedsInput):
+            POLICIES.unregister(cls.name)
