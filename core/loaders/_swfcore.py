@@ -288,6 +288,9 @@ def read_swf_header(trace: TraceText, absent_means: str = "times count from time
 
 _NUM = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
 _NUM_RE = re.compile(rf"^{_NUM}$")
+#: A line holding something other than white space before its first ``;``: a job line (or a
+#: malformed one). Used only to tell a file without job lines from one pandas misread as such.
+_JOB_LINE_RE = re.compile(rb"(?m)^[^;\n]*[^\s;]")
 
 
 def _line_regex(nfields: int, text_cols: Sequence[int]) -> re.Pattern:
@@ -306,6 +309,11 @@ def _read_fast(data: bytes, nfields: int, text_cols: Sequence[int], allow_nonfin
             keep_default_na=False, na_values=[], dtype=dtype,
         )
     except pd.errors.EmptyDataError:
+        # pandas says "no columns to parse" for a file without job lines, but also for one whose
+        # first line that is not a plain ``;`` comment is an indented comment (``  ; note``),
+        # however many job lines follow: those go to the line-by-line pass
+        if _JOB_LINE_RE.search(data):
+            return None
         return pd.DataFrame({i: pd.Series(dtype=object if i in text_cols else np.float64) for i in range(nfields)})
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError):
         return None
