@@ -53,3 +53,59 @@ def test_an_indented_comment_line_and_a_bad_line_names_the_bad_line(tmp_path):
     with pytest.raises(TraceFormatError) as ei:
         load_workload(p)
     assert ei.value.line == 8 and "expected 18 whitespace-separated fields, found 2" in ei.value.detail
+
+
+# ------------------------------------------------------------------ SWF: line ends
+@pytest.mark.parametrize("eol", ["\r\n", "\r"])
+@pytest.mark.parametrize("gz", [False, True])
+def test_swf_lines_ended_by_cr_or_crlf_read_as_lf(tmp_path, eol, gz):
+    """Lines ended by a lone CR (classic Mac OS) were read by pandas as lines, but the header and
+    the line-by-line pass split at LF only: the header was lost (epoch 0, MaxProcs unread) with no
+    warning."""
+    text = (SWF_HEADER + JOBS).replace("\n", eol)
+    wl = load_workload(_write(tmp_path, "eol.swf", text.encode(), gz=gz))
+    ref = load_workload(_write(tmp_path, "lf.swf", (SWF_HEADER + JOBS).encode()))
+    assert wl.format == "swf" and wl.epoch == 1_000_000_000
+    assert wl.header["MaxProcs"] == 16 and wl.header["Computer"] == "Test"
+    assert list(wl.jobs["submit_time"]) == [50, 100, 150, 200]
+    assert wl.jobs.equals(ref.jobs)
+
+
+@pytest.mark.parametrize("eol", ["\r\n", "\r"])
+def test_a_bad_line_in_a_cr_file_is_named_and_no_job_is_lost(tmp_path, eol):
+    """A CR-only file with one malformed line went to the line-by-line pass, which saw one line (a
+    comment, as the file starts with ';'): 0 jobs and no error. Line 7 is the bad one (5 header
+    lines, job 1 on line 6)."""
+    text = (SWF_HEADER + _job(1, 50) + "2 x\n" + _job(3, 150)).replace("\n", eol)
+    p = _write(tmp_path, "eol_bad.swf", text.encode())
+    with pytest.raises(TraceFormatError) as ei:
+        load_workload(p)
+    assert ei.value.line == 7 and "expected 18 whitespace-separated fields, found 2" in ei.value.detail
+    wl = load_workload(p, lenient=True)
+    assert list(wl.jobs["job_id"]) == ["1", "3"] and [n for n, _ in wl.skipped_lines] == [7]
+    assert wl.epoch == 1_000_000_000
+
+
+def test_a_lone_cr_inside_an_lf_file_ends_a_line(tmp_path):
+    """pandas ends a line at a lone CR; the line numbers of the errors now count it too (as
+    str.splitlines and text editors do), so the bad line after it is named right (line 8)."""
+    text = SWF_HEADER + _job(1, 50).replace("\n", "\r") + _job(2, 100) + "3 x\n" + _job(4, 200)
+    p = _write(tmp_path, "lone_cr.swf", text.encode())
+    with pytest.raises(TraceFormatError) as ei:
+        load_workload(p)
+    assert ei.value.line == 8
+    wl = load_workload(p, lenient=True)
+    assert list(wl.jobs["job_id"]) == ["1", "2", "4"] and [n for n, _ in wl.skipped_lines] == [8]
+
+
+def test_cr_line_ends_in_the_metacentrum_dialect(tmp_path):
+    """The dialects share the parse (MetaCentrum reads no SWF header: parse_table alone)."""
+    lines = ["1 1356994800 10 100 2 -1 -1 2 200 -1 1 1 1 -1 1 1 -1 -1 {1,2} q1 nodes=1:ppn=2",
+             "2 1356994900 10 100 2 -1 -1 2 200 -1 1 1 1 -1 1 1 -1 -1 {3} q1 nodes=1:ppn=2",
+             "3 x"]
+    p = _write(tmp_path, "mc.swf", ("\r".join(lines) + "\r").encode())
+    with pytest.raises(TraceFormatError) as ei:
+        load_workload(p, format="swf-metacentrum")
+    assert ei.value.line == 3
+    wl = load_workload(p, format="swf-metacentrum", lenient=True)
+    assert list(wl.jobs["job_id"]) == ["1", "2"] and list(wl.jobs["submit_time"]) == [0, 100]

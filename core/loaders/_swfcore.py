@@ -56,6 +56,20 @@ _INT_RE = re.compile(r"^[+-]?\d+$")
 _ID_MAP_KEYS = ("Queue", "Partition")
 
 
+def lf_line_ends(trace: TraceText) -> bytes:
+    """The trace's bytes with every line ended by LF, stored back in ``trace.data``: CR LF
+    (Windows) and a lone CR (classic Mac OS) become LF. pandas' C tokenizer ends a line at each of
+    them, so the header, the line-by-line pass and the line numbers of errors do too (a CR LF pair
+    is one line end, a lone CR another, as ``str.splitlines`` and text editors count them).
+    :func:`read_swf_header` and :func:`parse_table` call it first; a file without CR is left as
+    it is (one byte search)."""
+    data = trace.data
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        trace.data = data
+    return data
+
+
 def leading_comment_lines(data: bytes) -> list[str]:
     """The ``;`` lines (and blank lines) at the top of the file, before the first job line."""
     out: list[str] = []
@@ -236,7 +250,7 @@ def read_swf_header(trace: TraceText, absent_means: str = "times count from time
             field that is not a whole number or out of range, naming the file, the header line
             and the field; or a field repeated with a different value, naming both lines.
     """
-    lines = leading_comment_lines(trace.data)
+    lines = leading_comment_lines(lf_line_ends(trace))
     header = parse_swf_header(lines)
     seen: dict[str, tuple[int, str, int]] = {}  # key -> (line, value as written, number)
     repeated: set[str] = set()
@@ -462,7 +476,9 @@ def parse_table(trace: TraceText, nfields: int, text_cols: Sequence[int] = (),
     """Parse the job lines of an SWF-like file.
 
     Job lines are the non-blank lines that do not start with ``;`` (a trailing ``; comment`` on a
-    job line is ignored). Every job line must have ``nfields`` whitespace-separated fields;
+    job line is ignored); a line ends at LF, CR LF or a lone CR (:func:`lf_line_ends`, which leaves
+    ``trace.data`` with LF line ends for the caller's line numbers too). Every job line must have
+    ``nfields`` whitespace-separated fields;
     fields not in ``text_cols`` (0-based) must be decimal numbers (ints or floats such as
     ``552.21``) within their range: :func:`check_field_ranges` with ``ranges`` (default
     :data:`SWF_RANGES`), applied alike whichever path parsed the file.
@@ -478,7 +494,7 @@ def parse_table(trace: TraceText, nfields: int, text_cols: Sequence[int] = (),
     """
     text_cols = tuple(text_cols)
     ranges = SWF_RANGES if ranges is None else ranges
-    df = _read_fast(trace.data, nfields, text_cols)
+    df = _read_fast(lf_line_ends(trace), nfields, text_cols)
     if df is not None:
         return check_field_ranges(df, text_cols, ranges, trace.path, lambda: job_line_numbers(trace.data), lenient)
     # slow path: find the malformed lines, parse the others

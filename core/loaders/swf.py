@@ -25,6 +25,7 @@ Choices:
   counts in ``[-1, 2^31 - 1]``, every other number finite with ``|v| <= 2^53``; a value outside
   (a run time of -5 or 1e300, a submit time of 3e9) is an error naming the file, line and field
   (``--lenient``: the line is skipped and counted).
+* Lines end at LF, CR LF or a lone CR (:func:`core.loaders._swfcore.lf_line_ends`), as an editor counts them.
 * Header: numeric fields (``UnixStartTime``, ``MaxNodes``, ``MaxProcs`` …) are checked strictly
   (:func:`core.loaders._swfcore.read_swf_header`): a value that is not a whole number, out of range
   (a ``UnixStartTime`` before 1970 or after 2200, a ``MaxNodes`` of 0) or repeated with another value
