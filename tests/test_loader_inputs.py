@@ -109,3 +109,19 @@ def test_cr_line_ends_in_the_metacentrum_dialect(tmp_path):
     assert ei.value.line == 3
     wl = load_workload(p, format="swf-metacentrum", lenient=True)
     assert list(wl.jobs["job_id"]) == ["1", "2"] and list(wl.jobs["submit_time"]) == [0, 100]
+
+
+# ------------------------------------------------------------------ SWF: field separators
+@pytest.mark.parametrize("sep, shown", [("\x0b", r"'\x0b'"), ("\x0c", r"'\x0c'"), ("\xa0", r"'\xa0'")])
+def test_whitespace_that_separates_no_field_is_named_with_its_line(tmp_path, sep, shown):
+    """Fields are separated by spaces and tabs (pandas' whitespace); the line-by-line pass split
+    at any white space (vertical tab, form feed, a Latin-1 no-break space), found the line valid
+    and failed later with "job lines could not be parsed after validation", naming no line."""
+    bad = _job(2, 100).replace(" ", sep, 1)
+    p = _write(tmp_path, "sep.swf", (SWF_HEADER + _job(1, 50) + bad + _job(3, 150)).encode("latin-1"))
+    with pytest.raises(TraceFormatError) as ei:
+        load_workload(p, format="swf")
+    assert ei.value.line == 7
+    assert ei.value.detail.startswith(f"the line holds {shown}, which separates no fields (only spaces and tabs do)")
+    wl = load_workload(p, format="swf", lenient=True)
+    assert list(wl.jobs["job_id"]) == ["1", "3"] and [n for n, _ in wl.skipped_lines] == [7]

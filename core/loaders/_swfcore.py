@@ -307,9 +307,17 @@ _NUM_RE = re.compile(rf"^{_NUM}$")
 _JOB_LINE_RE = re.compile(rb"(?m)^[^;\n]*[^\s;]")
 
 
+#: What separates the fields of a job line: spaces and tabs, as for pandas' C tokenizer
+#: (``sep=r"\s+"``); other white space (a vertical tab, a form feed, a no-break space) is part of a
+#: field, so both passes read a line alike.
+_SEP = "[ \t]"
+_SEP_RE = re.compile(_SEP + "+")
+_OTHER_SPACE_RE = re.compile(r"[^\S \t]")
+
+
 def _line_regex(nfields: int, text_cols: Sequence[int]) -> re.Pattern:
-    parts = [(r"\S+" if i in text_cols else _NUM) for i in range(nfields)]
-    return re.compile(r"^\s*" + r"\s+".join(parts) + r"\s*$")
+    parts = [(r"[^ \t]+" if i in text_cols else _NUM) for i in range(nfields)]
+    return re.compile(rf"^{_SEP}*" + rf"{_SEP}+".join(parts) + rf"{_SEP}*$")
 
 
 def _read_fast(data: bytes, nfields: int, text_cols: Sequence[int], allow_nonfinite: bool = False) -> pd.DataFrame | None:
@@ -347,7 +355,14 @@ def _read_fast(data: bytes, nfields: int, text_cols: Sequence[int], allow_nonfin
     return df
 
 
-def _diagnose(tokens: list[str], nfields: int, text_cols: Sequence[int]) -> str:
+def _diagnose(line: str, nfields: int, text_cols: Sequence[int]) -> str:
+    """Why the job line ``line`` (its comment cut, stripped) is malformed."""
+    tokens = _SEP_RE.split(line)
+    for i, t in enumerate(tokens[:nfields]):
+        odd = _OTHER_SPACE_RE.search(t)
+        if odd and i not in text_cols:
+            return (f"the line holds {odd.group()!r}, which separates no fields (only spaces and tabs do): "
+                    f"field {i + 1} is not a number: {t[:40]!r}")
     if len(tokens) != nfields:
         return f"expected {nfields} whitespace-separated fields, found {len(tokens)}"
     for i, t in enumerate(tokens):
@@ -511,7 +526,7 @@ def parse_table(trace: TraceText, nfields: int, text_cols: Sequence[int] = (),
             good.append(s)
             good_no.append(no)
             continue
-        reason = _diagnose(s.split(), nfields, text_cols)
+        reason = _diagnose(s, nfields, text_cols)
         if not lenient:
             before = _read_fast("\n".join(good).encode("latin-1"), nfields, text_cols, allow_nonfinite=True)
             if before is not None:  # an out-of-range value on an earlier line is the first error
