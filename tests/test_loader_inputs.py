@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 
+import pandas as pd
 import pytest
 
 from twinsweep.core.errors import TraceFormatError
@@ -125,3 +126,48 @@ def test_whitespace_that_separates_no_field_is_named_with_its_line(tmp_path, sep
     assert ei.value.detail.startswith(f"the line holds {shown}, which separates no fields (only spaces and tabs do)")
     wl = load_workload(p, format="swf", lenient=True)
     assert list(wl.jobs["job_id"]) == ["1", "3"] and [n for n, _ in wl.skipped_lines] == [7]
+
+
+# ------------------------------------------------------------------ sacct: counts with unit suffixes
+SACCT_HEADER = "JobID|Submit|Start|End|Elapsed|Timelimit|NNodes|NCPUS|NodeList|State"
+
+
+def _sacct(tmp_path, rows, name="dump.txt"):
+    return _write(tmp_path, name, ("\n".join([SACCT_HEADER, *rows]) + "\n").encode())
+
+
+def _ints(col):
+    return [None if pd.isna(x) else int(x) for x in col]
+
+
+def _row(jid, nnodes, ncpus, nodelist="", state="COMPLETED"):
+    return (f"{jid}|2024-03-01T10:00:00|2024-03-01T10:00:10|2024-03-01T10:10:10|00:10:00|01:00:00|"
+            f"{nnodes}|{ncpus}|{nodelist}|{state}")
+
+
+def test_sacct_counts_with_a_unit_suffix_are_read_as_slurm_prints_them(tmp_path):
+    """Older sacct prints NNodes (and counts such as NCPUS) through Slurm's convert_num_unit:
+    1024 as '1K', 1536 as '1.50K' (unless --noconvert). They were read as unknown, silently, and
+    the twin rejected the job as asking for no nodes."""
+    wl = load_workload(_sacct(tmp_path, [_row(1, "1K", "32K"), _row(2, "1.50K", "2M"), _row(3, "4", "128", "n[1-4]"),
+                                         _row(4, "", "")]))
+    assert _ints(wl.jobs["nodes"]) == [1024, 1536, 4, None]  # an empty NNodes is missing, as documented
+    assert _ints(wl.jobs["cpus"]) == [32768, 2097152, 128, None]
+
+
+@pytest.mark.parametrize("field, value, why", [
+    ("NNodes", "2-4", "NNodes '2-4' is not a count (a whole number"),
+    ("NNodes", "-1", "NNodes '-1' is not a count (a whole number"),
+    ("NNodes", "many", "NNodes 'many' is not a count (a whole number"),
+    ("NNodes", "1.23K", "NNodes '1.23K' is 1259.52 as sacct rounded it (unit K = 1,024): not a whole number; "
+                        "export with sacct --noconvert, which prints counts in full"),
+    ("NCPUS", "3x", "NCPUS '3x' is not a count (a whole number"),
+])
+def test_a_sacct_count_that_is_no_count_is_an_error_naming_line_and_field(tmp_path, field, value, why):
+    rows = [_row(1, "1", "32", "n1"), _row(2, value, "32") if field == "NNodes" else _row(2, "1", value)]
+    p = _sacct(tmp_path, rows)
+    with pytest.raises(TraceFormatError) as ei:
+        load_workload(p)
+    assert ei.value.line == 3 and ei.value.detail.startswith(why)
+    wl = load_workload(p, lenient=True)
+    assert list(wl.jobs["job_id"]) == ["1"] and [n for n, _ in wl.skipped_lines] == [3]

@@ -53,6 +53,9 @@ Values
       dump time is a ``# dump_time: YYYY-MM-DDTHH:MM:SS`` comment line before the header (local
       time, like the rows; ``date +%FT%T`` when sacct ran), else the latest time stamp of the dump
       (its submits, starts, ends and starts + elapsed of running jobs).
+    * ``NNodes``, ``NCPUS`` (else ``AllocCPUS``): whole numbers; older sacct without ``--noconvert``
+      prints them in units of 1024 with a suffix (``1K`` = 1024 nodes, ``1.50K`` = 1536), read back
+      when whole (:func:`parse_count`). A missing ``NNodes`` is the number of hosts ``NodeList`` names.
     * ``NodeList``: Slurm host lists (``node[001-004,010]``), ``None assigned`` → no nodes;
       :mod:`core.loaders.nodelist` expands them; node indexes are the natural-order rank of each
       hostname among all hostnames of the dump (``header["sacct_node_names"]`` lists them).
@@ -74,7 +77,8 @@ Malformed rows
     not a Slurm job id; a time stamp that is not ``YYYY-MM-DDTHH:MM:SS`` or not a real date
     (``2024-02-30``); a bad duration or host list; ``End`` before ``Start`` (compared as instants,
     after the zone and DST conversion); ``NNodes`` differing from the number of hosts ``NodeList``
-    names; a ``ConsumedEnergyRaw`` that is not a number >= 0; a bad or too large array spec.
+    names; an ``NNodes`` / ``NCPUS`` that is not a count (``2-4``, ``1.23K``); a ``ConsumedEnergyRaw`` that is
+    not a number >= 0; a bad or too large array spec.
 Times
     sacct prints local wall-clock times without an offset (``YYYY-MM-DDTHH:MM:SS``, in the TZ of
     the host that ran it). The zone (:func:`core.loaders._facility.resolve_timezone`): the one
@@ -194,6 +198,33 @@ def parse_energy(text: str | None) -> tuple[float | None, bool]:
     if v == 0 or v >= _ENERGY_UNSET_FROM:
         return None, True
     return v, False
+
+
+#: Slurm's unit suffixes of a count (``convert_num_unit``, divisor 1024): K, M, G, T, P.
+_COUNT_UNITS = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4, "P": 1024 ** 5}
+
+
+def parse_count(text: str | None, field: str) -> int | None:
+    """A count (NNodes, NCPUS …) as sacct prints it: a whole number, or, from a sacct run without
+    ``--noconvert`` on older Slurm, the number in units of 1024 with a suffix (Slurm's
+    ``convert_num_unit``: 1024 nodes print as ``1K``, 1536 as ``1.50K``). None for a missing value
+    (:data:`_MISSING`: empty, Unknown …). Raises ValueError naming ``field`` for anything else
+    (``2-4``, ``-1``) and for a suffixed value that is not a whole number (``1.23K``: sacct
+    rounded it to two decimals, so the count is lost)."""
+    t = (text or "").strip()
+    if t.lower() in _MISSING:
+        return None
+    if t.isascii() and t.isdigit():
+        return int(t)
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGTP])", t)
+    if not m:
+        raise ValueError(f"{field} {t!r} is not a count (a whole number, or one with Slurm's unit suffix K, M, G …)")
+    unit = _COUNT_UNITS[m.group(2)]
+    x = float(m.group(1)) * unit
+    if x != int(x):
+        raise ValueError(f"{field} {t!r} is {x:g} as sacct rounded it (unit {m.group(2)} = {unit:,}): not a whole number; "
+                         "export with sacct --noconvert, which prints counts in full")
+    return int(x)
 
 
 def _header_line(trace: TraceText, pattern: re.Pattern) -> tuple[str | None, int | None]:
@@ -348,14 +379,14 @@ def load_sacct(trace: TraceText, lenient: bool = False, tz: str | None = None) -
             else:
                 tl = None if tr and tr.lower() in SLURM_UNLIMITED else parse_slurm_duration(g(f, "timelimit"), "Timelimit",
                                                                                       missing_ok=True)
-            nn = g(f, "nnodes")
             nodelist = g(f, "nodelist")
             hosts = expand_hostlist(nodelist) if nodelist is not None else []
-            nnodes = int(nn) if nn and re.fullmatch(r"\d+", nn) else (len(hosts) if hosts else None)
+            nnodes = parse_count(g(f, "nnodes"), "NNodes")
+            nnodes = len(hosts) if nnodes is None and hosts else nnodes
             if hosts and nnodes != len(hosts):
                 raise ValueError(f"NNodes {nnodes} but NodeList {nodelist!r} names {len(hosts)} node(s)")
-            nc = g(f, "ncpus") or g(f, "alloccpus")
-            ncpus = int(nc) if nc and re.fullmatch(r"\d+", nc) else None
+            ncpus = (parse_count(g(f, "ncpus"), "NCPUS") if g(f, "ncpus")
+                     else parse_count(g(f, "alloccpus"), "AllocCPUS"))
             tres = g(f, "alloctres") or ""
             gm = re.search(r"gres/gpu=(\d+)", tres)
             gpus = int(gm.group(1)) if gm else None
