@@ -171,3 +171,19 @@ def test_a_sacct_count_that_is_no_count_is_an_error_naming_line_and_field(tmp_pa
     assert ei.value.line == 3 and ei.value.detail.startswith(why)
     wl = load_workload(p, lenient=True)
     assert list(wl.jobs["job_id"]) == ["1"] and [n for n, _ in wl.skipped_lines] == [3]
+
+
+# ------------------------------------------------------------------ sacct: steps without their job
+def test_a_job_listed_only_by_its_steps_is_said_not_dropped_silently(tmp_path):
+    """Step rows (``300.batch``) are not jobs; a job whose allocation row is not in the dump (a
+    ``--name`` filter that matches step names, a dump cut at its top) vanished without a word."""
+    rows = [_row("300.batch", "1", "32", "n1"), _row("300.extern", "1", "32", "n1"), _row("301", "1", "32", "n2"),
+            _row("301.batch", "1", "32", "n2"), _row("302_7.0", "1", "32", "n3"), _row("303+1.0", "1", "32", "n4")]
+    wl = load_workload(_sacct(tmp_path, rows))
+    assert list(wl.jobs["job_id"]) == ["301"]
+    assert wl.header["sacct_step_rows"] == 5 and wl.header["sacct_step_only_jobs"] == 3
+    msg = [w for w in wl.warnings if "only as job steps" in w]
+    assert msg == [f"{tmp_path / 'dump.txt'}: 3 job(s) appear only as job steps, without their allocation row "
+                   "(sacct prints one per job: its submit, size and limit), so they are not loaded, e.g. job 300 "
+                   "(its first step row: line 2); a --name or --state filter of sacct leaves allocation rows out, "
+                   "and so does a dump cut short at its top"]

@@ -16,7 +16,9 @@ Rows
     * ``123.batch``, ``123.extern``, ``123.0``, ``123_4.1``, ``123+1.0`` — job **steps**: not jobs.
       When the allocation row has no energy, the largest ``ConsumedEnergyRaw`` of its steps is
       used (the ``extern`` step spans the whole allocation; steps are not summed because they
-      overlap). Counted in ``header["sacct_step_rows"]``.
+      overlap). Counted in ``header["sacct_step_rows"]``. A job whose steps are listed but not its
+      allocation row is not loaded (it has no submit, size or limit): counted in
+      ``header["sacct_step_only_jobs"]`` and said in one warning.
     * ``123_4`` — array task 4 of array job 123: one job (``job_id = "123_4"``, ``array_job_id``
       ``"123"``, ``array_task_id`` 4).
     * ``123_[5-10%2]``, ``123_[5,7,9-10]`` — the **pending remainder** of an array (tasks not yet
@@ -342,6 +344,7 @@ def load_sacct(trace: TraceText, lenient: bool = False, tz: str | None = None) -
     pos: dict[str, int] = {}
     dup_example: tuple | None = None
     step_energy: dict[str, float] = {}
+    step_line: dict[str, int] = {}  # job key -> the line of its first step row
     early = []  # (job key, line, seconds Start is before Submit)
     for no in range(hdr_no + 1, len(lines) + 1):
         raw = lines[no - 1]
@@ -364,6 +367,7 @@ def load_sacct(trace: TraceText, lenient: bool = False, tz: str | None = None) -
                 key = key.split("+", 1)[0] if "+" in key else key
                 if e is not None:
                     step_energy[key] = max(step_energy.get(key, 0.0), e)
+                step_line.setdefault(key, no)
                 continue
             submit = parse_timestamp(g(f, "submit"), "Submit")
             if submit is None:
@@ -541,6 +545,14 @@ def load_sacct(trace: TraceText, lenient: bool = False, tz: str | None = None) -
         warnings.append(
             f"{trace.path}: {dup_rows:,} row(s) repeat a job id already read and were dropped (the first row of each "
             f"job is kept; `sacct -D` lists every requeue), e.g. job {k}: line {first} kept, line {again} dropped")
+    step_only = [(k, no) for k, no in step_line.items() if k not in pos]
+    if step_only:
+        k, no = step_only[0]
+        warnings.append(
+            f"{trace.path}: {len(step_only):,} job(s) appear only as job steps, without their allocation row (sacct "
+            f"prints one per job: its submit, size and limit), so they are not loaded, e.g. job {k} (its first step "
+            f"row: line {no}); a --name or --state filter of sacct leaves allocation rows out, and so does a dump cut "
+            "short at its top")
     if early:
         k, line_no, ds = early[0]
         warnings.append(
@@ -548,6 +560,7 @@ def load_sacct(trace: TraceText, lenient: bool = False, tz: str | None = None) -
             f"{ds:,} s before Submit; kept as recorded (the twin submits each job at its Submit and runs it for "
             f"End − Start); the times were read as {tz_name} ({tz_where})")
     header = {"sacct_timezone": tz_name, "timezone_source": tz_where, "sacct_step_rows": step_rows,
+              "sacct_step_only_jobs": len(step_only),
               "sacct_duplicate_rows": dup_rows, "sacct_node_names": names, "elapsed_mismatch": n_mismatch,
               "sacct_energy_unset": len(unset), "sacct_start_before_submit": len(early), **counts}
     return Workload(
