@@ -95,7 +95,7 @@ from .errors import ConfigError
 
 __all__ = [
     "SCHEMA_VERSION", "KIND", "ADDITIVE_KEYS", "DERIVED_KEYS", "COUNTED_STATUSES", "Usage",
-    "Accounts", "from_jobs", "load_accounts", "save_accounts", "merge", "fugaku_points",
+    "Accounts", "from_jobs", "load_accounts", "save_accounts", "check_accounts_out", "merge", "fugaku_points",
 ]
 
 #: Version of the accounts.json layout this code reads and writes.
@@ -396,13 +396,32 @@ def load_accounts(path: str | os.PathLike) -> Accounts:
     return Accounts.from_dict(doc, str(p))
 
 
+def check_accounts_out(path: str | os.PathLike, what: str = "--accounts-out") -> None:
+    """Raise ConfigError (naming ``what`` and the path) when :func:`save_accounts` could not create
+    the folder of ``path``: the nearest existing ancestor of that folder is a file. Called before a
+    run, so that a run is not simulated and written only to fail at its last step."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        return
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"{what} {p}: cannot create its folder: {parent} is a file")
+            return
+
+
 def save_accounts(acc: Accounts, path: str | os.PathLike) -> Path:
     """Write ``acc`` as accounts.json (atomically and fsynced: :func:`core.atomic.atomic_write_text`).
-    Returns the path; a full disk is a DiskFullError naming it."""
+    Returns the path; a full disk is a DiskFullError naming it, a folder that cannot be created a
+    ConfigError naming it (:func:`check_accounts_out`)."""
     p = Path(path).expanduser()
     if p.is_dir():
         p = p / "accounts.json"
-    p.parent.mkdir(parents=True, exist_ok=True)
+    check_accounts_out(p, "accounts file")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"accounts file {p}: cannot create its folder ({exc.strerror or exc})") from exc
     return atomic_write_text(p, acc.to_json())
 
 

@@ -203,6 +203,10 @@ def _cmd_run(args) -> int:
         import dataclasses
 
         cfg = dataclasses.replace(cfg, cooling=True, wetbulb=args.wetbulb)
+    if args.accounts_out:
+        from twinsweep.core.accounts import check_accounts_out
+
+        check_accounts_out(args.accounts_out)  # before any simulation, as --out
     out_dir, created = prepare_out_dir(args.out, force=args.force)  # before any simulation
     try:
         return _simulate_and_write(args, cfg, console, out_dir)

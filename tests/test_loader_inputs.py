@@ -187,3 +187,22 @@ def test_a_job_listed_only_by_its_steps_is_said_not_dropped_silently(tmp_path):
                    "(sacct prints one per job: its submit, size and limit), so they are not loaded, e.g. job 300 "
                    "(its first step row: line 2); a --name or --state filter of sacct leaves allocation rows out, "
                    "and so does a dump cut short at its top"]
+
+
+# ------------------------------------------------------------------ twinsweep run --accounts-out
+@pytest.mark.parametrize("quiet", [["--quiet"], []])
+def test_an_accounts_out_path_that_cannot_be_made_is_refused_before_the_run(tmp_path, capsys, quiet):
+    """``--accounts-out`` under a file: the run was simulated and written, then save_accounts
+    raised FileExistsError with a traceback."""
+    from twinsweep.sweep.cli import main
+
+    log = _write(tmp_path, "log.swf", (SWF_HEADER + JOBS).encode())
+    (tmp_path / "afile").write_text("not a folder")
+    out = tmp_path / "out"
+    code = main(["run", "--data", str(log), "--policy", "fcfs", "--out", str(out), *quiet,
+                 "--accounts-out", str(tmp_path / "afile" / "sub" / "acc.json")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip() == (f"twinsweep run: error: --accounts-out {tmp_path / 'afile' / 'sub' / 'acc.json'}: cannot "
+                           f"create its folder: {tmp_path / 'afile'} is a file")
+    assert not out.exists()  # refused before any work: no run folder
