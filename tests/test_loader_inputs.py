@@ -206,3 +206,61 @@ def test_an_accounts_out_path_that_cannot_be_made_is_refused_before_the_run(tmp_
     assert err.strip() == (f"twinsweep run: error: --accounts-out {tmp_path / 'afile' / 'sub' / 'acc.json'}: cannot "
                            f"create its folder: {tmp_path / 'afile'} is a file")
     assert not out.exists()  # refused before any work: no run folder
+
+
+# ------------------------------------------------------------------ PM100 / F-DATA: time columns
+def _pm100(tmp_path, name="job_table.parquet", **change):
+    cols = dict(
+        job_id=[1, 2, 3], user_id=[1, 1, 2], job_state=["COMPLETED"] * 3, run_time=[3600, 3600, 3600],
+        time_limit=[120, 120, 120], num_nodes_alloc=[1, 2, 1],
+        submit_time=["2020-05-01 10:00:00"] * 3, eligible_time=["2020-05-01 10:01:00"] * 3,
+        start_time=["2020-05-01 10:05:00", "2020-05-01 10:06:00", "2020-05-01 10:07:00"],
+        end_time=["2020-05-01 11:05:00", "2020-05-01 11:06:00", "2020-05-01 11:07:00"],
+        node_power_consumption=[[1000.0, 1000.0], [2000.0, 2100.0], [900.0]])
+    cols.update(change)
+    p = tmp_path / name
+    pd.DataFrame(cols).to_parquet(p, index=False)
+    return p
+
+
+def test_pm100_eligible_time_is_read_in_the_zone_of_the_other_times(tmp_path):
+    """Naive eligible times were read as UTC while the submit, start and end times were read in the
+    trace's zone: 2 h off in Rome in May (7,260 s after a submit one minute earlier)."""
+    wl = load_workload(_pm100(tmp_path), tz="Europe/Rome")
+    assert wl.epoch == 1_588_320_000  # 2020-05-01 10:00 CEST = 08:00 UTC
+    assert list(wl.jobs["eligible_time"]) == [60, 60, 60]
+    assert list(wl.jobs["recorded_start_time"]) == [300, 360, 420]
+
+
+@pytest.mark.parametrize("change, why", [
+    (dict(start_time=["2020-05-01 10:05:00", "garbage", "2020-05-01 10:07:00"]),
+     "row 2, job 2: start_time 'garbage' is not a date and time"),
+    (dict(end_time=["2020-05-01 11:05:00", "2020-05-01 10:00:00", "2020-05-01 11:07:00"]),
+     "row 2, job 2: end_time 2020-05-01 10:00:00 is before start_time 2020-05-01 10:06:00"),
+    (dict(eligible_time=["2020-05-01 10:01:00", "2020-13-45 10:00:00", "2020-05-01 10:01:00"]),
+     "row 2, job 2: eligible_time '2020-13-45 10:00:00' is not a date and time"),
+    (dict(submit_time=["2020-05-01 10:00:00", None, "2020-05-01 10:00:00"]),
+     "row 2, job 2: submit_time is missing"),
+])
+def test_pm100_a_time_that_is_not_one_is_an_error_naming_the_row(tmp_path, change, why):
+    """A start time that is not a time was read as "never started", silently (the job kept its
+    status 'completed'); an end before the start was caught only by the generic check."""
+    p = _pm100(tmp_path, **change)
+    with pytest.raises(TraceFormatError) as ei:
+        load_workload(p)
+    assert ei.value.detail == why
+    wl = load_workload(p, lenient=True)
+    assert list(wl.jobs["job_id"]) == ["1", "3"] and wl.skipped_lines == [(2, why)]
+
+
+def test_fdata_a_time_that_is_not_one_is_an_error_naming_the_row(tmp_path):
+    df = pd.DataFrame({"jid": ["j1", "j2"], "usr": ["u", "u"], "adt": ["2021-04-01 09:00:00"] * 2,
+                       "sdt": ["2021-04-01 09:10:00", "noon"], "edt": ["2021-04-01 09:40:00"] * 2,
+                       "nnumr": [1, 1], "elpl": [3600, 3600], "duration": [1800.0, 1800.0]})
+    p = tmp_path / "21_04.parquet"
+    df.to_parquet(p, index=False)
+    with pytest.raises(TraceFormatError) as ei:
+        load_workload(p)
+    assert ei.value.detail == "row 2, job j2: sdt 'noon' is not a date and time"
+    wl = load_workload(p, lenient=True)
+    assert list(wl.jobs["job_id"]) == ["j1"] and list(wl.jobs["run_time"]) == [1800]

@@ -23,7 +23,8 @@
   the first (in file order) raises TraceFormatError naming its line, or, under ``lenient``, every
   bad row is skipped and listed in ``Workload.skipped_lines``.
 * :func:`numbers_checked` / :func:`epoch_seconds_checked`: a column as numbers / Unix seconds,
-  with the mask of the rows whose value is present but not a number / not a time.
+  with the mask of the rows whose value is present but not a number / not a time;
+  :func:`job_times_checked`: a job table's submit, start and end times so checked, and in order.
 """
 
 from __future__ import annotations
@@ -439,3 +440,22 @@ def epoch_seconds_checked(values, tz_name: str | None) -> tuple[np.ndarray, np.n
     that are given but are not a time (``2014-13-45 08:51:10``): NaN in the first array."""
     x = to_epoch_seconds(values, tz_name)
     return x, _present(values) & np.isnan(x)
+
+
+def job_times_checked(df: pd.DataFrame, submit: str, start: str, end: str, tz_name: str | None, bad: BadRows,
+                      others: tuple[str, ...] = ()) -> list[np.ndarray]:
+    """Unix seconds (:func:`epoch_seconds_checked`) of a job table's ``submit``, ``start`` and
+    ``end`` columns, then of ``others`` (an absent one is all NaN), every one read in ``tz_name``.
+    Marked in ``bad``, naming the column and the value: a value given that is not a time, a missing
+    submit time, an end before the start. Returns the arrays in that order."""
+    out = []
+    for col in (submit, start, end, *others):
+        if col not in df.columns:
+            out.append(np.full(len(df), np.nan))
+            continue
+        x, b = epoch_seconds_checked(df[col], tz_name)
+        bad.add(b, lambda i, c=col: f"{c} '{df[c].iloc[i]}' is not a date and time")
+        out.append(x)
+    bad.add(~np.isfinite(out[0]), lambda i: f"{submit} is missing")
+    bad.add(out[2] < out[1], lambda i: f"{end} {df[end].iloc[i]} is before {start} {df[start].iloc[i]}")
+    return out

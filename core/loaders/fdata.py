@@ -43,8 +43,8 @@ import pandas as pd
 
 from ..errors import TraceFormatError
 from ..workload import Workload
-from ._facility import check_elapsed, int_or_na, resolve_timezone, jobs_frame, parquet_columns, read_parquet_bytes, str_or_none, \
-    to_epoch_seconds
+from ._facility import BadRows, check_elapsed, int_or_na, job_times_checked, resolve_timezone, jobs_frame, parquet_columns, \
+    read_parquet_bytes, str_or_none
 from ._registry import TraceText, register_loader
 from ._swfcore import obj_array
 
@@ -80,16 +80,10 @@ def load_fdata(trace: TraceText, lenient: bool = False) -> Workload:
         raise TraceFormatError(trace.path, None, f"not an F-DATA file: missing column(s) {missing}")
     n = len(df)
     tz, tz_where = resolve_timezone(trace, None, DEFAULT_TZ)
-    sub_abs = to_epoch_seconds(df["adt"], tz)
-    st_abs = to_epoch_seconds(df["sdt"], tz)
-    en_abs = to_epoch_seconds(df["edt"], tz)
     skipped: list[tuple[int, str]] = []
-    keep = np.isfinite(sub_abs)
-    if not keep.all():
-        first = int(np.flatnonzero(~keep)[0])
-        if not lenient:
-            raise TraceFormatError(trace.path, first + 1, "row has no adt (accept date; rows are 1-based)")
-        skipped = [(int(i) + 1, "no adt") for i in np.flatnonzero(~keep)]
+    bad = BadRows(trace.path, n, None, str_or_none(df["jid"].tolist()) if "jid" in df.columns else None)
+    sub_abs, st_abs, en_abs = job_times_checked(df, "adt", "sdt", "edt", tz, bad)
+    keep = bad.resolve(lenient, skipped)
     epoch = int(np.floor(sub_abs[keep].min())) if keep.any() else 0
 
     def num(c):

@@ -55,7 +55,7 @@ from ..errors import TraceFormatError
 from ..system import load_system
 from ..workload import Workload
 from ._facility import (
-    BadRows, epoch_seconds_checked, int_or_na, jobs_frame, numbers_checked, parquet_columns, read_csv_rows,
+    BadRows, int_or_na, job_times_checked, jobs_frame, numbers_checked, parquet_columns, read_csv_rows,
     read_parquet_bytes, resolve_timezone, str_or_none, util_from_power,
 )
 from ._registry import TraceText, read_trace, register_loader
@@ -113,14 +113,7 @@ def load_last(trace: TraceText, lenient: bool = False) -> Workload:
                                skippable=False)
     tz, tz_where = resolve_timezone(trace, None, LAST_TZ)
     bad = BadRows(trace.path, len(alloc), lines, str_or_none(alloc["primary_job_id"].tolist()))
-    sub_abs, bs = epoch_seconds_checked(alloc["job_submit_time"], tz)
-    st_abs, bb = epoch_seconds_checked(alloc["begin_time"], tz)
-    en_abs, be = epoch_seconds_checked(alloc["end_time"], tz)
-    for col, b in (("job_submit_time", bs), ("begin_time", bb), ("end_time", be)):
-        bad.add(b, lambda i, c=col: f"{c} '{alloc[c].iloc[i]}' is not a date and time")
-    bad.add(~np.isfinite(sub_abs), lambda i: "job_submit_time is missing")
-    bad.add(en_abs < st_abs, lambda i: f"end_time {alloc['end_time'].iloc[i]} is before begin_time "
-                                       f"{alloc['begin_time'].iloc[i]}")
+    sub_abs, st_abs, en_abs = job_times_checked(alloc, "job_submit_time", "begin_time", "end_time", tz, bad)
     nodes, bn = numbers_checked(alloc["num_nodes"])
     bad.add(bn | (np.isfinite(nodes) & ((nodes < 1) | (nodes != np.floor(nodes)))),
             lambda i: f"num_nodes '{alloc['num_nodes'].iloc[i]}' is not a whole number of nodes >= 1")

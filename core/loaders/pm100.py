@@ -16,7 +16,9 @@ Columns used (Slurm job-table fields, PM100 ``job_features.md``)
     submit_time, start_time,    timestamps → seconds since the epoch (= earliest submit); tz-aware
     end_time, eligible_time     values keep their offset, naive ones are local times of the zone
                                 :func:`core.loaders._facility.resolve_timezone` gives (requested,
-                                the system file's ``timezone``, ``$TWINSWEEP_TZ``, else UTC)
+                                the system file's ``timezone``, ``$TWINSWEEP_TZ``, else UTC); a
+                                value that is not a time, a missing submit time or an end before the
+                                start is an error naming the row and job (``lenient``: skipped)
     run_time                    s; the run time is ``end − start`` when both are known, else this;
                                 jobs whose end − start differs from it are counted
                                 (``header["elapsed_mismatch"]``, one warning)
@@ -66,8 +68,8 @@ from ..errors import TraceFormatError
 from ..system import load_system
 from ..workload import Workload
 from ._facility import (
-    check_elapsed, int_or_na, jobs_frame, parquet_columns, read_parquet_bytes, status_from_slurm, str_or_none,
-    resolve_timezone, to_epoch_seconds, util_from_power,
+    BadRows, check_elapsed, int_or_na, job_times_checked, jobs_frame, parquet_columns, read_parquet_bytes,
+    status_from_slurm, str_or_none, resolve_timezone, util_from_power,
 )
 from ._registry import TraceText, register_loader
 from ._swfcore import obj_array
@@ -139,16 +141,11 @@ def _load(trace: TraceText, lenient: bool, fmt: str) -> Workload:
         raise TraceFormatError(trace.path, None, f"not a {fmt} job table: missing column(s) {missing}")
     n = len(df)
     tz, tz_where = resolve_timezone(trace, None, None)
-    submit_abs = to_epoch_seconds(df["submit_time"], tz)
-    start_abs = to_epoch_seconds(df["start_time"], tz)
-    end_abs = to_epoch_seconds(df["end_time"], tz)
     skipped: list[tuple[int, str]] = []
-    bad = np.flatnonzero(~np.isfinite(submit_abs))
-    if len(bad):
-        if not lenient:
-            raise TraceFormatError(trace.path, int(bad[0]) + 1, "row has no submit_time (rows are 1-based)")
-        skipped = [(int(i) + 1, "no submit_time") for i in bad]
-    keep = np.isfinite(submit_abs)
+    bad = BadRows(trace.path, n, None, str_or_none(df["job_id"].tolist()))
+    submit_abs, start_abs, end_abs, elig_abs = job_times_checked(df, "submit_time", "start_time", "end_time", tz, bad,
+                                                                 ("eligible_time",))
+    keep = bad.resolve(lenient, skipped)
     epoch = int(np.floor(submit_abs[keep].min())) if keep.any() else 0
     submit = np.rint(submit_abs - epoch)
     start = np.rint(start_abs - epoch)
@@ -262,8 +259,7 @@ def _load(trace: TraceText, lenient: bool, fmt: str) -> Workload:
         "gpus": int_or_na(opt_num("num_gpus_alloc")),
         "qos": str_or_none(df["qos"].tolist()) if "qos" in df.columns else np.empty(n, dtype=object),
         "job_state": state,
-        "eligible_time": int_or_na(np.rint(to_epoch_seconds(df["eligible_time"], "UTC") - epoch))
-        if "eligible_time" in df.columns else int_or_na(np.full(n, np.nan)),
+        "eligible_time": int_or_na(np.rint(elig_abs - epoch)),
         "cpu_power_w": mean_cpu,
         "gpu_power_w": mean_gpu,
         "mem_power_w": mean_mem,
