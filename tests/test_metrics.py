@@ -26,8 +26,13 @@ _FACTORS = {("s", "h"): 3600.0, ("J", "MWh"): 3.6e9, ("W", "kW"): 1e3, ("1", "%"
 
 
 def test_catalogue_is_what_stats_writes():
+    """stats.json's system metrics are the catalogue: every built-in, and every installed or
+    registered plug-in metric (a user's installed plug-ins are in it too)."""
+    from twinsweep.core.metrics import plugin_metrics
+
     s = compute_stats(JOBS, STEPS, four_node_system(), T0, T1)
-    assert set(s["system"]) == set(builtin_names()) == set(metric_names())
+    assert set(s["system"]) == set(metric_names())
+    assert set(metric_names()) == set(builtin_names()) | {m.name for m in plugin_metrics()}
 
 
 @pytest.mark.parametrize("name", builtin_names())

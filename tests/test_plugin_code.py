@@ -13,6 +13,7 @@ from twin_helpers import write_swf_rows
 from twinsweep.core import plugin_code
 from twinsweep.core.config import RunConfig, run_key
 from twinsweep.core.loaders import load_workload
+from twinsweep.core.metrics import plugin_metrics
 from twinsweep.core.plugin_code import code_identity, plugins_identity
 from twinsweep.core.policies import FCFS, POLICIES
 from twinsweep.core.run import simulate
@@ -56,12 +57,19 @@ def _digest(pkg) -> str:
     return h.hexdigest()
 
 
+def _installed_metrics() -> dict:
+    """The identity of the metric plug-ins installed where the suite runs (none in CI): every run
+    computes them, so every run's key and manifest name their code, built-in policy or not."""
+    return {f"metric:{m.name}": code_identity(m) for m in plugin_metrics()}
+
+
 def test_built_ins_have_no_code_identity_and_keep_their_keys(tmp_path):
     assert code_identity(FCFS) is None
     cfg = RunConfig(data="x.swf", policy="sjf", backfill="easy")
-    assert plugins_identity(cfg, "swf") == ""
-    assert plugins_identity(RunConfig(data="x.swf", policy="replay"), "swf") == ""
-    assert plugins_identity(cfg, "no-such-format") == ""  # a Workload built in code names no loader
+    extra = ",".join(f"{k}={v['scope']}:{v['sha256']}" for k, v in sorted(_installed_metrics().items()))
+    assert plugins_identity(cfg, "swf") == extra  # "" without installed metric plug-ins: keys as before
+    assert plugins_identity(RunConfig(data="x.swf", policy="replay"), "swf") == extra
+    assert plugins_identity(cfg, "no-such-format") == extra  # a Workload built in code names no loader
 
 
 def test_an_edited_plug_in_changes_the_run_key_and_the_manifest_names_its_code(plugin_pkg, tmp_path):
@@ -76,9 +84,10 @@ def test_an_edited_plug_in_changes_the_run_key_and_the_manifest_names_its_code(p
     assert key != run_key(RunConfig(data=str(log), policy="fcfs", backfill="none"), wl, system)
     res = simulate(cfg, wl, system)
     assert res.manifest["run_key"] == key
-    assert res.manifest["plugins"] == {"policy:tsplugtest.pol:Newest": ident}
+    assert res.manifest["plugins"] == {"policy:tsplugtest.pol:Newest": ident, **_installed_metrics()}
     assert res.jobs.sort_values("start_time")["job_id"].tolist() == ["1", "3", "2"]  # the plug-in ran: newest first
-    assert "plugins" not in simulate(RunConfig(data=str(log), policy="fcfs", backfill="none"), wl, system).manifest
+    builtin = simulate(RunConfig(data=str(log), policy="fcfs", backfill="none"), wl, system).manifest
+    assert builtin.get("plugins", {}) == _installed_metrics()  # no "plugins" key without metric plug-ins
 
     # a helper beside the policy is edited: a new process (a cleared cache) keys the run anew
     (plugin_pkg / "helpers.py").write_text("X = 2\n")
