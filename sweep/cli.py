@@ -87,7 +87,7 @@ def _add_run_parser(sub):
     p.add_argument("--scheduler", default=None, metavar="\"CMD ARGS\"",
                    help="with --policy external: the external scheduler, a command speaking the protocol on "
                         "stdin/stdout (e.g. \"python studies/schedulers/fcfs_easy.py\") or inproc:MODULE:NAME "
-                        "(docs/protocol.md)")
+                        "(MODULE a dotted module or a .py file path, NAME an object or class in it; docs/protocol.md)")
     p.add_argument("--queue-cancelled", action="store_true",
                    help="keep jobs cancelled while queued in the log queued until their cancel time (status "
                         "cancelled; run option queue_cancelled; default: the system file's queue_cancelled, off)")
