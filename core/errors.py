@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 
 class TwinError(Exception):
     """Base class of every error the twin raises on bad input."""
@@ -28,12 +30,16 @@ class ConfigError(TwinError, ValueError):
 
 
 class UnknownNameError(ConfigError):
-    """An unknown name (policy, backfill, system, format): lists the valid names, then ``hint``
-    (text appended as is, e.g. ``"; close names: ..."``)."""
+    """An unknown name (policy, backfill, system, format, metric, ...): lists the valid names, then
+    ``hint`` (text appended as is, e.g. ``"; close names: ..."``), then the valid names closest
+    to ``name`` when there are (``"; did you mean 'sjf'?"``: :func:`difflib.get_close_matches`,
+    its default cutoff 0.6, at most 3)."""
 
     def __init__(self, kind: str, name: str, valid, hint: str = ""):
         self.kind, self.name, self.valid, self.hint = kind, name, sorted(valid), hint
-        super().__init__(f"unknown {kind} {name!r}; valid {kind} names: {', '.join(self.valid)}{hint}")
+        close = difflib.get_close_matches(str(name).strip("'\""), [str(v) for v in self.valid], n=3)
+        mean = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        super().__init__(f"unknown {kind} {name!r}; valid {kind} names: {', '.join(self.valid)}{hint}{mean}")
 
     def __reduce__(self):  # picklable across processes (a worker's error reaches the driver)
         return (type(self), (self.kind, self.name, self.valid, self.hint))

@@ -473,3 +473,15 @@ def test_an_installed_plugin_that_fails_to_import_is_not_called_unknown(monkeypa
     msg = str(ei.value)
     assert "cannot be loaded" in msg and "tw_no_such_module_xyz" in msg, msg
     assert "unknown policy" not in msg and "valid policy names" not in msg, msg
+
+
+def test_an_unknown_name_suggests_the_closest_valid_names():
+    """difflib's close matches (cutoff 0.6), in every registry's unknown-name error; none when
+    nothing is close."""
+    from twinsweep.core.backfill import BACKFILLS
+    from twinsweep.core.errors import UnknownNameError
+
+    assert str(UnknownNameError("policy", "sfj", ["fcfs", "sjf", "ljf"])).endswith("; did you mean 'sjf'?")
+    assert "did you mean" not in str(UnknownNameError("policy", "zzz", ["fcfs", "sjf"]))
+    with pytest.raises(UnknownNameError, match=r"unknown backfill 'eazy'.*; did you mean 'easy'\?$"):
+        BACKFILLS.get("eazy")

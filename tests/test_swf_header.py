@@ -256,7 +256,7 @@ def test_errors_with_several_fields_cross_processes_intact():
     e = pickle.loads(pickle.dumps(TraceFormatError("f.swf", 3, "bad header", skippable=False)))
     assert (type(e), e.path, e.line, e.detail, e.skippable, str(e)) == (
         TraceFormatError, "f.swf", 3, "bad header", False, "f.swf:3: bad header")
-    u = pickle.loads(pickle.dumps(UnknownNameError("policy", "fcsf", ["sjf", "fcfs"], "; close names: fcfs")))
+    u = pickle.loads(pickle.dumps(UnknownNameError("policy", "fcsf", ["sjf", "fcfs"], "; see docs/plugins.md")))
     assert (type(u), u.kind, u.name, u.valid, str(u)) == (
         UnknownNameError, "policy", "fcsf", ["fcfs", "sjf"], "unknown policy 'fcsf'; valid policy names: fcfs, sjf; "
-                                                              "close names: fcfs")
+                                                              "see docs/plugins.md; did you mean 'fcfs'?")
