@@ -3,7 +3,8 @@
 A *schedule* here is a job table with one row per job and the columns ``trace_index`` (the key
 that pairs rows of two schedules), ``submit_time``, ``start_time``, ``end_time`` (s since the
 trace epoch; nullable: never started / still running) and ``nodes``. :func:`recorded_schedule`
-builds the reference from a Workload's recorded fields; :func:`twin_schedule` from a run's
+builds the reference from a Workload's recorded fields (marking the jobs that ran without a recorded
+start: ``unrecorded``, read by :func:`ran_split`); :func:`twin_schedule` from a run's
 jobs.parquet (simulated ``start_time``/``end_time``). A reference of a partitioned machine may
 carry ``capacity``, the nodes of each job's partition (``core/partitions.py``): a job the twin
 rejected for asking more is then counted against it rather than the machine's node count.
@@ -24,6 +25,7 @@ statistic and the 1-Wasserstein distance of the empirical wait distributions are
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -88,23 +90,25 @@ FIGURE_LABELS: dict[str, str] = {
 
 _HOUR = 3600
 
-#: Exclusion reasons of :func:`compare` for a reference built with ``recorded_schedule(...,
-#: mark_unrecorded=True)``: a job that ran in the log without a recorded start, and one that never ran.
+#: Exclusion reasons of :func:`compare` for a reference with the ``unrecorded`` column (every
+#: :func:`recorded_schedule`): a job that ran in the log without a recorded start, and one that never ran.
 NO_RECORDED_START = "ran in the log without a recorded start (the log records no schedule for it)"
 NEVER_RAN = "never ran in the reference (no run time recorded: e.g. cancelled while queued)"
+#: The one exclusion reason of :func:`compare` for a reference without the ``unrecorded`` column
+#: (a schedule made by hand, or a twin run's own as the noise floor's reference): the two above, not told apart.
+NOT_RAN = "never ran in the reference (no recorded start or run time)"
 
 
-def recorded_schedule(jobs: pd.DataFrame, mark_unrecorded: bool = False) -> pd.DataFrame:
+def recorded_schedule(jobs: pd.DataFrame) -> pd.DataFrame:
     """The recorded schedule of a Workload table (or of a run's jobs table).
 
     Reads ``trace_index``, ``submit_time``, ``recorded_start_time``, ``run_time`` (end = recorded
     start + recorded run time, so that a log's end column with another meaning is not needed) and
     ``nodes``. A job without a recorded run time never ran: it has no start either (logs record
-    a wait for jobs cancelled in the queue). Returns a schedule (see the module docstring); rows in the input's order.
-
-    ``mark_unrecorded``: add the bool column ``unrecorded``, true for a job that ran (it has a run
+    a wait for jobs cancelled in the queue). Returns a schedule (see the module docstring); rows in
+    the input's order, with the bool column ``unrecorded``: true for a job that ran (it has a run
     time) but whose start the log does not record (SWF wait -1; a log without a schedule), so that
-    :func:`compare` counts it under its own reason instead of "never ran".
+    :func:`ran_split` and :func:`compare` count it apart from the jobs that never ran.
     """
     run = jobs["run_time"].astype("Int64")
     rec = jobs["recorded_start_time"].astype("Int64")
@@ -116,10 +120,48 @@ def recorded_schedule(jobs: pd.DataFrame, mark_unrecorded: bool = False) -> pd.D
         "start_time": start.to_numpy(),
         "end_time": end.to_numpy(),
         "nodes": jobs["nodes"].astype("Int64").to_numpy(),
+        "unrecorded": (run.notna() & rec.isna()).to_numpy(dtype=bool),
     })
-    if mark_unrecorded:
-        out["unrecorded"] = (run.notna() & rec.isna()).to_numpy(dtype=bool)
     return out
+
+
+class RanSplit(NamedTuple):
+    """How the jobs of a reference schedule ran (:func:`ran_split`): bool arrays, one per row."""
+
+    #: a start and an end: ran, on a known schedule
+    ran: np.ndarray
+    #: no start, yet ran (the ``unrecorded`` column: a run time without a recorded start)
+    unrecorded: np.ndarray
+    #: neither (no run time: e.g. cancelled while queued; every job without a start when not ``marked``)
+    never_ran: np.ndarray
+    #: whether the schedule tells ``unrecorded`` apart (it has the ``unrecorded`` column); if not,
+    #: ``unrecorded`` is all false
+    marked: bool
+
+    def counts(self) -> dict[str, int]:
+        """``{"ran": n, "unrecorded": n, "never_ran": n}``: the jobs of each kind (the three add up
+        to the rows counted)."""
+        return {k: int(getattr(self, k).sum()) for k in ("ran", "unrecorded", "never_ran")}
+
+
+def ran_split(schedule: pd.DataFrame, within: np.ndarray | None = None) -> RanSplit:
+    """The jobs of a reference schedule that ran in it (a ``start_time`` and an ``end_time``), that
+    ran without a recorded start (the ``unrecorded`` column of :func:`recorded_schedule`), and
+    that never ran: the one reading of "ran / unrecorded / never ran" for :func:`compare`, a
+    sweep report's reference rows and ``twinsweep validate``'s warnings.
+
+    ``within``: a bool mask per row (e.g. submitted in the reported window); every array of the
+    result is and-ed with it, so that its :meth:`RanSplit.counts` count those rows only. Returns a
+    :class:`RanSplit` (arrays of ``len(schedule)``)."""
+    ran = (schedule["start_time"].astype("Int64").notna() & schedule["end_time"].astype("Int64").notna()).to_numpy()
+    marked = "unrecorded" in schedule.columns
+    unrec = schedule["unrecorded"].to_numpy(dtype=bool) & ~ran if marked else np.zeros(len(schedule), dtype=bool)
+    if within is not None:
+        ran, unrec = ran & within, unrec & within
+        rest = within & ~ran & ~unrec
+    else:
+        rest = ~ran & ~unrec
+    return RanSplit(ran=ran, unrecorded=unrec, never_ran=rest, marked=marked)
 
 
 def twin_schedule(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -213,22 +255,19 @@ def _paired(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
     ref = ref.loc[tw.index]
     submit = ref["submit_time"].to_numpy(dtype="int64")
     in_window = (submit >= t0) & (submit < t1)
-    ran = (ref["start_time"].astype("Int64").notna() & ref["end_time"].astype("Int64").notna()).to_numpy()
+    split = ran_split(ref, in_window)
+    ran, n = split.ran, split.counts()  # ran: in the window too
     started = tw["start_time"].astype("Int64").notna().to_numpy()
     prepop = tw["prepopulated"].to_numpy(dtype=bool) if "prepopulated" in tw.columns else np.zeros(len(tw), bool)
-    if "unrecorded" in ref.columns:  # ran in the log, start not recorded: told apart from "never ran"
-        unrec = ref["unrecorded"].to_numpy(dtype=bool) & ~ran
-        not_ran = {NO_RECORDED_START: int((in_window & unrec).sum()),
-                   NEVER_RAN: int((in_window & ~ran & ~unrec).sum())}
-    else:
-        not_ran = {"never ran in the reference (no recorded start or run time)": int((in_window & ~ran).sum())}
+    # ran in the log, start not recorded: told apart from "never ran" when the reference marks it
+    not_ran = ({NO_RECORDED_START: n["unrecorded"], NEVER_RAN: n["never_ran"]} if split.marked
+               else {NOT_RAN: n["never_ran"]})
     exclusions = {
         "submitted outside the reported window": int((~in_window).sum()),
         **not_ran,
-        "placed at its recorded start by the twin (running at the twin's window start)":
-            int((in_window & ran & prepop).sum()),
+        "placed at its recorded start by the twin (running at the twin's window start)": int((ran & prepop).sum()),
     }
-    unstarted = in_window & ran & ~prepop & ~started
+    unstarted = ran & ~prepop & ~started
     if "rejected" in tw.columns:  # the twin's own reason is known: say which
         rej = tw["rejected"].to_numpy(dtype=bool)
         parted = "capacity" in ref.columns  # a partitioned machine: each job's partition's nodes
@@ -247,7 +286,7 @@ def _paired(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
     else:
         exclusions["not started by the twin (rejected, or queued at its end)"] = int(unstarted.sum())
     exclusions = {k: v for k, v in exclusions.items() if v}
-    keep = in_window & ran & started & ~prepop
+    keep = ran & started & ~prepop
     return ref, tw, keep, exclusions
 
 

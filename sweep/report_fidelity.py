@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from twinsweep.core.fidelity import (FIGURE_KEYS, FIGURE_LABELS, compare, recorded_schedule,
+from twinsweep.core.fidelity import (FIGURE_KEYS, FIGURE_LABELS, compare, ran_split, recorded_schedule,
                                      twin_schedule)
 from twinsweep.core.metrics import format_number
 
@@ -57,15 +57,30 @@ def _schedule(store: ResultStore, key: str) -> pd.DataFrame:
     return twin_schedule(pd.read_parquet(path, columns=[c for c in _COLUMNS if c in have]))
 
 
-def _reference(store: ResultStore, key: str) -> pd.DataFrame:
+def _reference(store: ResultStore, key: str, read: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """The recorded schedule held by the replay run ``key``'s jobs table (module docstring), with
     the ``unrecorded`` marks of :func:`core.fidelity.recorded_schedule`. A jobs table without the
-    recorded columns (none a twinsweep run writes) falls back to the run's own schedule."""
+    recorded columns (none a twinsweep run writes) falls back to the run's own schedule.
+    ``read``: the schedules already read, by run key: one there is not read again, and one read
+    here is added."""
+    if read is not None and key in read:
+        return read[key]
     path = store.run_dir(key) / "jobs.parquet"
     have = set(pq.read_schema(path).names)
     if set(_RECORDED) <= have:
-        return recorded_schedule(pd.read_parquet(path, columns=list(_RECORDED)), mark_unrecorded=True)
-    return _schedule(store, key)
+        ref = recorded_schedule(pd.read_parquet(path, columns=list(_RECORDED)))
+    else:
+        ref = _schedule(store, key)
+    if read is not None:
+        read[key] = ref
+    return ref
+
+
+def _reference_run(g: pd.DataFrame, reference: list[str]) -> tuple[str, str] | None:
+    """``(variant, key)`` of the reference run among the runs ``g`` of one window and seed: the
+    first of the replay variants ``reference`` (grid order) that ``g`` holds; None when none."""
+    ref_v = next((v for v in reference if (g["variant"] == v).any()), None)
+    return None if ref_v is None else (ref_v, str(g.loc[g["variant"] == ref_v, "key"].iloc[0]))
 
 
 def _window(store: ResultStore, key: str) -> tuple[int, int, int]:
@@ -74,7 +89,8 @@ def _window(store: ResultStore, key: str) -> tuple[int, int, int]:
     return int(man["window"]["start"]), int(man["window"]["end"]), int(man["system"]["nodes"])
 
 
-def fidelity_table(store: ResultStore, runs: pd.DataFrame, variants: list[str], reference: list[str]) -> pd.DataFrame:
+def fidelity_table(store: ResultStore, runs: pd.DataFrame, variants: list[str], reference: list[str], *,
+                   read: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """Every variant against the recorded schedule, per (dataset, window), on seed
     :data:`REFERENCE_SEED`: one row per variant with ``dataset``, ``window``, ``variant``, ``key``,
     ``reference_key``, every figure of :data:`core.fidelity.FIGURE_KEYS` and ``exclusions`` (JSON
@@ -84,15 +100,16 @@ def fidelity_table(store: ResultStore, runs: pd.DataFrame, variants: list[str], 
     ``runs``: every run (one row per run with ``key``, ``dataset``, ``window``, ``seed``, ``variant``);
     ``variants``: the variants to compare (grid order); ``reference``: the replay variants (grid
     order; the first present in a window is the reference). Reads each run's jobs.parquet and
-    manifest.json through ``store``. Empty when no window has a reference run at the reference seed."""
+    manifest.json through ``store``; ``read``: the reference schedules already read, by run key
+    (:func:`reference_table` given the same dict reads none again). Empty when no window has a
+    reference run at the reference seed."""
     rows = []
     r0 = runs[runs["seed"] == REFERENCE_SEED]
     for (ds, win), g in r0.groupby(["dataset", "window"], sort=False):
-        ref_v = next((v for v in reference if (g["variant"] == v).any()), None)
-        if ref_v is None:
+        if (hit := _reference_run(g, reference)) is None:
             continue
-        ref_key = str(g.loc[g["variant"] == ref_v, "key"].iloc[0])
-        ref = _reference(store, ref_key)
+        ref_key = hit[1]
+        ref = _reference(store, ref_key, read)
         known = set(ref["trace_index"])
         for v in variants:
             hit = g[g["variant"] == v]
@@ -118,7 +135,8 @@ _REF_COLUMNS = ["dataset", "window", "variant", "key", "jobs_submitted", "jobs_r
                 "jobs_never_ran", "wait_mean_s", "wait_p95_s", "replay_runs_unused", "replay_runs_other_seeds"]
 
 
-def reference_table(store: ResultStore, runs: pd.DataFrame, reference: list[str]) -> pd.DataFrame:
+def reference_table(store: ResultStore, runs: pd.DataFrame, reference: list[str], *,
+                    read: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """The reference row of every (dataset, window) that has a replay run of seed
     :data:`REFERENCE_SEED`: the recorded schedule's own figures over the jobs submitted in the
     window (``[start, end)`` of the replay's manifest): ``jobs_submitted``; ``jobs_recorded``, those
@@ -132,22 +150,19 @@ def reference_table(store: ResultStore, runs: pd.DataFrame, reference: list[str]
     is_ref = runs["variant"].isin(reference)
     for (ds, win), g in runs[is_ref].groupby(["dataset", "window"], sort=False):
         g0 = g[g["seed"] == REFERENCE_SEED]
-        ref_v = next((v for v in reference if (g0["variant"] == v).any()), None)
-        if ref_v is None:
+        if (hit := _reference_run(g0, reference)) is None:
             continue
-        key = str(g0.loc[g0["variant"] == ref_v, "key"].iloc[0])
+        ref_v, key = hit
         t0, t1, _ = _window(store, key)
-        ref = _reference(store, key)
+        ref = _reference(store, key, read)
         sub = ref["submit_time"].to_numpy(dtype="int64")
         inw = (sub >= t0) & (sub < t1)
+        split = ran_split(ref, inw)
+        n, ran = split.counts(), split.ran
         start = ref["start_time"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
-        end = ref["end_time"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
-        ran = inw & ~np.isnan(start) & ~np.isnan(end)
-        unrec = inw & ~ran & (ref["unrecorded"].to_numpy(dtype=bool) if "unrecorded" in ref.columns else False)
         waits = start[ran] - sub[ran]
         rows.append({"dataset": ds, "window": win, "variant": ref_v, "key": key, "jobs_submitted": int(inw.sum()),
-                     "jobs_recorded": int(ran.sum()), "jobs_unrecorded": int(unrec.sum()),
-                     "jobs_never_ran": int((inw & ~ran & ~unrec).sum()),
+                     "jobs_recorded": n["ran"], "jobs_unrecorded": n["unrecorded"], "jobs_never_ran": n["never_ran"],
                      "wait_mean_s": float(waits.mean()) if len(waits) else np.nan,
                      "wait_p95_s": float(np.quantile(waits, 0.95)) if len(waits) else np.nan,
                      "replay_runs_unused": int(len(g0) - 1),
@@ -194,8 +209,9 @@ def section_fidelity(pg, store: ResultStore, runs: pd.DataFrame, variants: list[
          "the jobs compared with it, so a variant that leaves long-waiting jobs queued is compared on fewer jobs "
          "(counts below and in fidelity.csv). Closeness to the record is not a ranking objective: it says which "
          "policy behaves most like the machine did.")
-    table = fidelity_table(store, runs, variants, reference)
-    refs = reference_table(store, runs, reference)
+    read: dict[str, pd.DataFrame] = {}  # each reference schedule read once, for both tables
+    table = fidelity_table(store, runs, variants, reference, read=read)
+    refs = reference_table(store, runs, reference, read=read)
     other_seeds = int(refs["replay_runs_other_seeds"].sum()) if len(refs) else 0
     if refs.empty:
         n = int(runs["variant"].isin(reference).sum())

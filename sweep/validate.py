@@ -62,7 +62,7 @@ from twinsweep.core.errors import ConfigError
 from twinsweep.core.jobprep import cancel_times
 from twinsweep.core.metrics import format_number
 from twinsweep.core.fidelity import (FIGURE_LABELS, FIGURES, SPLIT_FIGURES, compare, hourly_busy_nodes, job_capacity,
-                                     recorded_schedule, twin_schedule)
+                                     ran_split, recorded_schedule, twin_schedule)
 from twinsweep.core.options import parse_options
 from twinsweep.core.partitions import pool_rows, values_text, with_pool_nodes
 from twinsweep.core.run import load_run_workload, resolve_system, simulate, to_json, trace_system_warnings
@@ -265,8 +265,8 @@ def _ran_sizes(reference: pd.DataFrame, nodes: int) -> tuple[np.ndarray, np.ndar
     no nodes, ``wide`` those asking for more than the machine's ``nodes`` (than their partition's,
     the ``capacity`` column, on a partitioned machine), ``size`` the nodes asked for (float64,
     NaN unknown). The twin rejects ``none`` and ``wide`` jobs at submit. One reading for the check
-    before any run and for the warnings."""
-    ran = reference["start_time"].notna().to_numpy() & reference["end_time"].notna().to_numpy()
+    before any run and for the warnings (``ran``: :func:`core.fidelity.ran_split`)."""
+    ran = ran_split(reference).ran
     size = reference["nodes"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
     return ran, ran & ~(size > 0), ran & (size > job_capacity(reference, nodes)), size
 
@@ -353,10 +353,8 @@ def _input_warnings(workload: Workload, reference: pd.DataFrame, sizes: tuple, s
     n_rep = int(reported.sum())
     jobs = workload.jobs
     run = jobs["run_time"].astype("Int64").to_numpy(dtype="float64", na_value=np.nan)
-    has_run = ~np.isnan(run)
-    rec = jobs["recorded_start_time"].astype("Int64").notna().to_numpy()
     ran, none, wide, size = sizes  # ran: a recorded start and a run time, hence an end (recorded_schedule)
-    if k := int((reported & has_run & ~rec).sum()):
+    if k := ran_split(reference, reported).counts()["unrecorded"]:
         out.append(f"{k:,} of the reported window's {n_rep:,} jobs have a run time but no recorded start (SWF field 3 "
                    "is -1; Slurm: Start Unknown): the twin runs them, but they are not compared, and the log's busy nodes (compared hour by "
                    "hour, and read by informed mode as telemetry) lack them")
@@ -1002,7 +1000,7 @@ def validate(data: str, system: str | None = None, policy: str | None = None, ba
     pools = (pool_rows(sysobj, workload.jobs["partition"].tolist(), workload.header.get("Partition"), workload.source)
              if sysobj.partitions else None)
     wl_nodes = with_pool_nodes(workload, sysobj, pools)  # each job's nodes in its pool's node type
-    reference = recorded_schedule(wl_nodes.jobs, mark_unrecorded=True)  # "ran without a recorded start" counted apart
+    reference = recorded_schedule(wl_nodes.jobs)  # "ran without a recorded start" counted apart (unrecorded)
     if pools is not None:  # each job's pool size: what it may not exceed (core.fidelity, "capacity")
         cap = np.zeros(len(reference), dtype=np.int64)
         for p, r in zip(sysobj.partitions, pools):

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from twinsweep.core.fidelity import NEVER_RAN, NO_RECORDED_START, compare, recorded_schedule
+from twinsweep.core.fidelity import NEVER_RAN, NO_RECORDED_START, NOT_RAN, compare, ran_split, recorded_schedule
 from twinsweep.sweep.report import _Page
 from twinsweep.sweep.report_fidelity import fidelity_table, reference_table, section_fidelity
 from twinsweep.sweep.store import ResultStore
@@ -117,6 +117,25 @@ def test_the_page_shows_the_reference_row_and_what_was_left_out(tmp_path):
             "100 % of its 4 compared jobs.") in page
 
 
+def test_the_section_reads_each_reference_once(tmp_path, monkeypatch):
+    """The fidelity table and the reference rows compare with the same recorded schedule: the
+    section reads the replay run's jobs table for it once (both tables read it until 2026-12-07),
+    and the figures are those of each table read on its own."""
+    import twinsweep.sweep.report_fidelity as rf
+
+    store, runs = _store(tmp_path)
+    alone = (fidelity_table(store, runs, ["fcfs+easy"], ["replay+easy"]), reference_table(store, runs, ["replay+easy"]))
+    reads = []
+    real = rf.recorded_schedule
+    monkeypatch.setattr(rf, "recorded_schedule", lambda jobs: reads.append(len(jobs)) or real(jobs))
+    out = tmp_path / "page"
+    out.mkdir()
+    section_fidelity(_Page(out), store, runs, ["fcfs+easy"], ["replay+easy"])
+    assert reads == [4]  # the replay's table, once
+    pd.testing.assert_frame_equal(pd.read_csv(out / "fidelity.csv"), alone[0].astype({"jobs_compared": "int64"}))
+    pd.testing.assert_frame_equal(pd.read_csv(out / "fidelity_reference.csv"), alone[1])
+
+
 def test_a_variant_name_holding_a_colon_is_shown_whole(tmp_path):
     """The incentive study's variants hold ':' (options.accounts_in=collect:replay); the page's
     left-out list split each entry at its first ':' and cut such a name in two."""
@@ -138,13 +157,19 @@ def test_recorded_schedule_marks_jobs_without_a_recorded_start():
     jobs = pd.DataFrame({"trace_index": [0, 1, 2], "submit_time": [0, 0, 0],
                          "recorded_start_time": pd.array([10, None, 5], dtype="Int64"),
                          "run_time": pd.array([5, 5, None], dtype="Int64"), "nodes": pd.array([1, 1, 1], dtype="Int64")})
-    s = recorded_schedule(jobs, mark_unrecorded=True)
+    s = recorded_schedule(jobs)
     assert s["unrecorded"].tolist() == [False, True, False]
-    assert "unrecorded" not in recorded_schedule(jobs).columns
     tw = s.drop(columns="unrecorded").assign(start_time=pd.array([10, 3, None], dtype="Int64"),
                                              end_time=pd.array([15, 8, None], dtype="Int64"))
     f = compare(s, tw, 0, 100, system_nodes=1)
     assert f["jobs_compared"] == 1 and f["exclusions"] == {NO_RECORDED_START: 1, NEVER_RAN: 1}
+    # a reference without the marks (made by hand, or a twin run's own) does not tell the two apart
+    assert compare(s.drop(columns="unrecorded"), tw, 0, 100, system_nodes=1)["exclusions"] == {NOT_RAN: 2}
+    split = ran_split(s, np.array([True, True, False]))  # the one reading: jobs 0 and 1 only
+    assert split.marked and split.counts() == {"ran": 1, "unrecorded": 1, "never_ran": 0}
+    assert ran_split(s).counts() == {"ran": 1, "unrecorded": 1, "never_ran": 1}
+    bare = ran_split(s.drop(columns="unrecorded"))
+    assert not bare.marked and bare.counts() == {"ran": 1, "unrecorded": 0, "never_ran": 2}
 
 
 def test_idle_stretch_in_the_reported_window_is_warned_of():
@@ -167,3 +192,4 @@ def test_window_text_tells_ends_apart():
     assert window_text((31000000, 31497370), (31497370, 31503856)) == "[358.80 d, 364.55 d)"
     assert window_text((31497370, 31503856), (31000000, 31497370)) == "[364.55 d, 364.63 d)"
     assert window_text((144 * 86400, 146 * 86400)) == "[144.0 d, 146.0 d)"
+
