@@ -171,37 +171,43 @@ IDLE_STRETCH_MIN_HOURS = 24
 IDLE_STRETCH_MIN_SHARE = 0.10
 
 
-def _idle_stretch(reference: pd.DataFrame, submit: np.ndarray, t0: int, t1: int) -> str | None:
-    """A warning when the reported window ``[t0, t1)`` holds a stretch of whole hours in which the log
-    has no job running and none is submitted, at least :data:`IDLE_STRETCH_MIN_HOURS` long and
-    :data:`IDLE_STRETCH_MIN_SHARE` of the window (a gap in the log, e.g. a month without jobs): both
-    schedules hold no node there whatever the twin does, so those hours raise the hourly busy-node
-    correlation and lower its RMSE without telling anything (the reason a window reaching beyond the
-    submissions is cut). On a KTH-SP2 log with a 30-day gap inside the default reported window the
-    correlation read 0.77 with the empty hours and 0.52 without them, for the same jobs. None when
-    there is no such stretch."""
+def _idle_hours(reference: pd.DataFrame, submit: np.ndarray, t0: int, t1: int) -> tuple[int, int, int, int]:
+    """The hours of ``[t0, t1)`` (bins ``[t0 + k·3600, t0 + (k+1)·3600)``, the last one cut at
+    ``t1``: as :func:`core.fidelity.hourly_busy_nodes`) in which the schedule ``reference`` holds
+    no node busy and no job of ``submit`` (s from the trace epoch, any order) is submitted.
+
+    Returns ``(empty, longest, first, bins)``: the number of such hours, the length of their longest
+    stretch of consecutive hours and its first bin (the earliest of equally long stretches; 0 and 0
+    when there is none), and the window's number of bins, ``ceil((t1 − t0) / 3600)``. Raises
+    ValueError if ``t1 <= t0``. Vectorised: the stretches are the runs of true in the bins' mask,
+    found where the mask (padded with false at both ends) steps up and down."""
     busy = hourly_busy_nodes(reference, t0, t1)
-    if len(busy) < IDLE_STRETCH_MIN_HOURS:
-        return None
     sub = submit[(submit >= t0) & (submit < t1)]
     hit = np.zeros(len(busy), dtype=bool)
     hit[((sub - t0) // 3600).astype(np.int64)] = True
     empty = (busy == 0) & ~hit
-    best = (0, 0)  # (length, first bin) of the longest run of empty hours
-    k = 0
-    for i, e in enumerate(empty.tolist() + [False]):
-        if e:
-            k += 1
-        elif k:
-            if k > best[0]:
-                best = (k, i - k)
-            k = 0
-    n, first = best
-    total = int(empty.sum())
-    if n < IDLE_STRETCH_MIN_HOURS or n < IDLE_STRETCH_MIN_SHARE * len(busy):
+    step = np.diff(np.concatenate(([0], empty.astype(np.int8), [0])))
+    starts, ends = np.flatnonzero(step == 1), np.flatnonzero(step == -1)
+    if not len(starts):
+        return 0, 0, 0, len(busy)
+    i = int(np.argmax(ends - starts))  # the first of the longest
+    return int(empty.sum()), int(ends[i] - starts[i]), int(starts[i]), len(busy)
+
+
+def _idle_stretch(reference: pd.DataFrame, submit: np.ndarray, t0: int, t1: int) -> str | None:
+    """A warning when the reported window ``[t0, t1)`` holds a stretch of whole hours in which the log
+    has no job running and none is submitted (:func:`_idle_hours`), at least
+    :data:`IDLE_STRETCH_MIN_HOURS` long and :data:`IDLE_STRETCH_MIN_SHARE` of the window (a gap in
+    the log, e.g. a month without jobs): both schedules hold no node there whatever the twin does,
+    so those hours raise the hourly busy-node correlation and lower its RMSE without telling
+    anything (the reason a window reaching beyond the submissions is cut). On a KTH-SP2 log with a
+    30-day gap inside the default reported window the correlation read 0.77 with the empty hours
+    and 0.52 without them, for the same jobs. None when there is no such stretch."""
+    total, n, first, bins = _idle_hours(reference, submit, t0, t1)
+    if bins < IDLE_STRETCH_MIN_HOURS or n < IDLE_STRETCH_MIN_HOURS or n < IDLE_STRETCH_MIN_SHARE * bins:
         return None
     a = t0 + first * 3600
-    return (f"the reported window {window_text((t0, t1))} holds {total:,} hour(s) ({total / len(busy):.0%} of its "
+    return (f"the reported window {window_text((t0, t1))} holds {total:,} hour(s) ({total / bins:.0%} of its "
             f"hours) in which no job ran in the log and none was submitted, {n:,} of them in one stretch "
             f"{window_text((a, min(t1, a + n * 3600)))}: both schedules are empty there whatever the twin does, so "
             "the hourly busy-node correlation and RMSE count those hours as agreement; give a --report-window "

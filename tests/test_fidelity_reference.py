@@ -13,6 +13,9 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from twinsweep.core.fidelity import NEVER_RAN, NO_RECORDED_START, NOT_RAN, compare, ran_split, recorded_schedule
 from twinsweep.sweep.report import _Page
@@ -193,3 +196,75 @@ def test_window_text_tells_ends_apart():
     assert window_text((31497370, 31503856), (31000000, 31497370)) == "[364.55 d, 364.63 d)"
     assert window_text((144 * 86400, 146 * 86400)) == "[144.0 d, 146.0 d)"
 
+
+def _idle_hours_by_seconds(jobs, submits, t0, t1):
+    """The brute force of ``_idle_hours``: every second of ``[t0, t1)`` busy or not (a job with
+    nodes > 0 holds ``[start, end)``, an open end to ``t1``), an hour empty when none of its seconds
+    is busy and no job is submitted in it; stretches by walking the hours one by one."""
+    secs = np.arange(t0, t1)
+    busy = np.zeros(len(secs), dtype=bool)
+    for s, e, n in jobs:
+        if s is not None and n is not None and n > 0:
+            busy |= (secs >= s) & (secs < (t1 if e is None else e))
+    bins = -(-(t1 - t0) // 3600)
+    empty = [not busy[k * 3600:(k + 1) * 3600].any() and not any(t0 + k * 3600 <= x < min(t1, t0 + (k + 1) * 3600)
+                                                                 for x in submits) for k in range(bins)]
+    best, first, run = 0, 0, 0
+    for k, e in enumerate(empty + [False]):
+        if e:
+            run += 1
+        else:
+            if run > best:
+                best, first = run, k - run
+            run = 0
+    return sum(empty), best, first, bins
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.data())
+def test_idle_hours_agree_with_a_per_second_count(data):
+    """``_idle_hours`` (vectorised) against the per-second brute force on random job sets: starts and
+    ends on a half-hour grid give touching (one job's end the next one's start) and overlapping
+    jobs, and hour edges hit exactly; jobs and submissions reach beyond both window edges or stop
+    short of them (empty stretches at the start and the end); the window's last hour is often cut."""
+    from twinsweep.sweep.validate import _idle_hours
+
+    t0 = data.draw(st.integers(-20_000, 20_000), label="t0")
+    t1 = t0 + data.draw(st.one_of(st.integers(1, 30 * 3600), st.sampled_from([3600, 24 * 3600, 48 * 3600])), label="len")
+    hours = -(-(t1 - t0) // 3600)
+    grid = st.builds(lambda k, d: t0 + 1800 * k + d, st.integers(-4, 2 * hours + 4), st.sampled_from([0, 0, 0, 1, -1, 1799]))
+    jobs, prev_end = [], None
+    for _ in range(data.draw(st.integers(0, 8), label="jobs")):
+        s = prev_end if prev_end is not None and data.draw(st.booleans(), label="touch") else data.draw(grid, label="start")
+        e = s + data.draw(st.one_of(st.sampled_from([0, 1, 1800, 3600, 5 * 3600]), st.integers(0, 20 * 3600)), label="run")
+        n = data.draw(st.sampled_from([1, 1, 4, 0, None]), label="nodes")
+        started = data.draw(st.integers(0, 9), label="started") > 0
+        jobs.append((s if started else None, (e if data.draw(st.integers(0, 9), label="ended") > 0 else None)
+                     if started else None, n))
+        prev_end = e if started else prev_end
+    submits = data.draw(st.lists(st.one_of(grid, st.sampled_from([t0, t1 - 1, t1, t0 - 1])), max_size=6), label="submits")
+    ref = pd.DataFrame({"trace_index": range(len(jobs)), "submit_time": [0] * len(jobs),
+                        "start_time": pd.array([j[0] for j in jobs], dtype="Int64"),
+                        "end_time": pd.array([j[1] for j in jobs], dtype="Int64"),
+                        "nodes": pd.array([j[2] for j in jobs], dtype="Int64")})
+    got = _idle_hours(ref, np.array(submits, dtype=np.int64), t0, t1)
+    assert got == _idle_hours_by_seconds(jobs, submits, t0, t1)
+    total, longest, first, bins = got
+    assert longest <= total <= bins and first + longest <= bins
+
+
+def test_idle_hours_by_hand():
+    """Hours [0, 10) of a window: a job busy [1 h, 2 h), another touching it [2 h, 3.5 h), a
+    submission at 6.5 h, the last hour cut at 9.5 h: empty hours 0, 4, 5, 7, 8, 9 (six); the
+    longest stretches are 7-9 (three, cut at the window's end) and none at its start longer."""
+    from twinsweep.sweep.validate import _idle_hours
+
+    ref = pd.DataFrame({"trace_index": [0, 1], "submit_time": [0, 0],
+                        "start_time": pd.array([3600, 7200], dtype="Int64"),
+                        "end_time": pd.array([7200, 12600], dtype="Int64"), "nodes": pd.array([2, 1], dtype="Int64")})
+    assert _idle_hours(ref, np.array([int(6.5 * 3600)]), 0, int(9.5 * 3600)) == (6, 3, 7, 10)
+    # nothing busy and nothing submitted: one stretch, the whole window
+    assert _idle_hours(ref.iloc[:0], np.array([], dtype=np.int64), 0, 5 * 3600) == (5, 5, 0, 5)
+    # every hour busy: none (length 0 at bin 0)
+    assert _idle_hours(ref.assign(end_time=pd.array([7200, 10 * 3600], dtype="Int64")), np.array([0]), 0, 9000) == (
+        0, 0, 0, 3)
