@@ -433,3 +433,26 @@ def test_winners_keep_the_weights_the_grid_fixes(tmp_path):
     folded = {tuple(sorted(WeightedOptions.prepare(dict(it.config.options)).items())) for it in items}
     assert folded == {(("w_age", 0.25), ("w_fairshare", 0.5), ("w_size", -0.5), ("w_tlimit", 0.0)),
                       (("w_age", 1.0), ("w_fairshare", 0.5), ("w_size", 0.125), ("w_tlimit", 0.75))}
+
+
+@pytest.mark.parametrize("fixed", ['{ fairshare = 0.5 }', '{ w_fairshare = 0.5 }'])
+def test_winners_keep_the_weights_a_grid_table_fixes(tmp_path, fixed):
+    """As above with the grid's weights given as a table, its factors with or without ``w_``: read
+    as the weighted policy reads them (WeightedOptions.prepare), each winner's table carries
+    fairshare = 0.5 without the prefix."""
+    import tomllib
+
+    from twinsweep.sweep.tune.winners import write_winners
+
+    spec_path = _spec(tmp_path)
+    spec_path.write_text(spec_path.read_text().replace('backfill = ["easy"]',
+                                                       f'backfill = ["easy"]\n"options.weights" = [{fixed}]'))
+    spec = load_tune_spec(spec_path)
+    best = [{"number": 3, "params": {"options.w_age": 0.25, "options.w_size": -0.5, "options.w_tlimit": 0.0},
+             "values": [1.0, 2.0]},
+            {"number": 7, "params": {"options.w_age": 1.0, "options.w_size": 0.125, "options.w_tlimit": 0.75},
+             "values": [2.0, 1.0]}]
+    doc = tomllib.loads(write_winners(spec, tmp_path, best)["winners.toml"].read_text())
+    assert doc["grid"]["options.weights"] == [
+        {"fairshare": 0.5, "age": 0.25, "size": -0.5, "tlimit": 0.0},
+        {"fairshare": 0.5, "age": 1.0, "size": 0.125, "tlimit": 0.75}]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from twinsweep.core.atomic import atomic_write_text
-from twinsweep.core.policies import parse_weights
+from twinsweep.core.policies import WeightedOptions
 
 from .spec import TuneSpec
 
@@ -59,16 +59,6 @@ def toml_dumps(doc: dict) -> str:
     return "\n".join(lines).lstrip("\n") + "\n"
 
 
-def _weights_table(v: Any) -> dict[str, Any]:
-    """A grid's ``options.weights`` value (a ``"age=1,size=0.5"`` string or a table, factors with
-    or without ``w_``) as a table ``{factor: weight}`` without the ``w_`` prefix."""
-    if isinstance(v, str):
-        v = parse_weights(v)
-    if not isinstance(v, dict):
-        raise TypeError(f"options.weights: expected a table or a string, got {v!r}")
-    return {(k[2:] if str(k).startswith("w_") else k): x for k, x in v.items()}
-
-
 def write_winners(spec: TuneSpec, out: Path, best: list[dict]) -> dict[str, Path]:
     """``winners.toml``: the tune spec's study (all windows, same seeds, fixed grid) with the
     winners as grid points, ready for ``twinsweep sweep``. Several winners whose parameters are all
@@ -98,7 +88,9 @@ def write_winners(spec: TuneSpec, out: Path, best: list[dict]) -> dict[str, Path
         else:
             # the weights the grid fixes (e.g. "fairshare=0.5") go into every winner's table, which
             # replaces the grid's "options.weights" value
-            fixed = _weights_table(grid["options.weights"][0]) if grid.get("options.weights") else {}
+            # (the policy's own reading of an options.weights value: w_<factor> options, w_ dropped here)
+            fixed = ({k[2:]: x for k, x in WeightedOptions.prepare({"weights": grid["options.weights"][0]}).items()}
+                     if grid.get("options.weights") else {})
             g["options.weights"] = [fixed | {a[len("options.w_"):]: v for a, v in b["params"].items()} for b in best]
             for b in best:
                 header += f"# Trial {b['number']}: train {b['values']}, test {b.get('test_values')}\n"
