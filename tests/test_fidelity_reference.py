@@ -21,7 +21,8 @@ from twinsweep.core.fidelity import NEVER_RAN, NO_RECORDED_START, NOT_RAN, compa
 from twinsweep.sweep.report import _Page
 from twinsweep.sweep.report_fidelity import fidelity_table, reference_table, section_fidelity
 from twinsweep.sweep.store import ResultStore
-from twinsweep.sweep.validate import _idle_stretch, window_text
+from twinsweep.sweep.validate import window_text
+from twinsweep.sweep.validate_checks import idle_hours, idle_stretch
 
 T1 = 3600  # every run's window is [0, 3600)
 
@@ -180,12 +181,12 @@ def test_idle_stretch_in_the_reported_window_is_warned_of():
     ref = pd.DataFrame({"trace_index": [0, 1], "submit_time": [0, 60 * 3600],
                         "start_time": pd.array([0, 60 * 3600], dtype="Int64"),
                         "end_time": pd.array([10 * 3600, 70 * 3600], dtype="Int64"), "nodes": pd.array([1, 1], dtype="Int64")})
-    w = _idle_stretch(ref, np.array([0, 60 * 3600]), 0, 70 * 3600)
+    w = idle_stretch(ref, np.array([0, 60 * 3600]), 0, 70 * 3600)
     assert w is not None and "holds 50 hour(s) (71% of its hours)" in w and "50 of them in one stretch" in w
     # a 20-hour gap is below the 24 hours that make a warning
     ref2 = ref.assign(submit_time=[0, 30 * 3600], start_time=pd.array([0, 30 * 3600], dtype="Int64"),
                       end_time=pd.array([10 * 3600, 70 * 3600], dtype="Int64"))
-    assert _idle_stretch(ref2, np.array([0, 30 * 3600]), 0, 70 * 3600) is None
+    assert idle_stretch(ref2, np.array([0, 30 * 3600]), 0, 70 * 3600) is None
 
 
 def test_window_text_tells_ends_apart():
@@ -198,7 +199,7 @@ def test_window_text_tells_ends_apart():
 
 
 def _idle_hours_by_seconds(jobs, submits, t0, t1):
-    """The brute force of ``_idle_hours``: every second of ``[t0, t1)`` busy or not (a job with
+    """The brute force of ``idle_hours``: every second of ``[t0, t1)`` busy or not (a job with
     nodes > 0 holds ``[start, end)``, an open end to ``t1``), an hour empty when none of its seconds
     is busy and no job is submitted in it; stretches by walking the hours one by one."""
     secs = np.arange(t0, t1)
@@ -223,12 +224,10 @@ def _idle_hours_by_seconds(jobs, submits, t0, t1):
 @settings(max_examples=examples(300), deadline=None)
 @given(st.data())
 def test_idle_hours_agree_with_a_per_second_count(data):
-    """``_idle_hours`` (vectorised) against the per-second brute force on random job sets: starts and
+    """``idle_hours`` (vectorised) against the per-second brute force on random job sets: starts and
     ends on a half-hour grid give touching (one job's end the next one's start) and overlapping
     jobs, and hour edges hit exactly; jobs and submissions reach beyond both window edges or stop
     short of them (empty stretches at the start and the end); the window's last hour is often cut."""
-    from twinsweep.sweep.validate import _idle_hours
-
     t0 = data.draw(st.integers(-20_000, 20_000), label="t0")
     t1 = t0 + data.draw(st.one_of(st.integers(1, 30 * 3600), st.sampled_from([3600, 24 * 3600, 48 * 3600])), label="len")
     hours = -(-(t1 - t0) // 3600)
@@ -247,7 +246,7 @@ def test_idle_hours_agree_with_a_per_second_count(data):
                         "start_time": pd.array([j[0] for j in jobs], dtype="Int64"),
                         "end_time": pd.array([j[1] for j in jobs], dtype="Int64"),
                         "nodes": pd.array([j[2] for j in jobs], dtype="Int64")})
-    got = _idle_hours(ref, np.array(submits, dtype=np.int64), t0, t1)
+    got = idle_hours(ref, np.array(submits, dtype=np.int64), t0, t1)
     assert got == _idle_hours_by_seconds(jobs, submits, t0, t1)
     total, longest, first, bins = got
     assert longest <= total <= bins and first + longest <= bins
@@ -257,14 +256,12 @@ def test_idle_hours_by_hand():
     """Hours [0, 10) of a window: a job busy [1 h, 2 h), another touching it [2 h, 3.5 h), a
     submission at 6.5 h, the last hour cut at 9.5 h: empty hours 0, 4, 5, 7, 8, 9 (six); the
     longest stretches are 7-9 (three, cut at the window's end) and none at its start longer."""
-    from twinsweep.sweep.validate import _idle_hours
-
     ref = pd.DataFrame({"trace_index": [0, 1], "submit_time": [0, 0],
                         "start_time": pd.array([3600, 7200], dtype="Int64"),
                         "end_time": pd.array([7200, 12600], dtype="Int64"), "nodes": pd.array([2, 1], dtype="Int64")})
-    assert _idle_hours(ref, np.array([int(6.5 * 3600)]), 0, int(9.5 * 3600)) == (6, 3, 7, 10)
+    assert idle_hours(ref, np.array([int(6.5 * 3600)]), 0, int(9.5 * 3600)) == (6, 3, 7, 10)
     # nothing busy and nothing submitted: one stretch, the whole window
-    assert _idle_hours(ref.iloc[:0], np.array([], dtype=np.int64), 0, 5 * 3600) == (5, 5, 0, 5)
+    assert idle_hours(ref.iloc[:0], np.array([], dtype=np.int64), 0, 5 * 3600) == (5, 5, 0, 5)
     # every hour busy: none (length 0 at bin 0)
-    assert _idle_hours(ref.assign(end_time=pd.array([7200, 10 * 3600], dtype="Int64")), np.array([0]), 0, 9000) == (
+    assert idle_hours(ref.assign(end_time=pd.array([7200, 10 * 3600], dtype="Int64")), np.array([0]), 0, 9000) == (
         0, 0, 0, 3)
