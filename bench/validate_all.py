@@ -37,7 +37,7 @@ from twinsweep.core.atomic import atomic_write_text
 from twinsweep.core.data import data_dir
 from twinsweep.core.loaders import load_workload
 from twinsweep.sweep.ranking_stability import minimum_text
-from twinsweep.sweep.validate import validate, write_validation
+from twinsweep.sweep.validate import HELD, NOT_HELD, validate, write_validation
 from twinsweep.sweep.ranking_stability import TAU_GOAL
 
 #: Share of jobs with a recorded start a log needs to count as recording its schedule.
@@ -98,7 +98,7 @@ def _render(v: dict, label: str, cost: str) -> dict:
             f"{_ok(f.get('wait_mean_rel_error'), GOAL_MEAN)} / {_ok(f.get('wait_p95_rel_error'), GOAL_P95)} / "
             f"{_ok(corr, GOAL_CORR, absolute=False)}")
         split = f.get("wait_by_log_hold") or {}
-        held, free = split.get("held") or {}, split.get("not_held") or {}
+        held, free = split.get(HELD) or {}, split.get(NOT_HELD) or {}
         share = held.get("ref_wait_share", 0.0 if free else None)
         rows.append(f"| {label} | {site} | {mode} | {_pct(f.get('wait_mean_rel_error'))} | "
                     f"{_pct(f.get('wait_p95_rel_error'))} | {_pct(f.get('bsld_mean_rel_error'))} | "
@@ -111,7 +111,7 @@ def _render(v: dict, label: str, cost: str) -> dict:
     tau = rs.get("kendall_tau_min_blind_vs_informed")
     tau_s, top3 = rs.get("kendall_tau_min_seeds"), rs.get("top3_same_frac")
     cal = v["calibration"]
-    held_given = ((v["modes"].get("holds") or {}).get("wait_by_log_hold") or {}).get("not_held") or {}
+    held_given = ((v["modes"].get("holds") or {}).get("wait_by_log_hold") or {}).get(NOT_HELD) or {}
     rank_row = (f"| {label} | {rs.get('windows', 0)} | {'–' if tau is None else minimum_text(tau)} | "
                 f"{'no ranking: every variant ties' if rs.get('windows') and tau is None else _ok(tau, GOAL_TAU, absolute=False)} | "
                 f"{'–' if tau_s is None else minimum_text(tau_s)} | {'–' if top3 is None else f'{top3:.0%}'} | "

@@ -1238,15 +1238,19 @@ def validation_html(result: dict) -> str:
                  f"variant ties under both machines (no ranking, left out): {rs.get('unranked_window_metrics', 0)}"
                  f"{'. ' + e(rs['skipped']) if rs.get('skipped') else ''}.</p>")
     w = result["windows"]
+    has_floor = any((fig or {}).get("noise_floor") for fig in (result.get("modes") or {}).values())
+    noise_note = (f"The grey noise-floor rows compare the twin with itself under {NOISE_SIGMA * 100:g} % run-time "
+                  "noise (the mean over the seeds, then the worst seed): a difference from the log below them means "
+                  "nothing." if has_floor else
+                  "No noise floor was computed (noise seeds 0): nothing here says how far the twin moves from itself "
+                  "under run-time noise, so a small difference from the log may be noise.")
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>twinsweep validate: {e(result['trace'])}</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;
 padding:3px 6px;text-align:right}}tr.nf{{color:#777}}tr.site{{background:#eef}}</style></head><body>
 <h1>How close is the twin to the recorded schedule? {e(result['trace'])}</h1>
 <p>System {e(result['system']['name'])} ({result['system']['nodes']:,} nodes{_slots(result['system'])}{'; ' + e(result['system']['derived']) if result['system'].get('derived') else ''}); scheduler {e(result['policy'])} +
 {e(result['backfill'])}{'' if (result.get('site') or {}).get('from', '').endswith('[site]') else ' (' + e((result.get('site') or {}).get('from', '')) + ')'}; reported window {window_text(w['reported'], w['fitting'])}, fitting window {window_text(w['fitting'], w['reported'])} (from the trace epoch{', ' + e(w['epoch_utc']) if w.get('epoch_utc') else ''}).
-Relative errors are (twin − log) / log. The grey noise-floor rows compare the twin with itself under
-{NOISE_SIGMA * 100:g} % run-time noise (the mean over the seeds, then the worst seed): a difference from the log below
-them means nothing.</p>
+Relative errors are (twin − log) / log. {noise_note}</p>
 <table><tr><th>mode</th>{head}</tr>{''.join(rows)}</table>
 <h2>Modes</h2><ul>{modes_desc}</ul><h2>Fitted constants (on the fitting window)</h2><ul>{consts_html}</ul>{split}
 <h2>Jobs left out</h2><ul>{excl}</ul>{cleaned}{sens}{warn}

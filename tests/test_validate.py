@@ -260,6 +260,10 @@ def test_the_page_prints_tau_minima_rounded_down_as_the_console_and_tables(tmp_p
     page = validation_html(res)
     assert "Kendall τ blind vs informed (min, rounded down as the console and the tables print it): 0.75 " in page
     assert "(min): 0.69;" in page and "0.758" not in page and "0.70;" not in page
+    # noise_seeds=0: no noise-floor row, and the page does not describe grey rows it lacks
+    assert "No noise floor was computed (noise seeds 0)" in page and "grey noise-floor rows" not in page
+    res["modes"]["blind"]["noise_floor"] = {"seeds": 3, "runtime_sigma": 0.01}
+    assert "The grey noise-floor rows compare the twin with itself under 1 % run-time noise" in validation_html(res)
 
 
 def _cancel_log(tmp_path):
