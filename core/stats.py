@@ -103,7 +103,8 @@ from .errors import TwinError
 from .registry import plugin_raised
 from .system import System
 
-__all__ = ["compute_stats", "SCHEMA_VERSION", "COUNT_KEYS", "SYSTEM_KEYS", "GROUP_KEYS", "BSLD_TAU_S", "COOLING_KEYS"]
+__all__ = ["compute_stats", "bounded_slowdown", "censored_waits", "SCHEMA_VERSION", "COUNT_KEYS", "SYSTEM_KEYS", "GROUP_KEYS",
+           "BSLD_TAU_S", "COOLING_KEYS"]
 
 SCHEMA_VERSION = 1
 #: Bounded-slowdown threshold τ (s).
@@ -184,8 +185,66 @@ def _status(jobs: pd.DataFrame) -> np.ndarray:
     return np.array([v if isinstance(v, str) else "" for v in s], dtype=object)
 
 
-def _bsld(wait: np.ndarray, run: np.ndarray) -> np.ndarray:
+def _prepopulated(jobs: pd.DataFrame) -> np.ndarray:
+    """The ``prepopulated`` column as a bool array (missing values and a missing column: False)."""
+    if "prepopulated" not in jobs.columns:
+        return np.zeros(len(jobs), bool)
+    return jobs["prepopulated"].fillna(False).to_numpy(dtype=bool)
+
+
+def bounded_slowdown(wait, run) -> np.ndarray:
+    """Bounded slowdown of each job: ``max(1, (wait + run) / max(run, τ))`` with τ =
+    :data:`BSLD_TAU_S` = 10 s (Feitelson, Rudolph, Schwiegelshohn, Sevcik, Wong, "Theory and
+    practice in parallel job scheduling", JSSPP 1997; Feitelson, "Metrics for parallel job
+    scheduling and their convergence", JSSPP 2001).
+
+    Args:
+        wait, run: the jobs' waits and run times in s (array-likes of one shape, or
+            broadcastable; a scalar is a one-job array). A run time shorter than τ, zero
+            included, is taken as τ, so a zero-length job is defined; NaN in either gives NaN.
+            Which jobs to pass (finished ones, the window's own ones …) is the caller's choice.
+
+    Returns:
+        float64 array of the broadcast shape, every finite value ≥ 1 (dimensionless).
+    """
+    wait = np.asarray(wait, dtype="float64")
+    run = np.asarray(run, dtype="float64")
     return np.maximum(1.0, (wait + run) / np.maximum(run, float(BSLD_TAU_S)))
+
+
+def censored_waits(jobs: pd.DataFrame, t1: int | float | None) -> np.ndarray:
+    """Right-censored wait of each job of a run's jobs table, the rule of ``wait_censored_mean_s``
+    (module doc): every job that queued in the run counts, a job still waiting at the window end
+    with its wait so far.
+
+    * a job that started (``start_time`` known) and was not running at the window start:
+      ``start_time − submit_time``;
+    * a job still queued at the window end (``status == "queued"``, not started):
+      ``t1 − submit_time``, a lower bound of its wait;
+    * every other job is NaN, not counted: jobs running at the window start (``prepopulated``:
+      placed at their recorded start, their waits the log's, the same in every variant), rejected
+      and never-run jobs, and the still-queued ones when ``t1`` is None (a window end not known,
+      e.g. a manifest of an older results folder).
+
+    Args:
+        jobs: a run's jobs (jobs.parquet / ``EngineResult.jobs``): ``submit_time``, ``start_time``
+            (s since the trace epoch, nullable), ``status``; an optional bool ``prepopulated``
+            (missing values and a missing column: not prepopulated).
+        t1: the window end (s since the trace epoch), or None.
+
+    Returns:
+        float64 array of ``len(jobs)`` waits in s, in row order, NaN where not counted (the count
+        of finite values is the number of jobs that queued in the run).
+    """
+    start = _num(jobs, "start_time")
+    submit = _num(jobs, "submit_time")
+    started = np.isfinite(start) & ~_prepopulated(jobs)
+    out = np.full(len(jobs), np.nan)
+    out[started] = (start - submit)[started]
+    if t1 is not None:
+        queued = (_status(jobs) == "queued") & ~np.isfinite(start)
+        out[queued] = (float(t1) - submit)[queued]
+    return out
 
 
 def _with_cooling(times, fac_steps, cooling: pd.DataFrame, t0: int, t1: int):
@@ -303,11 +362,10 @@ def compute_stats(
     # the policy's own finished jobs: those running at the window start (prepopulated, placed at
     # their recorded start) are the same in every variant and their waits the log's, so the wait,
     # slowdown and response metrics leave them out; throughput, makespan and the energy sums count them
-    pre = jobs["prepopulated"].to_numpy(dtype=bool) if "prepopulated" in jobs.columns else np.zeros(len(jobs), bool)
-    own = ~pre[fin]
+    own = ~_prepopulated(jobs)[fin]
     o_wait, o_run = wait[own], run[own]
     n_own = int(own.sum())
-    bsld = _bsld(wait, run)
+    bsld = bounded_slowdown(wait, run)
     pos = o_run > 0
     sld = (o_wait[pos] + o_run[pos]) / o_run[pos]
     w = nodes * run
@@ -331,10 +389,8 @@ def compute_stats(
     # right-censored wait: every job that was queued in the run (prepopulated ones excluded), a job
     # still queued at the end counting its wait so far (t1 - submit): a lower bound that does not
     # reward a policy for leaving jobs in the queue, as finished-job means do on a window.
-    started = np.isfinite(start) & ~pre
-    queued = (status == "queued")
-    cw = np.concatenate([(start - submit_all)[started], (t1 - submit_all)[queued]])
-    sysm["wait_censored_mean_s"] = _mean(cw)
+    cw = censored_waits(jobs, t1)
+    sysm["wait_censored_mean_s"] = _mean(cw[np.isfinite(cw)])
     makespan = float(end[fin].max() - t0) if n_fin else None
     sysm["makespan_s"] = _f(makespan)
 

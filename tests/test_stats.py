@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from twinsweep.core.stats import COUNT_KEYS, GROUP_KEYS, SYSTEM_KEYS, compute_stats
+from twinsweep.core.stats import COUNT_KEYS, GROUP_KEYS, SYSTEM_KEYS, bounded_slowdown, censored_waits, compute_stats
 from twinsweep.core.system import Converter, PowerModel, System
 
 
@@ -252,3 +252,28 @@ def test_prepopulated_jobs_are_left_out_of_the_wait_and_slowdown_metrics_only():
     assert s["counts"]["prepopulated"] == 1
     every = compute_stats(JOBS, STEPS, four_node_system(), T0, T1)["system"]  # none prepopulated: A counts
     assert every["wait_mean_s"] == pytest.approx(500 / 3) and every["throughput_jobs_per_h"] == m["throughput_jobs_per_h"]
+
+
+def test_bounded_slowdown_by_hand():
+    """max(1, (wait + run) / max(run, 10 s)): a zero-length job divides by τ = 10 s (wait 0 -> 1,
+    wait 500 -> 50); a run of 5 s too (505 / 10 = 50.5); a run of 10 s is τ itself (100 / 10 = 10);
+    a long run with no wait is 1 (never below); a run of 40 s waiting 120 s is 160 / 40 = 4."""
+    got = bounded_slowdown([0, 500, 500, 90, 0, 120], [0, 0, 5, 10, 3600, 40])
+    assert got.dtype == np.float64
+    assert got.tolist() == [1.0, 50.0, 50.5, 10.0, 1.0, 4.0]
+    assert bounded_slowdown(500, 5) == 50.5  # scalars are one job
+    assert np.isnan(bounded_slowdown([np.nan], [5])).all() and np.isnan(bounded_slowdown([5], [np.nan])).all()
+
+
+def test_censored_waits_by_hand():
+    """JOBS (window end 1200): A, B, C started (waits 0, 500, 0); D still queued: 1200 − 300 = 900;
+    E rejected: not counted. Their mean, (0 + 500 + 0 + 900) / 4 = 350, is stats.json's
+    wait_censored_mean_s. A marked prepopulated is left out; without a window end D is too."""
+    w = censored_waits(JOBS, T1)
+    assert w[:4].tolist() == [0.0, 500.0, 0.0, 900.0] and np.isnan(w[4])
+    assert compute_stats(JOBS, STEPS, four_node_system(), T0, T1)["system"]["wait_censored_mean_s"] == 350.0
+    pre = censored_waits(JOBS.assign(prepopulated=[True, False, False, False, False]), T1)
+    assert np.isnan(pre[0]) and pre[1:4].tolist() == [500.0, 0.0, 900.0]
+    assert censored_waits(JOBS.drop(columns="prepopulated"), T1)[:4].tolist() == [0.0, 500.0, 0.0, 900.0]
+    unknown_end = censored_waits(JOBS, None)
+    assert unknown_end[:3].tolist() == [0.0, 500.0, 0.0] and np.isnan(unknown_end[3:]).all()
