@@ -16,7 +16,7 @@ window ``[t0, t1)``, and were started by the twin; every other job is counted un
 occupies nodes in the window (compared or not), in each schedule.
 
 Sources: bounded slowdown with τ = 10 s (Feitelson et al., "Theory and practice in parallel job
-scheduling", JSSPP 1997; :data:`core.stats.BSLD_TAU_S`); the two-sample Kolmogorov-Smirnov
+scheduling", JSSPP 1997; :func:`core.stats.bounded_slowdown`); the two-sample Kolmogorov-Smirnov
 statistic and the 1-Wasserstein distance of the empirical wait distributions are
 ``scipy.stats.ks_2samp(...).statistic`` and ``scipy.stats.wasserstein_distance``; quantiles are
 ``numpy.quantile`` (linear interpolation); Pearson's correlation of hourly mean busy nodes.
@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .stats import BSLD_TAU_S
+from .stats import bounded_slowdown
 
 #: Fewest hourly bins over which the busy-node correlation is given: with 2 bins Pearson's r is
 #: always ±1, and with a handful one burst decides it; a day of hours is the least that reads as a
@@ -224,10 +224,6 @@ def _rel(twin: float, ref: float) -> float | None:
     return (twin - ref) / ref
 
 
-def _bsld(wait: np.ndarray, run: np.ndarray) -> np.ndarray:
-    return np.maximum(1.0, (wait + run) / np.maximum(run, float(BSLD_TAU_S)))
-
-
 def _f(x) -> float | None:
     x = float(x)
     return None if math.isnan(x) else x
@@ -367,7 +363,8 @@ def compare(reference: pd.DataFrame, twin: pd.DataFrame, t0: int, t1: int, syste
     out.update({
         "wait_mean_rel_error": _rel(mt, mr),
         "wait_p95_rel_error": _rel(pt, pr),
-        "bsld_mean_rel_error": _rel(float(_bsld(w_tw, run_tw).mean()), float(_bsld(w_ref, run_ref).mean())),
+        "bsld_mean_rel_error": _rel(float(bounded_slowdown(w_tw, run_tw).mean()),
+                                    float(bounded_slowdown(w_ref, run_ref).mean())),
         "start_error_median_s": float(np.median(aerr)),
         "start_error_mae_s": float(aerr.mean()),
         "start_error_bias_s": float(np.median(err)),

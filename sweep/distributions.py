@@ -10,7 +10,7 @@ large sweep), pooled over the seeds of each *variant* (dataset, window and every
   waits the log's and the same in every variant): the job set of stats.json's ``wait_*``
   (core/stats.py), so a run's ``wait_s`` values average to its ``wait_mean_s``.
 * ``bsld`` — bounded slowdown ``max(1, (wait + run) / max(run, τ))``, τ = 10 s
-  (:data:`twinsweep.core.stats.BSLD_TAU_S`; Feitelson et al., JSSPP 1997), over the same jobs
+  (:func:`twinsweep.core.stats.bounded_slowdown`; Feitelson et al., JSSPP 1997), over the same jobs
   (stats.json's ``bsld_mean`` is their mean).
 * ``job_edp_js`` — per-job energy-delay product ``energy_j × run`` (J·s), the job's own DC
   energy from the engine, over every finished job, prepopulated ones included (work done in the
@@ -77,7 +77,7 @@ import pandas as pd
 
 from twinsweep.core.atomic import atomic_write, atomic_write_text
 from twinsweep.core.errors import ConfigError
-from twinsweep.core.stats import BSLD_TAU_S
+from twinsweep.core.stats import bounded_slowdown
 
 from .aggregate import STAT_COLUMNS, QUANTILES, group_codes, group_columns, lerp, quantile_positions
 from .store import ResultStore
@@ -176,7 +176,7 @@ def _job_values(d: Path) -> dict[str, tuple[np.ndarray | None, str]]:
     wait = start - col["submit_time"].astype("float64")[fin]
     run = end - start
     out["wait_s"] = (wait[own], "")
-    out["bsld"] = (np.maximum(1.0, (wait[own] + run[own]) / np.maximum(run[own], float(BSLD_TAU_S))), "")
+    out["bsld"] = (bounded_slowdown(wait[own], run[own]), "")
     out["job_edp_js"] = (col["energy_j"].astype("float64")[fin] * run, "")
     return out
 
