@@ -47,6 +47,7 @@ from .spec import study_axes, study_metrics, study_rank
 from .store import ResultStore
 from .svgchart import LinePanel, Series, box_strips, line_panels
 from .twin_error import load_twin_errors
+from .variants import add_variant
 from .verdict import compute_verdict
 
 KENDALL_CITE = ("M. G. Kendall and B. Babington Smith, \"The problem of m rankings\", "
@@ -60,32 +61,6 @@ def _is_assumed(labels) -> bool:
     """True unless every label is "published" (a missing label counts as assumed)."""
     vals = list(labels)
     return not vals or any(v != "published" for v in vals)
-
-
-def variant_columns(runs: pd.DataFrame, axes: list[str]) -> list[str]:
-    """Grid axes that name a variant: policy and backfill always, other axes when they vary."""
-    return [a for a in axes if a in runs.columns and (a in ("policy", "backfill") or runs[a].nunique(dropna=False) > 1)]
-
-
-def add_variant(runs: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list[str]]:
-    """Add a ``variant`` label column (e.g. ``sjf+easy``, ``sjf+easy+kill=False``); returns the
-    frame and the variants in grid order."""
-    cols = variant_columns(runs, axes)
-    df = runs.copy()
-
-    def label(row) -> str:
-        parts = []
-        for c in cols:
-            parts.append(str(row[c]) if c in ("policy", "backfill") else f"{c}={row[c]}")
-        return "+".join(parts)
-
-    df["variant"] = df.apply(label, axis=1) if len(df) else pd.Series(dtype="object")
-    # grid order: order of first appearance when sorted by the axes in spec value order
-    order: list[str] = []
-    for v in df["variant"]:
-        if v not in order:
-            order.append(v)
-    return df, order
 
 
 def _object_strings(df: pd.DataFrame) -> pd.DataFrame:
