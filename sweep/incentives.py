@@ -39,10 +39,12 @@ from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 from twinsweep.core.config import RunConfig
 from twinsweep.core.metrics import account_metric
 from twinsweep.core.run import load_run_inputs, run_accounts_input
+from twinsweep.core.stats import censored_waits
 
 from .plotting import pyplot
 from .spec import study_axes
 from .store import ResultStore
+from .variants import variant_columns, variant_labels
 
 __all__ = ["incentive_report", "entry_outcomes", "POLICY_QUANTITY"]
 
@@ -68,34 +70,20 @@ def _png(fig, path: Path) -> str:
     return base64.b64encode(data).decode()
 
 
-#: Columns that are never part of a variant's label (its identity in the run table, or the seed).
-_NOT_AXES = {"key", "dataset", "window", "seed", "policy", "backfill", "trace", "system", "start", "duration",
-             "workload_checksum", "power_label"}
-
-
-def _other_axes(store: ResultStore, runs: pd.DataFrame) -> list[str]:
-    """Grid axes besides policy and backfill whose value differs between runs of one dataset, window
-    and seed (e.g. two ``options.accounts_in`` values): they are part of the variant label, so that
-    two variants never share one."""
-    axes: list[str] = []
-    if store.has("study.json"):
-        axes = study_axes(store.read_json("study.json"))
-    axes = [a for a in axes if a in runs.columns and a not in _NOT_AXES]
-    keys = [c for c in ("dataset", "window", "seed") if c in runs.columns]
-    return [a for a in axes if (runs.groupby(keys)[a].nunique(dropna=False) > 1).any()] if keys else axes
-
-
-def _runs(store: ResultStore) -> pd.DataFrame:
+def _runs(store: ResultStore) -> tuple[pd.DataFrame, list[str]]:
+    """The runs table with its ``variant`` label, and the grid axes besides policy and backfill
+    that are part of the label (:func:`sweep.variants.variant_columns`: those that vary, e.g. two
+    ``options.accounts_in`` values), so that two variants never share one. The labels are the
+    report's, except that a ``replay`` run's leaves out the backfill it ignores."""
     runs = store.read_table()
     if "policy" not in runs.columns:
         raise FileNotFoundError(f"{store.table_path}: no 'policy' column")
     if "backfill" not in runs.columns:
         runs["backfill"] = "none"
-    runs["variant"] = runs["policy"].astype(str) + "+" + runs["backfill"].astype(str)
-    runs.loc[runs["policy"] == "replay", "variant"] = "replay"
-    for a in _other_axes(store, runs):
-        runs["variant"] = runs["variant"] + f"+{a}=" + runs[a].astype(str)
-    return runs
+    axes = study_axes(store.read_json("study.json")) if store.has("study.json") else []
+    other = [a for a in variant_columns(runs, axes) if a not in ("policy", "backfill")]
+    runs["variant"] = variant_labels(runs, ["policy", "backfill", *other], replay_alone=True)
+    return runs, other
 
 
 def _level(g: pd.DataFrame) -> str:
@@ -107,21 +95,18 @@ def _level(g: pd.DataFrame) -> str:
     return "account"
 
 
-def _accounts_entry(store: ResultStore, key: str) -> tuple[dict | None, dict | None]:
-    """``(manifest["accounts"], manifest["config"])`` of a run (None when it used no accounts)."""
-    try:
-        man = store.read_run_json(key, "manifest.json")
-    except (OSError, ValueError):
-        return None, None
-    acc = man.get("accounts")
-    return (acc if isinstance(acc, dict) else None), man.get("config")
+def _accounts_entry(manifest: dict) -> dict | None:
+    """``manifest["accounts"]`` of a run (None when it used no accounts)."""
+    acc = manifest.get("accounts")
+    return acc if isinstance(acc, dict) else None
 
 
-def _collected(store: ResultStore, g: pd.DataFrame, key: str | None = None,
+def _collected(store: ResultStore, g: pd.DataFrame, manifests: dict[str, dict], key: str | None = None,
                cache: dict | None = None) -> tuple[Accounts | None, str]:
     """The accounts table the run ``key`` of group ``g`` (one dataset, window and seed) prioritised
-    by, as its manifest records it (``accounts.in`` and ``accounts.checksum``); without ``key``, that
-    of the group's first run that used accounts. Returns ``(accounts or None, note)``.
+    by, as its manifest (``manifests[key]``) records it (``accounts.in`` and ``accounts.checksum``);
+    without ``key``, that of the group's first run that used accounts. Returns
+    ``(accounts or None, note)``.
 
     ``collect:replay``: the group's own replay run (the same window, seed and perturbation), when
     its sums have the recorded checksum; otherwise (``collect:replay:prev``: the preceding window;
@@ -130,11 +115,9 @@ def _collected(store: ResultStore, g: pd.DataFrame, key: str | None = None,
     reason, never another window's values."""
     cache = {} if cache is None else cache
     if key is None:
-        for k in g["key"]:
-            if _accounts_entry(store, str(k))[0] is not None:
-                key = str(k)
-                break
-    entry, config = _accounts_entry(store, str(key)) if key is not None else (None, None)
+        key = next((str(k) for k in g["key"] if _accounts_entry(manifests[str(k)]) is not None), None)
+    man = manifests[str(key)] if key is not None else {}
+    entry, config = _accounts_entry(man), man.get("config")
     if entry is None:  # older results: the replay of the group (collect:replay), else a named file
         rep = g[g["policy"] == "replay"]
         if not rep.empty:
@@ -167,34 +150,67 @@ def _collected(store: ResultStore, g: pd.DataFrame, key: str | None = None,
     return found
 
 
-def _entry_jobs(store: ResultStore, key: str, level: str) -> pd.DataFrame:
-    """Per entry of one run, from its jobs.parquet: ``queued_jobs`` (jobs that queued in the run:
-    started after queueing, or still queued at the window end; jobs running at the window start,
-    rejected and never-run jobs left out), ``unfinished`` (of those, still queued or running at the
-    end) and ``wait_censored_mean_s`` (their mean wait, a job still queued counting its wait so far,
-    window end − submit: the per-entry form of stats.json's ``wait_censored_mean_s``)."""
+def _entry_jobs(jobs: pd.DataFrame, t1: int | None, level: str) -> pd.DataFrame:
+    """Per entry (index ``entry``: the ``account`` or ``user`` name as ``level`` says, missing as
+    ``"unknown"``) of one run's jobs (jobs.parquet; ``t1``: its window end, s, from the manifest):
+    ``queued_jobs`` (jobs that queued in the run: started after queueing, or still queued at the
+    window end; jobs running at the window start, rejected and never-run jobs left out),
+    ``unfinished`` (of those, still queued or running at the end) and ``wait_censored_mean_s``
+    (their mean wait, a job still queued counting its wait so far, window end − submit: the
+    per-entry form of stats.json's ``wait_censored_mean_s``, by :func:`core.stats.censored_waits`)."""
     col = "account" if level == "account" else "user"
-    jobs = store.read_run_table(key, "jobs.parquet")
-    man = store.read_run_json(key, "manifest.json")
-    t1 = (man.get("window") or {}).get("end")
-    st = jobs["status"].astype("string").fillna("").to_numpy(dtype=object)
-    submit = pd.to_numeric(jobs["submit_time"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
-    start = pd.to_numeric(jobs["start_time"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
-    pre = jobs["prepopulated"].fillna(False).to_numpy(dtype=bool) if "prepopulated" in jobs.columns \
-        else np.zeros(len(jobs), bool)
-    started = np.isfinite(start) & ~pre
-    queued = st == "queued"
-    if t1 is None:
-        queued = np.zeros(len(jobs), bool)
-    wait = np.where(started, start - submit, (float(t1) if t1 is not None else np.nan) - submit)
-    keep = started | queued
+    wait = censored_waits(jobs, t1)
+    keep = ~np.isnan(wait)
     names = np.asarray(account_names(jobs[col] if col in jobs.columns else None, len(jobs)), dtype=object)
-    df = pd.DataFrame({"entry": names[keep], "w": wait[keep],
-                       "u": (queued | (st == "running"))[keep]})
+    unfinished = jobs["status"].isin(["queued", "running"]).to_numpy(dtype=bool)
+    df = pd.DataFrame({"entry": names[keep], "w": wait[keep], "u": unfinished[keep]})
     if df.empty:
         return pd.DataFrame(columns=["queued_jobs", "unfinished", "wait_censored_mean_s"]).rename_axis("entry")
     return df.groupby("entry").agg(queued_jobs=("w", "size"), unfinished=("u", "sum"),
                                    wait_censored_mean_s=("w", "mean"))
+
+
+#: Per-entry figures of a run (:func:`_run_entries`), as float64 (NaN where undefined).
+_ENTRY_FIGURES = ("jobs", "wait_mean_s", "bsld_mean", "energy_j", "node_seconds", "queued_jobs", "unfinished",
+                  "wait_censored_mean_s")
+#: Collected values shown beside each entry (``c_<name>`` columns of :func:`entry_outcomes`).
+_COLLECTED = ("avg_power_w", "edp_js", "ed2p_js2", "fugaku_points", "node_seconds", "energy_j")
+
+
+def _run_entries(store: ResultStore, key: str, manifest: dict, level: str) -> pd.DataFrame:
+    """One run's per-entry figures (:data:`_ENTRY_FIGURES`; index ``entry``): its stats.json
+    ``users`` / ``accounts`` (finished jobs) beside :func:`_entry_jobs` of its jobs.parquet, one
+    row per entry in either."""
+    stats = store.read_run_json(key, "stats.json").get("users" if level == "user" else "accounts", {})
+    jobs = _entry_jobs(store.read_run_table(key, "jobs.parquet"), (manifest.get("window") or {}).get("end"), level)
+    both = pd.DataFrame.from_dict(stats, orient="index").join(jobs, how="outer") if stats else jobs
+    return pd.DataFrame({c: pd.to_numeric(both[c], errors="coerce").astype("float64") if c in both.columns
+                         else np.nan for c in _ENTRY_FIGURES}, index=both.index.astype(str)).rename_axis("entry")
+
+
+def _baseline_keys(g: pd.DataFrame, axes: list[str], baseline: str) -> pd.Series:
+    """For each run of group ``g`` (one dataset, window and seed; index aligned with ``g``), the key
+    of its baseline run (None when the group has none): a run of policy ``baseline`` with the
+    backfill of the group's first incentive (``acct_*``) run (``none`` without one), and of those
+    the one that shares the run's value of the first axis of ``axes`` where any does, then of the
+    next axis among those, and so on; the first in ``g``'s order among equals."""
+    inc_bf = g.loc[g["policy"].astype(str).str.startswith("acct_"), "backfill"]
+    base_bf = str(inc_bf.iloc[0]) if len(inc_bf) else "none"
+    cand = g[(g["policy"] == baseline) & (g["backfill"].astype(str) == base_bf)]
+    if cand.empty:
+        return pd.Series([None] * len(g), index=g.index, dtype=object)
+    # every run x every candidate; per axis, 1 where they share its value: the lexicographic
+    # maximum of those matches is what narrowing axis by axis (keeping all when none matches) keeps
+    runs = pd.DataFrame({"_row": np.arange(len(g)), **{a: g[a].astype(str).to_numpy() for a in axes}})
+    cands = pd.DataFrame({"_cand": np.arange(len(cand)), "_key": cand["key"].astype(str).to_numpy(),
+                          **{a: cand[a].astype(str).to_numpy() for a in axes}})
+    pairs = runs.merge(cands, how="cross", suffixes=("", "_b"))
+    match = [f"_m{i}" for i in range(len(axes))]
+    for m, a in zip(match, axes):
+        pairs[m] = (pairs[a] == pairs[f"{a}_b"]).astype(int)
+    best = pairs.sort_values(["_row", *match, "_cand"], ascending=[True, *[False] * len(match), True],
+                             kind="mergesort").drop_duplicates("_row")
+    return pd.Series(best["_key"].to_numpy(dtype=object), index=g.index)
 
 
 def entry_outcomes(root: str | os.PathLike, baseline: str = "fcfs") -> pd.DataFrame:
@@ -213,65 +229,68 @@ def entry_outcomes(root: str | os.PathLike, baseline: str = "fcfs") -> pd.DataFr
     * the collected ``c_*`` values the run prioritised by (avg power, EDP, ED²P, Fugaku points,
       node-seconds, energy; NaN for an entry the collection does not hold: such an entry's jobs got
       the neutral value) and ``collected_from`` (where they come from, or why they are missing).
+
+    Rows are by dataset, window and seed, then in the runs table's order, then by entry name.
+    Reads each run's manifest, stats.json and jobs.parquet once.
     """
     store = ResultStore(root)
-    runs = _runs(store)
-    axes = _other_axes(store, runs)
-    rows = []
+    runs, axes = _runs(store)
+    return _entry_outcomes(store, runs, axes, baseline)
+
+
+_OUTCOME_COLUMNS = ("dataset", "window", "seed", "variant", "level", "entry", "jobs", "wait_mean_s", "bsld_mean",
+                    "energy_j", "node_seconds", "queued_jobs", "unfinished", "wait_censored_mean_s", "baseline",
+                    "wait_delta_s", "wait_censored_delta_s", "collected_from", *(f"c_{k}" for k in _COLLECTED))
+
+
+def _entry_outcomes(store: ResultStore, runs: pd.DataFrame, axes: list[str], baseline: str) -> pd.DataFrame:
+    """:func:`entry_outcomes` of the runs table ``runs`` (with its ``variant`` labels) and its
+    other variant ``axes`` (:func:`_runs`)."""
+    manifests = {str(k): store.read_run_json(str(k), "manifest.json") for k in runs["key"]}
+    parts = []
     cache: dict = {}
     for (ds, win, seed), g in runs.groupby(["dataset", "window", "seed"], sort=True):
         level = _level(g)
-        tab = "users" if level == "user" else "accounts"
-        inc_bf = g.loc[g["policy"].astype(str).str.startswith("acct_"), "backfill"]
-        base_bf = str(inc_bf.iloc[0]) if len(inc_bf) else "none"
-        per_key = {}
-        for _, r in g.iterrows():
-            key = str(r["key"])
-            stats = store.read_run_json(key, "stats.json").get(tab, {})
-            fin = pd.DataFrame.from_dict(stats, orient="index") if stats else pd.DataFrame()
-            per_key[key] = fin.join(_entry_jobs(store, key, level), how="outer") if len(fin) else \
-                _entry_jobs(store, key, level)
-        default_acc = _collected(store, g, cache=cache)
-
-        def base_key(r):
-            b = g[(g["policy"] == baseline) & (g["backfill"].astype(str) == base_bf)]
-            for a in axes:
-                same = b[b[a].astype(str) == str(r[a])]
-                b = same if len(same) else b
-            return str(b["key"].iloc[0]) if len(b) else None
-
-        for _, r in g.iterrows():
-            key = str(r["key"])
-            bk = base_key(r)
-            base = per_key.get(bk, pd.DataFrame()) if bk is not None else pd.DataFrame()
-            mine = per_key[key]
-            acc, source = _collected(store, g, key, cache) if _accounts_entry(store, key)[0] else default_acc
-            cvals = acc.frame(level) if acc is not None else None
-            names = sorted(set(mine.index) | set(base.index), key=str)
-            for name in names:
-                e = mine.loc[name] if name in mine.index else pd.Series(dtype=object)
-                b = base.loc[name] if name in base.index else pd.Series(dtype=object)
-
-                def val(x, k):
-                    v = x.get(k)
-                    return float(v) if v is not None and not pd.isna(v) else np.nan
-
-                row = {"dataset": ds, "window": win, "seed": int(seed), "variant": r["variant"], "level": level,
-                       "entry": str(name), "jobs": int(val(e, "jobs")) if not np.isnan(val(e, "jobs")) else 0,
-                       "wait_mean_s": val(e, "wait_mean_s"), "bsld_mean": val(e, "bsld_mean"),
-                       "energy_j": val(e, "energy_j"), "node_seconds": val(e, "node_seconds"),
-                       "queued_jobs": int(val(e, "queued_jobs")) if not np.isnan(val(e, "queued_jobs")) else 0,
-                       "unfinished": int(val(e, "unfinished")) if not np.isnan(val(e, "unfinished")) else 0,
-                       "wait_censored_mean_s": val(e, "wait_censored_mean_s"),
-                       "baseline": str(g.loc[g["key"] == bk, "variant"].iloc[0]) if bk is not None else None}
-                row["wait_delta_s"] = row["wait_mean_s"] - val(b, "wait_mean_s")
-                row["wait_censored_delta_s"] = row["wait_censored_mean_s"] - val(b, "wait_censored_mean_s")
-                row["collected_from"] = source
-                for k in ("avg_power_w", "edp_js", "ed2p_js2", "fugaku_points", "node_seconds", "energy_j"):
-                    v = cvals.loc[str(name), k] if cvals is not None and str(name) in cvals.index else None
-                    row[f"c_{k}"] = float(v) if v is not None and not pd.isna(v) else np.nan
-                rows.append(row)
-    return pd.DataFrame(rows)
+        keys = g["key"].astype(str).to_numpy(dtype=object)
+        figs = pd.concat({k: _run_entries(store, k, manifests[k], level) for k in keys}, names=["key", "entry"])
+        figs = figs.reset_index()
+        default_acc = _collected(store, g, manifests, cache=cache)
+        collected, sources = [], {}
+        for k in keys:
+            acc, sources[k] = _collected(store, g, manifests, k, cache) if _accounts_entry(manifests[k]) \
+                else default_acc
+            if acc is not None:
+                collected.append(acc.frame(level)[list(_COLLECTED)].add_prefix("c_").rename_axis("entry")
+                                 .reset_index().assign(key=k))
+        # the runs of the group in their order, each with its baseline run's key and variant
+        order = pd.DataFrame({"key": keys, "variant": g["variant"].to_numpy(dtype=object),
+                              "base": _baseline_keys(g, axes, baseline).to_numpy(dtype=object)})
+        order["baseline"] = order["base"].map(dict(zip(order["key"], order["variant"]))).astype(object) \
+            .where(order["base"].notna(), None)
+        order["_pos"] = np.arange(len(order))
+        # every entry of a run or of its baseline run, by name
+        names = pd.concat([order[["_pos", "key"]].merge(figs[["key", "entry"]], on="key")[["_pos", "entry"]],
+                           order[["_pos", "base"]].merge(figs[["key", "entry"]], left_on="base", right_on="key")
+                           [["_pos", "entry"]]])
+        rows = names.drop_duplicates().sort_values(["_pos", "entry"], kind="mergesort").merge(order, on="_pos")
+        rows = rows.merge(figs, on=["key", "entry"], how="left")
+        base = figs[["key", "entry", "wait_mean_s", "wait_censored_mean_s"]].rename(columns={"key": "base"})
+        rows = rows.merge(base, on=["base", "entry"], how="left", suffixes=("", "_base"))
+        for c in ("wait_mean_s", "wait_censored_mean_s"):
+            rows[c.replace("mean_s", "delta_s")] = rows[c] - rows[f"{c}_base"]
+        rows["collected_from"] = rows["key"].map(sources)
+        cvals = pd.concat(collected) if collected else pd.DataFrame(columns=["key", "entry"])
+        rows = rows.merge(cvals, on=["key", "entry"], how="left")
+        for c in ("jobs", "queued_jobs", "unfinished"):
+            rows[c] = rows[c].fillna(0).astype("int64")
+        rows = rows.assign(dataset=ds, window=win, seed=int(seed), level=level)
+        parts.append(rows.reindex(columns=list(_OUTCOME_COLUMNS)))
+    if not parts:
+        return pd.DataFrame(columns=list(_OUTCOME_COLUMNS))
+    out = pd.concat(parts, ignore_index=True)
+    for c in _COLLECTED:
+        out[f"c_{c}"] = pd.to_numeric(out[f"c_{c}"], errors="coerce").astype("float64")
+    return out
 
 
 def incentive_report(results: str | os.PathLike, out: str | os.PathLike | None = None,
@@ -284,10 +303,10 @@ def incentive_report(results: str | os.PathLike, out: str | os.PathLike | None =
     plt = pyplot()
     root = Path(results)
     store = ResultStore(root)
-    runs = _runs(store)
+    runs, other_axes = _runs(store)
     outdir = Path(out) if out is not None else root / "report"
     outdir.mkdir(parents=True, exist_ok=True)
-    ent = entry_outcomes(root, baseline)
+    ent = _entry_outcomes(store, runs, other_axes, baseline)
     atomic_write_text(outdir / "incentives_entries.csv", ent.to_csv(index=False))
     datasets = store.read_json("datasets.json") if store.has("datasets.json") else {}
     parts = [f"<h1>Incentive study: who gains and who pays</h1>"

@@ -101,19 +101,6 @@ def test_shipped_specs_parse():
     assert tune.test and not set(tune.test) & set(tune.train)
 
 
-class _FakeStore:
-    """The two reads :func:`twinsweep.sweep.incentives._entry_jobs` makes of a result store."""
-
-    def __init__(self, jobs, t1):
-        self.jobs, self.t1 = jobs, t1
-
-    def read_run_table(self, key, name):
-        return self.jobs
-
-    def read_run_json(self, key, name):
-        return {"window": {"start": 0, "end": self.t1}}
-
-
 def test_entry_jobs_count_every_job_queued_in_the_window_hand_computed():
     """Per user: jobs that queued in the run (prepopulated, rejected and never-run jobs left out),
     those not finished at the window end, and their mean wait with a still-queued job counting
@@ -127,12 +114,35 @@ def test_entry_jobs_count_every_job_queued_in_the_window_hand_computed():
         "start_time": pd.array([5, 100, None, 300, None, None, 100], dtype="Int64"),
         "prepopulated": [True, False, False, False, False, False, False],
     })
-    got = _entry_jobs(_FakeStore(jobs, 1000), "k", "user")
+    got = _entry_jobs(jobs, 1000, "user")  # window end 1000 s
     assert sorted(got.index) == ["a", "b", "d"]
     a, b, d = got.loc["a"], got.loc["b"], got.loc["d"]
     assert (a["queued_jobs"], a["unfinished"], a["wait_censored_mean_s"]) == (2, 1, (60 + 500) / 2)
     assert (b["queued_jobs"], b["unfinished"], b["wait_censored_mean_s"]) == (1, 1, 100.0)
     assert (d["queued_jobs"], d["unfinished"], d["wait_censored_mean_s"]) == (1, 0, 0.0)
+
+
+def test_baseline_run_is_narrowed_axis_by_axis_hand_computed():
+    """The baseline of each run: policy fcfs with the first acct_* run's backfill (firstfit: k2 is
+    out), then the candidates k4 (y, p), k5 (x, r), k6 (x, q) narrowed to those sharing the run's
+    first axis where any does, then its second among those, the first in table order among equals.
+    k1 (x, p): x -> k5, k6; p -> none, keep both -> k5. k3 (x, q): k6. k4 (y, p): k4. k7 (z, p): z
+    -> none, keep all; p -> k4."""
+    from twinsweep.sweep.incentives import _baseline_keys
+
+    g = pd.DataFrame({
+        "key": ["k1", "k2", "k3", "k4", "k5", "k6", "k7"],
+        "policy": ["replay", "fcfs", "acct_edp", "fcfs", "fcfs", "fcfs", "acct_edp"],
+        "backfill": ["firstfit", "easy", "firstfit", "firstfit", "firstfit", "firstfit", "firstfit"],
+        "a1": ["x", "x", "x", "y", "x", "x", "z"],
+        "a2": ["p", "p", "q", "p", "r", "q", "p"],
+    }, index=range(10, 17))
+    got = _baseline_keys(g, ["a1", "a2"], "fcfs")
+    assert got.index.tolist() == list(range(10, 17))
+    assert got.tolist() == ["k5", "k5", "k6", "k4", "k5", "k6", "k4"]
+    assert _baseline_keys(g, [], "fcfs").tolist() == ["k4"] * 7  # no other axis: the first candidate
+    assert _baseline_keys(g, ["a2", "a1"], "fcfs").tolist() == ["k4", "k4", "k6", "k4", "k5", "k6", "k4"]
+    assert _baseline_keys(g, ["a1"], "sjf").tolist() == [None] * 7  # no run of the baseline policy
 
 
 @pytest.mark.filterwarnings("ignore::twinsweep.core.run.ReplayOversubscribedWarning")
