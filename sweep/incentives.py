@@ -9,7 +9,7 @@
   finished and not finished, the mean wait of every job the entry queued (a job still waiting at
   the window end with its wait so far: the same jobs in every variant, so an entry whose jobs stop
   finishing is counted as paying, not dropped) and of its finished jobs, energy, and the change
-  against the baseline policy (default ``fcfs`` + the backfill of the incentive runs), averaged
+  against the baseline policy (default ``fcfs``, with each run's own backfill), averaged
   over seeds;
 * for each incentive policy a scatter of that change against the quantity the policy ranks by
   (the entry's average power, EDP, ED²P or Fugaku points from the collection replay), point size
@@ -190,25 +190,31 @@ def _run_entries(store: ResultStore, key: str, manifest: dict, level: str) -> pd
 
 def _baseline_keys(g: pd.DataFrame, axes: list[str], baseline: str) -> pd.Series:
     """For each run of group ``g`` (one dataset, window and seed; index aligned with ``g``), the key
-    of its baseline run (None when the group has none): a run of policy ``baseline`` with the
-    backfill of the group's first incentive (``acct_*``) run (``none`` without one), and of those
-    the one that shares the run's value of the first axis of ``axes`` where any does, then of the
-    next axis among those, and so on; the first in ``g``'s order among equals."""
+    of its baseline run (None when the group has none): a run of policy ``baseline``, of those
+    the one with the run's own backfill where any has it (``acct_edp+firstfit`` against
+    ``fcfs+firstfit``, not against the baseline of another backfill), then the one that shares the
+    run's value of the first axis of ``axes`` where any does, then of the next axis among those,
+    and so on; among baseline runs equal on all of that (a run whose backfill no baseline run has,
+    e.g. replay), the one with the backfill of the group's first incentive (``acct_*``) run, then
+    the first in ``g``'s order."""
     inc_bf = g.loc[g["policy"].astype(str).str.startswith("acct_"), "backfill"]
     base_bf = str(inc_bf.iloc[0]) if len(inc_bf) else "none"
-    cand = g[(g["policy"] == baseline) & (g["backfill"].astype(str) == base_bf)]
+    cand = g[g["policy"] == baseline]
     if cand.empty:
         return pd.Series([None] * len(g), index=g.index, dtype=object)
     # every run x every candidate; per axis, 1 where they share its value: the lexicographic
     # maximum of those matches is what narrowing axis by axis (keeping all when none matches) keeps
-    runs = pd.DataFrame({"_row": np.arange(len(g)), **{a: g[a].astype(str).to_numpy() for a in axes}})
+    keyed = ["backfill", *[a for a in axes if a != "backfill"]]
+    runs = pd.DataFrame({"_row": np.arange(len(g)), **{a: g[a].astype(str).to_numpy() for a in keyed}})
     cands = pd.DataFrame({"_cand": np.arange(len(cand)), "_key": cand["key"].astype(str).to_numpy(),
-                          **{a: cand[a].astype(str).to_numpy() for a in axes}})
+                          "_pref": (cand["backfill"].astype(str) == base_bf).astype(int).to_numpy(),
+                          **{a: cand[a].astype(str).to_numpy() for a in keyed}})
     pairs = runs.merge(cands, how="cross", suffixes=("", "_b"))
-    match = [f"_m{i}" for i in range(len(axes))]
-    for m, a in zip(match, axes):
+    match = [f"_m{i}" for i in range(len(keyed))]
+    for m, a in zip(match, keyed):
         pairs[m] = (pairs[a] == pairs[f"{a}_b"]).astype(int)
-    best = pairs.sort_values(["_row", *match, "_cand"], ascending=[True, *[False] * len(match), True],
+    order = ["_row", *match, "_pref", "_cand"]
+    best = pairs.sort_values(order, ascending=[True, *[False] * (len(match) + 1), True],
                              kind="mergesort").drop_duplicates("_row")
     return pd.Series(best["_key"].to_numpy(dtype=object), index=g.index)
 
@@ -297,8 +303,9 @@ def incentive_report(results: str | os.PathLike, out: str | os.PathLike | None =
                      baseline: str = "fcfs") -> Path:
     """Write ``report/incentives.html`` (+ PNGs, CSV) for a sweep's results folder; returns its path.
 
-    ``baseline``: the policy whose per-entry waits the others are compared with (its backfill is
-    that of the incentive runs). Raises FileNotFoundError when the folder holds no sweep.
+    ``baseline``: the policy whose per-entry waits the others are compared with (each run against
+    the baseline run of its own backfill, :func:`_baseline_keys`). Raises FileNotFoundError when
+    the folder holds no sweep.
     """
     plt = pyplot()
     root = Path(results)
@@ -311,7 +318,7 @@ def incentive_report(results: str | os.PathLike, out: str | os.PathLike | None =
     datasets = store.read_json("datasets.json") if store.has("datasets.json") else {}
     parts = [f"<h1>Incentive study: who gains and who pays</h1>"
              f"<p>Results: <code>{html.escape(str(root.resolve()))}</code>. Baseline: <b>{html.escape(baseline)}</b> "
-             "with the incentive runs' backfill. Mean waits are over each entry's jobs that finished in the window "
+             "with each run's own backfill (the incentive runs' backfill for a run of a backfill it was not run with). Mean waits are over each entry's jobs that finished in the window "
              "(completed or killed at their time limit); changes are per entry against the baseline run of the same "
              "window and seed, averaged over seeds. Collected values are those the incentive runs prioritised by "
              "(the collection each run's manifest records, checked by its checksum). Power is facility input power; labelled <i>assumed</i> when the system's power "

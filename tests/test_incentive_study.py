@@ -123,11 +123,13 @@ def test_entry_jobs_count_every_job_queued_in_the_window_hand_computed():
 
 
 def test_baseline_run_is_narrowed_axis_by_axis_hand_computed():
-    """The baseline of each run: policy fcfs with the first acct_* run's backfill (firstfit: k2 is
-    out), then the candidates k4 (y, p), k5 (x, r), k6 (x, q) narrowed to those sharing the run's
-    first axis where any does, then its second among those, the first in table order among equals.
-    k1 (x, p): x -> k5, k6; p -> none, keep both -> k5. k3 (x, q): k6. k4 (y, p): k4. k7 (z, p): z
-    -> none, keep all; p -> k4."""
+    """The baseline of each run: a run of policy fcfs with the run's own backfill (k2, fcfs+easy,
+    is its own baseline; the firstfit runs' candidates are k4 (y, p), k5 (x, r), k6 (x, q)),
+    narrowed to those sharing the run's first axis where any does, then its second among those,
+    the first in table order among equals. k1 (x, p): x -> k5, k6; p -> none, keep both -> k5.
+    k3 (x, q): k6. k4 (y, p): k4. k7 (z, p): z -> none, keep all; p -> k4. (The baseline's backfill
+    used to be the first acct_* run's for every run: acct_*+firstfit and fcfs+easy alike were
+    compared with fcfs+firstfit, helper-51.)"""
     from twinsweep.sweep.incentives import _baseline_keys
 
     g = pd.DataFrame({
@@ -139,10 +141,22 @@ def test_baseline_run_is_narrowed_axis_by_axis_hand_computed():
     }, index=range(10, 17))
     got = _baseline_keys(g, ["a1", "a2"], "fcfs")
     assert got.index.tolist() == list(range(10, 17))
-    assert got.tolist() == ["k5", "k5", "k6", "k4", "k5", "k6", "k4"]
-    assert _baseline_keys(g, [], "fcfs").tolist() == ["k4"] * 7  # no other axis: the first candidate
-    assert _baseline_keys(g, ["a2", "a1"], "fcfs").tolist() == ["k4", "k4", "k6", "k4", "k5", "k6", "k4"]
+    assert got.tolist() == ["k5", "k2", "k6", "k4", "k5", "k6", "k4"]
+    assert _baseline_keys(g, [], "fcfs").tolist() == ["k4", "k2", "k4", "k4", "k4", "k4", "k4"]  # first of its backfill
+    assert _baseline_keys(g, ["a2", "a1"], "fcfs").tolist() == ["k4", "k2", "k6", "k4", "k5", "k6", "k4"]
     assert _baseline_keys(g, ["a1"], "sjf").tolist() == [None] * 7  # no run of the baseline policy
+
+
+def test_each_backfill_is_compared_with_the_baseline_of_that_backfill():
+    """Two backfills: acct_edp+easy against fcfs+easy, acct_edp+firstfit against fcfs+firstfit;
+    a run of a backfill no fcfs run has (replay's 'none', acct_edp+conservative) against the fcfs
+    run of the first acct_* run's backfill (easy here)."""
+    from twinsweep.sweep.incentives import _baseline_keys
+
+    g = pd.DataFrame({"key": ["r", "ae", "af", "fe", "ff", "ac"],
+                      "policy": ["replay", "acct_edp", "acct_edp", "fcfs", "fcfs", "acct_edp"],
+                      "backfill": ["none", "easy", "firstfit", "easy", "firstfit", "conservative"]})
+    assert _baseline_keys(g, [], "fcfs").tolist() == ["fe", "fe", "ff", "fe", "ff", "fe"]
 
 
 @pytest.mark.filterwarnings("ignore::twinsweep.core.run.ReplayOversubscribedWarning")
