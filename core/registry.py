@@ -396,12 +396,14 @@ class Registry(Generic[T]):
         validation page's "what it does"): its leading ````name``:`` and reST markup removed, and
         references to the team's design notes (DESIGN.md, not shipped with the package) and to the
         module docstring (not on the reader's page) dropped;
-        ``—`` when ``name`` is not valid here (e.g. a plug-in not installed on this machine) or has
-        no docstring."""
+        ``—`` when it has no docstring; when ``name`` is not valid here (e.g. a plug-in not
+        installed on the machine that builds the page, though the runs used it), ``—`` and why:
+        ``"— (not available here: unknown policy 'wfp'; ...)"``, the error's first 200 characters."""
         try:
             doc = self.get(name).__doc__ or ""
-        except Exception:  # noqa: BLE001 - an unknown or unloadable name has no summary, not an error
-            return "—"
+        except Exception as exc:  # noqa: BLE001 - an unknown or unloadable name has no summary, not an error
+            why = " ".join(str(exc).split())
+            return f"— (not available here: {why[:200]}{'…' if len(why) > 200 else ''})"
         text = " ".join(doc.split())
         text = re.sub(rf"^``{re.escape(name)}``:\s*", "", text)
         text = re.sub(r",?\s*\(?DESIGN\.md §[\d.]+\)?", "", text)
