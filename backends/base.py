@@ -24,36 +24,39 @@ A batch-queue backend (``slurm``) leaves jobs queued or running after its driver
 results folder (the work twice, and two writers of one run folder), so every backend *that is not
 the one owning those jobs* refuses to start a study on such a folder. The check is made in one
 place, :meth:`Backend.study_options` (the hook through which a sweep or a tuning tells its backend
-which results folder it works on, before anything runs or is written): the base class wraps every
-subclass's own ``study_options`` with it (:meth:`Backend.__init_subclass__`), so ``local``, ``ray``
-and any plug-in go through it. It asks every registered batch-queue backend
-(:meth:`Backend.queued_work`; ``slurm`` reads its submission records and asks ``squeue``) and
-raises :class:`QueuedWorkError` naming the jobs, how many runs they still hold and what to do:
-wait for them (or follow them with their own backend, which adopts them), or cancel them to take
-their runs over. It refuses rather than skipping those runs: a sweep that silently leaves runs to
-jobs it does not follow would report them missing at its end. When the jobs' state cannot be asked
-(e.g. ``squeue`` not installed here), it refuses as well and says what could not be checked; with
-the environment variable ``TWINSWEEP_ASSUME_JOBS_ENDED=1`` those unchecked jobs are taken as over
-(the study runs, with a message naming them). The owner backend itself is not refused: ``slurm``
-adopts its own queued arrays.
+which results folder it works on, before anything runs or is written): the base class wraps its own
+and every subclass's ``study_options`` with it (:meth:`Backend.__init_subclass__`), so ``local``,
+``ray`` and any plug-in go through it, once per call even when an override calls ``super()``. It
+asks every registered batch-queue backend (:meth:`Backend.queued_work`; ``slurm`` reads its
+submission records and asks ``squeue``) and raises :class:`QueuedWorkError` naming the jobs, how
+many runs they still hold and what to do: wait for them (or follow them with their own backend,
+which adopts them), or cancel them to take their runs over. It refuses rather than skipping those
+runs: a sweep that silently leaves runs to jobs it does not follow would report them missing at its
+end. When the jobs' state cannot be asked (e.g. ``squeue`` not installed here), it refuses as well
+and says what could not be checked; with the environment variable ``TWINSWEEP_ASSUME_JOBS_ENDED=1``
+those unchecked jobs are taken as over (the study runs, with a message naming them). The owner
+backend itself is not refused: ``slurm`` adopts its own queued arrays.
 """
 
 from __future__ import annotations
 
 import abc
+import contextvars
 import dataclasses
 import functools
 import inspect
 import os
 import signal
-import socket
 import time
 import traceback
 import warnings
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from twinsweep.core.errors import ConfigError, TwinError
+from twinsweep.core import errors as _errors
+from twinsweep.core.errors import INPUT_ERRORS, ConfigError, TwinError
 from twinsweep.core.registry import Registry
+
+from .process import worker_id
 
 RunFn = Callable[[Any, Any], Any]
 
@@ -76,7 +79,12 @@ class Outcome:
     raised (or the worker died); ``traceback``: formatted traceback text; ``wall_s``: seconds spent
     in fn (wall clock); ``cpu_s``: CPU seconds the worker process spent in fn (user + system of all
     its threads, ``time.process_time``; 0.0 when fn never ran: a dead worker, a lost task); ``worker``: ``host:pid`` that ran it; ``errno``: the ``OSError.errno`` when fn raised an
-    OSError (e.g. ENOSPC: the disk is full, which the caller may treat as fatal), else None.
+    OSError (e.g. ENOSPC: the disk is full, which the caller may treat as fatal), else None;
+    ``deterministic``: True when fn raised an error of its own inputs or of a plug-in's contract
+    (an instance of :data:`core.errors.INPUT_ERRORS`, subclasses included: set by
+    :func:`call_safely`): a run is deterministic, so it would raise the same error at every
+    attempt and a caller does not retry it; False for every other failure (a dead worker, a lost
+    task, an OSError, a time limit), which another attempt may get past.
     """
 
     key: str
@@ -88,6 +96,7 @@ class Outcome:
     worker: str = ""
     cpu_s: float = 0.0
     errno: int | None = None
+    deterministic: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The outcome as a JSON-ready dict (``result`` must be JSON-serialisable)."""
@@ -95,19 +104,28 @@ class Outcome:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Outcome":
-        """Inverse of :meth:`to_json`; unknown keys are ignored."""
+        """Inverse of :meth:`to_json`; unknown keys are ignored. A record written before outcomes
+        carried ``deterministic`` (a Slurm outcome file of an earlier version) gets it from the
+        class named at the head of its ``error`` (:func:`_input_error_named`)."""
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        out = cls(**{k: v for k, v in d.items() if k in names})
+        if "deterministic" not in d and not out.ok:
+            out.deterministic = _input_error_named(out.error)
+        return out
 
 
-def worker_id() -> str:
-    """``host:pid`` of the current process."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+def _input_error_named(error: str | None) -> bool:
+    """Whether ``error`` (``"Type: message"``) names a class of :mod:`core.errors` that is one of
+    :data:`core.errors.INPUT_ERRORS`: how an outcome record without ``deterministic`` is read."""
+    cls = getattr(_errors, (error or "").split(":", 1)[0].strip(), None)
+    return isinstance(cls, type) and issubclass(cls, INPUT_ERRORS)
 
 
 def call_safely(fn: RunFn, task: Task, shared_value: Any) -> Outcome:
     """Run ``fn(task.payload, shared_value)`` and turn any exception into a failed Outcome (with the
-    wall and CPU seconds fn took: ``Outcome.wall_s`` / ``cpu_s``)."""
+    wall and CPU seconds fn took: ``Outcome.wall_s`` / ``cpu_s``; ``deterministic`` when the
+    exception is an input error, :data:`core.errors.INPUT_ERRORS`). Ctrl-C (KeyboardInterrupt, or
+    a library's cancellation on SIGINT/SIGTERM) propagates as KeyboardInterrupt."""
     c0, t0 = time.process_time(), time.perf_counter()
     try:
         result = fn(task.payload, shared_value)
@@ -118,7 +136,7 @@ def call_safely(fn: RunFn, task: Task, shared_value: Any) -> Outcome:
             raise KeyboardInterrupt from exc
         return Outcome(task.key, False, error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(),
                        wall_s=time.perf_counter() - t0, worker=worker_id(), errno=_errno_of(exc),
-                       cpu_s=time.process_time() - c0)
+                       cpu_s=time.process_time() - c0, deterministic=isinstance(exc, INPUT_ERRORS))
 
 
 def _errno_of(exc: BaseException) -> int | None:
@@ -143,6 +161,34 @@ def _is_interrupt(exc: BaseException) -> bool:
     write on SIGINT/SIGTERM and re-raises ``ArrowCancelled`` (carrying ``signum``) when the
     re-emitted signal has not reached Python yet; as a failed run it would swallow the Ctrl-C."""
     return type(exc).__name__ == "ArrowCancelled" and getattr(exc, "signum", None) in (signal.SIGINT, signal.SIGTERM)
+
+
+#: The results folders whose queued-work check the current ``study_options`` call has made: an
+#: override that calls ``super().study_options`` (or a parent's) reaches another wrapper of
+#: :func:`_checking_queued_work`, which then does not check again.
+_CHECKED_FOLDERS: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("twinsweep_checked_folders",
+                                                                                  default=frozenset())
+
+
+def _checking_queued_work(fn):
+    """``fn`` (a backend's own ``study_options``), with :func:`refuse_queued_work` first, once per
+    call: inside an outer ``study_options`` call on the same results folder (a ``super()`` call
+    from an override) the check is not made again."""
+    @functools.wraps(fn)
+    def study_options(cls, table, results_dir, *args, **kwargs):
+        folder = os.fspath(results_dir)
+        checked = _CHECKED_FOLDERS.get()
+        if folder in checked:
+            return fn(cls, table, results_dir, *args, **kwargs)
+        refuse_queued_work(cls, results_dir, kwargs.get("log", args[1] if len(args) > 1 else None))
+        token = _CHECKED_FOLDERS.set(checked | {folder})
+        try:
+            return fn(cls, table, results_dir, *args, **kwargs)
+        finally:
+            _CHECKED_FOLDERS.reset(token)
+
+    study_options._checks_queued_work = True
+    return study_options
 
 
 class Backend(abc.ABC):
@@ -173,6 +219,7 @@ class Backend(abc.ABC):
     distributions_scheduler: str | None = None
 
     @classmethod
+    @_checking_queued_work
     def study_options(cls, table: Mapping[str, Any], results_dir: str | os.PathLike, cache_dir: str | os.PathLike,
                       log: Callable[[str], None] | None = None) -> dict[str, Any]:
         """Keyword arguments of this backend (beyond ``workers``/``address``) for a sweep or tuning
@@ -182,16 +229,17 @@ class Backend(abc.ABC):
         progress messages. The base class takes none of them (``{}``); a backend overrides this to
         take what it needs, so that a caller never asks which backend it has.
 
-        First, for every backend (a subclass's override is wrapped, :meth:`__init_subclass__`):
-        :func:`refuse_queued_work` raises :class:`QueuedWorkError` when jobs of another,
-        batch-queue backend still hold runs of ``results_dir`` (see the module docstring)."""
-        refuse_queued_work(cls, results_dir, log)
+        First, for every backend, once per call (this method and every subclass's override are
+        wrapped, :meth:`__init_subclass__`): :func:`refuse_queued_work` raises
+        :class:`QueuedWorkError` when jobs of another, batch-queue backend still hold runs of
+        ``results_dir`` (see the module docstring)."""
         return {}
 
     def __init_subclass__(cls, **kwargs):
-        """Wrap the subclass's own ``study_options`` (if it defines one) so that the check of
-        :func:`refuse_queued_work` runs before it: no backend starts a study on runs that another
-        backend's queued jobs still hold, whether or not its override calls ``super()``."""
+        """Wrap the subclass's own ``study_options`` (if it defines one) with the check of
+        :func:`refuse_queued_work` (:func:`_checking_queued_work`): no backend starts a study on
+        runs that another backend's queued jobs still hold, whether or not its override calls
+        ``super()``, and the check runs once however many overrides the call goes through."""
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("study_options")
         if isinstance(own, classmethod) and not getattr(own.__func__, "_checks_queued_work", False):
@@ -210,6 +258,16 @@ class Backend(abc.ABC):
             raise ConfigError(f"backend workers must be >= 1, got {workers}")
         self.workers = int(workers) if workers is not None else None
         self.in_flight = 0
+
+    def validate(self) -> Any:
+        """Check this backend's options against what it runs on (a cluster's partitions and limits,
+        ...), before the caller writes anything: a sweep calls it when some run is still to do,
+        before its results folder gets study.json, plan.csv or a run, so that a refused option
+        leaves nothing behind. Raises ConfigError naming a bad option, or a TwinError when what
+        it runs on cannot be reached; the return value is the backend's own (callers ignore it).
+        The base class checks nothing (None); ``slurm`` asks the cluster
+        (:meth:`backends.slurm.SlurmBackend.validate`)."""
+        return None
 
     @abc.abstractmethod
     def run(self, tasks: Iterable[Task], fn: RunFn, shared: Mapping[str, Any] | None = None) -> Iterator[Outcome]:
@@ -320,17 +378,6 @@ def refuse_queued_work(cls: type["Backend"], results_dir: str | os.PathLike,
                 f"{what}. Running them with the {cls.name} backend could do them a second time. Run this where "
                 f"the cluster's commands work (to wait for them: {work.follow}), or, if those jobs are over "
                 f"(e.g. the folder was copied off the cluster), set {ASSUME_JOBS_ENDED_ENV}=1 to run anyway")
-
-
-def _checking_queued_work(fn):
-    """``fn`` (a backend's own ``study_options``), with :func:`refuse_queued_work` first."""
-    @functools.wraps(fn)
-    def study_options(cls, table, results_dir, *args, **kwargs):
-        refuse_queued_work(cls, results_dir, kwargs.get("log", args[1] if len(args) > 1 else None))
-        return fn(cls, table, results_dir, *args, **kwargs)
-
-    study_options._checks_queued_work = True
-    return study_options
 
 
 def _check_backend(name: str, obj: Any) -> None:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from .base import Backend, Outcome, RunFn, Task, call_safely, register_backend
+from .process import proc_start, same_process
 from twinsweep.core.atomic import atomic_write_bytes
 
 _SHARED: dict[str, Any] = {}
@@ -64,39 +65,6 @@ def _mp_context():
     return multiprocessing.get_context("spawn")
 
 
-def _proc_start(pid: int) -> str | None:
-    """The start time of process ``pid`` (field 22 of ``/proc/<pid>/stat``, in clock ticks since
-    boot), or None when it has none: gone, a zombie (killed but not yet reaped: it runs no more),
-    or no ``/proc`` (not Linux)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(b")") + 2:].split()  # after "pid (comm) ": state, ppid, ...
-    if fields[0] in (b"Z", b"X"):
-        return None
-    return fields[19].decode()
-
-
-_HAVE_PROC = os.path.isdir("/proc/self")
-
-
-def _driver_alive(pid: int, start: str | None) -> bool:
-    """Whether the driver (pid ``pid``, started at ``start`` by :func:`_proc_start`) still runs.
-    With ``/proc`` a reused pid (another start time) and a zombie count as gone; elsewhere only a
-    pid that no longer exists does."""
-    if _HAVE_PROC:
-        return start is not None and _proc_start(pid) == start
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # exists, owned by someone else (a reused pid): not ours
-        return False
-    return True
-
-
 def _watch_driver(driver: int, ppid: int, period: float = 0.5) -> None:
     """Exit this worker as soon as its driver is gone (or its parent changes).
 
@@ -105,10 +73,10 @@ def _watch_driver(driver: int, ppid: int, period: float = 0.5) -> None:
     does, multiprocessing/forkserver.py), so after a ``kill -9`` of the driver the server, the
     workers and the resource tracker would wait for each other forever. Once the workers exit, the
     server sees the end of that pipe and exits, and so does the resource tracker."""
-    start = _proc_start(driver)  # None: already gone (a worker started as the driver died)
+    start = proc_start(driver)  # None: already gone (a worker started as the driver died), or no /proc
     while True:
         time.sleep(period)
-        if os.getppid() != ppid or not _driver_alive(driver, start):
+        if os.getppid() != ppid or not same_process(driver, start):
             os._exit(1)
 
 

@@ -82,6 +82,16 @@ class PluginError(TwinError, RuntimeError):
     RuntimeError as well (a bug in the plug-in, not in the run's inputs)."""
 
 
+#: The errors of a run's own inputs (a bad option, system file or name, an unreadable trace) or of
+#: a plug-in's contract (a scheduler reading what it cannot know, a policy or backfill variant
+#: breaking its rules), subclasses included. A run is deterministic (same config and seed, same
+#: bytes), so a run that raised one of them raises it again at every attempt: a sweep does not
+#: retry it (``backends.base.call_safely`` sets ``Outcome.deterministic`` from ``isinstance``).
+#: Not among them, so retried: OSErrors (a full disk stops the sweep instead), ProtocolError, a
+#: worker that died, any other exception.
+INPUT_ERRORS: tuple[type[TwinError], ...] = (ConfigError, TraceFormatError, PluginError, ClairvoyanceError)
+
+
 class RunWarning(UserWarning):
     """A warning a plug-in or the engine raises about one run's inputs while it runs (e.g. an
     accounts table that cannot order the run's jobs): :func:`core.run.simulate` records its message

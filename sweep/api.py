@@ -277,16 +277,6 @@ def _disk_full_outcome(outcome) -> bool:
     return outcome.errno in DISK_FULL_ERRNOS or (outcome.error or "").startswith("DiskFullError")
 
 
-#: Errors of a run's own inputs or of a plug-in's contract (core/errors.py): a run is deterministic
-#: (same config and seed, same bytes), so such a failure would come back at every attempt; it is not
-#: retried (a worker that died, a lost task, an OSError or a MemoryError are).
-DETERMINISTIC_ERRORS = ("ConfigError", "UnknownNameError", "TraceFormatError", "PluginError", "ClairvoyanceError")
-
-
-def _deterministic_outcome(outcome) -> bool:
-    return (outcome.error or "").split(":", 1)[0].strip() in DETERMINISTIC_ERRORS
-
-
 def _run_locked(spec, store, retries, run_fn, progress, report, backend_options, detach, log, t0,
                 replace_plan=False) -> "SweepResult":
     """The body of :func:`run_sweep`, with the folder's lock held."""
@@ -388,7 +378,7 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
                         store.record_failure(outcome.key, outcome.error, outcome.traceback, attempts[outcome.key],
                                              info=it.label() | {"config": it.config.to_dict()},
                                              worker=outcome.worker)
-                        if attempts[outcome.key] <= retries and not _deterministic_outcome(outcome):
+                        if attempts[outcome.key] <= retries and not outcome.deterministic:
                             again.append(it)
                         else:
                             failed_final.append(outcome.key)
@@ -419,16 +409,12 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
 
 
 def _check_backend_first(bk, items, store: ResultStore) -> None:
-    """A batch-queue backend's checks against its cluster (``slurm``: :meth:`SlurmBackend.validate`:
-    the partition, the time limit, ``sbatch --test-only``), run before the sweep writes anything
-    (study.json, plan.csv, runs/), so that a refused option leaves no results folder behind. Only
-    when some run is still to do: a complete folder does not need the cluster."""
-    validate = getattr(bk, "validate", None)
-    if not (getattr(bk, "batch_queue", False) and callable(validate)):
-        return
-    done = store.done_keys()
-    if any(it.key not in done for it in items):
-        validate()
+    """The backend's checks against what it runs on (:meth:`backends.base.Backend.validate`;
+    ``slurm``: the partition, the time limit, ``sbatch --test-only``), run before the sweep writes
+    anything (study.json, plan.csv, runs/), so that a refused option leaves no results folder
+    behind. Only when some run is still to do: a complete folder does not need the cluster."""
+    if any(not store.is_done(it.key) for it in items):
+        bk.validate()
 
 
 class _TaskStream:

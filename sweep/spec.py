@@ -9,7 +9,8 @@ annotated example; the tables and keys are:
                    ``0..n-1``, or a list of ints >= 0), ``retries`` (int >= 0: extra attempts of a
                    failing run per sweep invocation; an error of the run's inputs or of a plug-in's
                    contract — ConfigError, TraceFormatError, PluginError …, which a deterministic run
-                   would raise again — is not retried: :data:`sweep.api.DETERMINISTIC_ERRORS`).
+                   would raise again — is not retried: :data:`core.errors.INPUT_ERRORS`, subclasses
+                   included, read from :attr:`backends.base.Outcome.deterministic`).
 ``[perturbation]`` ``runtime_sigma`` (float >= 0, log-normal sigma on run times) and
                    ``submit_jitter`` (duration, uniform jitter of submit times); seed 0 is always the
                    unperturbed trace (:class:`core.config.Perturbation`).

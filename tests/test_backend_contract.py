@@ -91,3 +91,36 @@ def test_no_backend_name_is_tested_in_the_sweep_and_tuning_drivers():
         hits = [f"{rel}:{n}: {line.strip()}" for n, line in enumerate((ROOT / rel).read_text().splitlines(), 1)
                 if pat.search(line)]
         assert not hits, hits
+
+
+class _Checks(Backend):
+    """A plug-in (not a batch queue) whose validate refuses an option; counts its calls."""
+
+    name = "checks-contract"
+    calls = 0
+
+    def validate(self):
+        type(self).calls += 1
+        raise ConfigError("checks-contract option speed: 11 is more than this machine's 10")
+
+    def run(self, tasks, fn, shared=None):
+        yield from ()
+
+
+def test_every_backend_s_validate_runs_before_the_sweep_writes_anything(tmp_path):
+    """Backend.validate is a documented no-op hook that the sweep calls on every backend (not only
+    on batch-queue ones), when some run is still to do, before the results folder is written."""
+    from test_sweep_support import write_spec
+
+    assert BACKENDS.get("local")().validate() is None and BACKENDS.get("ray")().validate() is None
+    register_backend(_Checks.name, _Checks, replace=True)
+    try:
+        spec = write_spec(tmp_path, seeds=1, policies=("fcfs",), backfills=("none",))
+        with pytest.raises(ConfigError, match="checks-contract option speed: 11"):
+            api.run_sweep(spec, backend=_Checks.name, report=False)
+        assert _Checks.calls == 1 and not (tmp_path / "out").exists()
+        assert api.run_sweep(spec, backend="local", report=False).ran == 1
+        res = api.run_sweep(spec, backend=_Checks.name, report=False)  # complete: nothing to check
+        assert (res.ran, res.skipped, _Checks.calls) == (0, 1, 1)
+    finally:
+        BACKENDS.unregister(_Checks.name)

@@ -31,7 +31,14 @@ from test_sweep_support import write_spec
 
 
 # ------------------------------------------------------------------------------------ no Slurm needed
-class _Queue(Backend):
+class _Idle(Backend):
+    """The plug-in doubles' base: runs nothing."""
+
+    def run(self, tasks, fn, shared=None):
+        yield from ()
+
+
+class _Queue(_Idle):
     """A batch-queue plug-in double whose jobs 41 and 42 still hold 5 runs of every results folder."""
 
     name = "queue-double"
@@ -42,11 +49,8 @@ class _Queue(Backend):
         return QueuedWork(backend=cls.name, jobs=("41", "42"), tasks=3, runs=5, follow="qstat",
                           cancel="qdel 41 42")
 
-    def run(self, tasks, fn, shared=None):
-        yield from ()
 
-
-class _OwnOptions(Backend):
+class _OwnOptions(_Idle):
     """A plug-in whose study_options does not call super(): it is checked all the same."""
 
     name = "own-options-double"
@@ -54,9 +58,6 @@ class _OwnOptions(Backend):
     @classmethod
     def study_options(cls, table, results_dir, cache_dir, log=None):
         return {}
-
-    def run(self, tasks, fn, shared=None):
-        yield from ()
 
 
 @pytest.fixture
@@ -77,6 +78,79 @@ def test_every_other_backend_refuses_runs_a_batch_queue_still_holds(tmp_path, qu
         assert f"the {name} backend would run them a second time" in msg and "`qdel 41 42`" in msg
     assert queue_double.study_options({}, tmp_path, tmp_path / ".cache", None) == {}  # its own jobs: adopted
 
+
+
+class _Counted(_Queue):
+    """A batch-queue plug-in double that holds nothing and counts how often it is asked."""
+
+    name = "counted-queue-double"
+    asked: list[str] = []
+
+    @classmethod
+    def queued_work(cls, results_dir):
+        cls.asked.append(str(results_dir))
+        return None
+
+
+class _Parent(_Idle):
+    """A plug-in whose study_options adds to what super() gives."""
+
+    name = "parent-options-double"
+
+    @classmethod
+    def study_options(cls, table, results_dir, cache_dir, log=None):
+        return super().study_options(table, results_dir, cache_dir, log) | {"parent": 1}
+
+
+class _Child(_Parent):
+    """A subclass of it whose study_options calls super() too: three wrapped methods on one call."""
+
+    name = "child-options-double"
+
+    @classmethod
+    def study_options(cls, table, results_dir, cache_dir, log=None):
+        return super().study_options(table, results_dir, cache_dir, log=log) | {"child": 2}
+
+
+def test_the_queued_work_check_runs_once_even_through_super_calls(tmp_path):
+    """Each of these calls goes through two or three wrapped study_options (the child's, the
+    parent's, the base class's); the batch-queue backend is asked once per call, for that folder."""
+    register_backend(_Counted.name, _Counted, replace=True)
+    try:
+        _Counted.asked.clear()
+        assert _Child.study_options({}, tmp_path / "a", tmp_path / "c", None) == {"parent": 1, "child": 2}
+        assert _Counted.asked == [str(tmp_path / "a")]
+        assert _Parent.study_options({}, tmp_path / "b", tmp_path / "c") == {"parent": 1}
+        assert BACKENDS.get("local").study_options({}, tmp_path / "d", tmp_path / "c", None) == {
+            "cache_dir": str(tmp_path / "c")}
+        assert _Counted.asked == [str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "d")]
+    finally:
+        BACKENDS.unregister(_Counted.name)
+
+
+def test_a_subclass_calling_super_is_refused_once_and_told_once(tmp_path, queue_double, monkeypatch):
+    """Refused with the subclass's own name; and with squeue unable to tell (the env variable set),
+    the one message naming the unchecked jobs comes once, not once per wrapped method."""
+    with pytest.raises(QueuedWorkError, match=r"the child-options-double backend would run them a second time"):
+        _Child.study_options({}, tmp_path, tmp_path / ".cache", None)
+
+    class _Unchecked(_Queue):
+        name = "unchecked-double"
+
+        @classmethod
+        def queued_work(cls, results_dir):
+            return QueuedWork(backend=cls.name, unchecked_jobs=("43",), unchecked_runs=2, unchecked_why="no qstat here")
+
+    BACKENDS.unregister(_Queue.name)
+    register_backend(_Unchecked.name, _Unchecked, replace=True)
+    monkeypatch.setenv("TWINSWEEP_ASSUME_JOBS_ENDED", "1")
+    try:
+        msgs: list[str] = []
+        assert _Child.study_options({}, tmp_path, tmp_path / ".cache", msgs.append) == {"parent": 1, "child": 2}
+        assert len(msgs) == 1 and "job(s) 43 recorded here still had 2 run(s) to do" in msgs[0], msgs
+    finally:
+        BACKENDS.unregister(_Unchecked.name)
+        register_backend(_Queue.name, _Queue, replace=True)
 
 def _records(spec: Path, done: int = 0) -> Path:
     """The study's folder as a detached Slurm sweep leaves it: its study.json and a
@@ -149,6 +223,50 @@ def test_submissions_of_one_second_are_ordered_by_job_id_and_a_newer_one_claims_
     held = held_runs(tmp_path)
     assert held["unchecked"] == {"arrays": ["9", "12"], "tasks": 2, "runs": 2} and "squeue" in held["why"]
 
+
+
+def test_walk_chunks_newest_claims_for_status_every_record_oldest_first_for_adoption(tmp_path):
+    """One walk over the records serves status and held runs (the newest record of a run wins) and
+    adoption (every record of a wanted run, oldest first); each submission's outcome files listed once."""
+    from twinsweep.backends.slurm.status import walk_chunks
+
+    _sub(tmp_path, "20260101-000000-aaaaaa", "2026-01-01T00:00:00+00:00", "7", ["a", "b"])
+    _sub(tmp_path, "20260101-000001-bbbbbb", "2026-01-01T00:00:01+00:00", "9", ["b", "c"])
+    (tmp_path / "20260101-000000-aaaaaa" / "out" / _outcome_name("a")).write_text('{"key": "a", "ok": true}')
+    subs = load_submissions(tmp_path)
+    claims = [(c["slurm_id"], keys, sorted(present)) for _, c, keys, present in walk_chunks(subs)]
+    assert claims == [("9_0", ["b", "c"], []), ("7_0", ["a"], ["a.json"])]
+    every = [(c["slurm_id"], keys) for _, c, keys, _ in walk_chunks(subs, wanted={"b", "c"}.__contains__,
+                                                                      newest_claims=False)]
+    assert every == [("7_0", ["b"]), ("9_0", ["b", "c"])]
+    assert [c["slurm_id"] for _, c, _, _ in walk_chunks(subs, wanted=lambda k: k != "b")] == ["9_0", "7_0"]
+
+
+def test_a_submission_reads_the_records_once_for_orphans_and_adoption(tmp_path, monkeypatch):
+    """Every run is held by a running array task of an earlier submission: the backend follows it,
+    submits nothing, and has read the records (and asked each squeue question) once."""
+    from twinsweep.backends.base import Task
+    from twinsweep.backends.slurm import SlurmBackend
+    from twinsweep.backends.slurm import backend as slurm_backend
+
+    _sub(tmp_path, "20260101-000000-aaaaaa", "2026-01-01T00:00:00+00:00", "7", ["a", "b"])
+    (tmp_path / "20260101-000000-aaaaaa" / "out" / _outcome_name("a")).write_text('{"key": "a", "ok": true}')
+    calls: list[str] = []
+
+    def counted(name, fn):
+        def wrapper(*args, **kwargs):
+            calls.append(name)
+            return fn(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(slurm_backend, "load_submissions", counted("load_submissions", load_submissions))
+    monkeypatch.setattr(slurm_backend, "queued_commands", counted("queued_commands", lambda: {"7": "/elsewhere/x.sh"}))
+    monkeypatch.setattr(slurm_backend, "query_states", counted("query_states", lambda ids: {"7_0": "RUNNING"}))
+    bk = SlurmBackend(folder=tmp_path)
+    bk._validated = {"partition": "debug", "max_array_size": 1000, "time_min": 10}  # no cluster asked
+    refs, doc = bk._submit([Task("b", None)], print, {})
+    assert doc is None and [(r.slurm_id, r.keys, r.state, r.own) for r in refs] == [("7_0", ["b"], "RUNNING", False)]
+    assert calls == ["load_submissions", "queued_commands", "query_states"]
 
 # --------------------------------------------------------------------------------------- real Slurm
 def test_local_and_ray_refuse_runs_queued_slurm_arrays_hold_until_they_are_cancelled(slurm_env, tmp_path, trace,

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from twinsweep.backends.base import Task, make_backend
-from twinsweep.core.errors import ConfigError, UnknownNameError
+from twinsweep.backends.base import Outcome, Task, call_safely, make_backend
+from twinsweep.core.errors import (ClairvoyanceError, ConfigError, DiskFullError, PluginError, ProtocolError,
+                                   TraceFormatError, UnknownNameError)
 from twinsweep.sweep.api import run_sweep
 from test_sweep_support import run_files, write_spec, write_swf
 
@@ -71,6 +72,60 @@ def test_make_backend_errors():
     with pytest.raises(ConfigError, match="workers must be >= 1"):
         make_backend("local", workers=0)
 
+
+
+class _KeyIsNaN(PluginError):
+    """A plug-in's own subclass of an input error; its messages name no class."""
+
+
+def _raise_payload(payload, shared):
+    raise payload
+
+
+@pytest.mark.parametrize("exc, deterministic", [
+    (_KeyIsNaN("policy 'mine' at t=60: job 7's key is NaN"), True),
+    (UnknownNameError("policy", "fifo", ["fcfs", "sjf"]), True),
+    (TraceFormatError("x.swf", 3, "18 fields, expected 18 or more"), True),
+    (ClairvoyanceError("a scheduler cannot read run_time"), True),
+    (RuntimeError("ConfigError: a message that looks like an input error"), False),
+    (ProtocolError("scheduler 'ext' exited"), False),
+    (DiskFullError("x.parquet: disk full"), False),
+    (OSError(5, "Input/output error"), False),
+])
+def test_call_safely_marks_input_errors_deterministic_by_their_class(exc, deterministic):
+    """The flag the sweep's never-retry rule reads comes from isinstance (core.errors.INPUT_ERRORS),
+    not from the error's text: a plug-in's subclass whose message names no class is deterministic,
+    a RuntimeError whose message starts with "ConfigError:" is not."""
+    oc = call_safely(_raise_payload, Task("k", exc), None)
+    assert not oc.ok and oc.error.startswith(f"{type(exc).__name__}: ")
+    assert oc.deterministic is deterministic
+    assert Outcome.from_json(oc.to_json()) == oc  # kept through an outcome file (Slurm)
+    assert call_safely(lambda p, s: 1, Task("k", None), None).deterministic is False
+
+
+def test_outcome_records_without_the_flag_read_it_from_the_error_class_named():
+    """A Slurm outcome file written before outcomes carried ``deterministic``: the class at the head
+    of its error decides, by the same classes (core.errors.INPUT_ERRORS and their subclasses)."""
+    def read(error, ok=False):
+        return Outcome.from_json({"key": "k", "ok": ok, "error": error}).deterministic
+
+    assert read("ConfigError: bad option") and read("UnknownNameError: unknown policy 'x'")
+    assert read("TraceFormatError: x.swf:3: bad") and read("PluginError: NaN") and read("ClairvoyanceError: no")
+    assert not read("RuntimeError: boom") and not read("ProtocolError: exited") and not read("DiskFullError: full")
+    assert not read("TwinError: x") and not read("INPUT_ERRORS: x") and not read(None) and not read("", ok=True)
+    assert Outcome.from_json({"key": "k", "ok": False, "error": "ConfigError: x", "deterministic": False}) \
+        .deterministic is False  # a record that carries the flag is taken as it is
+
+
+def test_a_slurm_chunk_writes_the_flag_into_its_outcome_files(tmp_path):
+    """What one array task runs (in-process here): its outcome files carry ``deterministic``."""
+    from twinsweep.backends.slurm.task import ChunkRunner, _load_outcome, _outcome_name
+
+    tasks = [Task("a", _KeyIsNaN("job 7's key is NaN")), Task("b", RuntimeError("flaky"))]
+    ChunkRunner()(str(tmp_path / "out"), tasks, _raise_payload, {})
+    a, b = (_load_outcome(tmp_path / "out" / _outcome_name(k)) for k in ("a", "b"))
+    assert (a.ok, a.error, a.deterministic) == (False, "_KeyIsNaN: job 7's key is NaN", True)
+    assert (b.ok, b.error, b.deterministic) == (False, "RuntimeError: flaky", False)
 
 def test_local_pool_and_ray_give_byte_identical_runs(tmp_path, ray_session):
     trace = write_swf(tmp_path / "tiny.swf", n_jobs=30)

@@ -177,6 +177,21 @@ def test_an_input_error_is_not_retried(tmp_path, capsys):
     assert lines[2] == "  ... 2 more (each in failed/<key>/error.json; `twinsweep status` lists them)"
 
 
+
+def test_a_plug_in_s_own_input_error_class_is_not_retried(tmp_path):
+    """The never-retry rule goes by the exception's class (a subclass of PluginError here), not by
+    a class name in the error text: with retries = 2 the 4 sjf runs fail after one attempt each."""
+    from test_sweep_support import plugin_error_run
+
+    spec_path = write_spec(tmp_path, seeds=2, retries=2)
+    res = run_sweep(spec_path, backend="local", run_fn=plugin_error_run, report=False)
+    assert (res.ran, len(res.failed), res.attempts) == (4, 4, 0)
+    attempts = {p.name: int(p.read_text()) for p in (tmp_path / "out" / "attempts").iterdir()}
+    assert sorted(attempts[k] for k in res.failed) == [1, 1, 1, 1]
+    doc = ResultStore(tmp_path / "out").failure(res.failed[0])
+    assert doc["error"] == f"PolicyKeyBroken: policy 'sjf' of {res.failed[0]}: job 3's key is NaN"
+    assert len(doc["attempts"]) == 1
+
 def test_leftovers_are_ignored_then_cleaned(tmp_path):
     store = ResultStore(tmp_path / "o").create()
     (store.runs_dir / ".tmp-abc-host-1-x").mkdir()

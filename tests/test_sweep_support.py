@@ -77,15 +77,21 @@ def slow_run(payload, shared):
     return execute_run(payload, shared)
 
 
+def _count_attempt(payload) -> int:
+    """Count this attempt of the payload's run in ``<out>/attempts/<key>``; returns its number (1 first)."""
+    marker = Path(payload["runs_dir"]).parent / "attempts" / payload["key"]
+    marker.parent.mkdir(exist_ok=True)
+    n = int(marker.read_text()) + 1 if marker.exists() else 1
+    marker.write_text(str(n))
+    return n
+
+
 def flaky_run(payload, shared):
     """Fails the first attempt of every run whose seed is 1; always fails policy sjf + seed 2."""
     from twinsweep.sweep.runner import execute_run
 
     sw = payload["sweep"]
-    marker = Path(payload["runs_dir"]).parent / "attempts" / payload["key"]
-    marker.parent.mkdir(exist_ok=True)
-    n = int(marker.read_text()) + 1 if marker.exists() else 1
-    marker.write_text(str(n))
+    n = _count_attempt(payload)
     if sw["seed"] == 2 and sw["axes"].get("policy") == "sjf":
         raise RuntimeError(f"injected permanent failure of {payload['key']}")
     if sw["seed"] == 1 and n == 1:
@@ -93,18 +99,33 @@ def flaky_run(payload, shared):
     return execute_run(payload, shared)
 
 
+def _sjf_raises(payload, shared, error):
+    """Counts its attempts like :func:`flaky_run`; policy sjf raises ``error(key)``, the others run."""
+    from twinsweep.sweep.runner import execute_run
+
+    _count_attempt(payload)
+    if payload["sweep"]["axes"].get("policy") == "sjf":
+        raise error(payload["key"])
+    return execute_run(payload, shared)
+
+
 def input_error_run(payload, shared):
     """Counts its attempts like :func:`flaky_run`; policy sjf raises a ConfigError (an error of the
     run's inputs: the same at every attempt), the others run."""
     from twinsweep.core.errors import ConfigError
-    from twinsweep.sweep.runner import execute_run
 
-    marker = Path(payload["runs_dir"]).parent / "attempts" / payload["key"]
-    marker.parent.mkdir(exist_ok=True)
-    marker.write_text(str(int(marker.read_text()) + 1 if marker.exists() else 1))
-    if payload["sweep"]["axes"].get("policy") == "sjf":
-        raise ConfigError(f"injected input error of {payload['key']}")
-    return execute_run(payload, shared)
+    return _sjf_raises(payload, shared, lambda key: ConfigError(f"injected input error of {key}"))
+
+
+def plugin_error_run(payload, shared):
+    """As :func:`input_error_run`, but policy sjf raises a plug-in's own subclass of PluginError
+    whose message names no error class."""
+    from twinsweep.core.errors import PluginError
+
+    class PolicyKeyBroken(PluginError):
+        """A plug-in's own subclass of an input error."""
+
+    return _sjf_raises(payload, shared, lambda key: PolicyKeyBroken(f"policy 'sjf' of {key}: job 3's key is NaN"))
 
 
 def run_files(root: Path) -> dict[str, bytes]:

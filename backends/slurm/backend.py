@@ -9,20 +9,20 @@ import json
 import os
 import pickle
 import shutil
-import socket
 import time
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..base import Backend, Outcome, QueuedWork, RunFn, Task, register_backend
+from ..process import owner_gone, worker_id
 from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 from twinsweep.core.errors import ConfigError
 from .chunking import plan_chunks, split_arrays
 from .cluster import (ACTIVE_STATES, UNSETTLED_STATES, SlurmError, _limit_minutes, _partition_limits, _run_cmd,
                       cancel, cluster_max_array_size, cluster_partitions, query_states, queued_commands, slurm_ready)
 from .options import parse_options, parse_time
-from .status import _outcomes_present, _tail, held_runs, load_submissions
+from .status import _outcomes_present, _tail, held_runs, load_submissions, walk_chunks
 from .task import ChunkRunner, _load_outcome, _outcome_name, time_limit_hint, time_limit_text
 
 
@@ -165,25 +165,19 @@ class SlurmBackend(Backend):
         return flags
 
     # ------------------------------------------------------------------ adoption
-    def _adopt(self, keys: set[str]) -> list[_Ref]:
-        """Chunks of earlier submissions in ``folder`` that are still queued or running and will
-        run some of ``keys``: followed instead of submitted again.
+    def _adopt(self, keys: set[str], subs: list[dict]) -> list[_Ref]:
+        """Chunks of the earlier submissions ``subs`` (:func:`.status.load_submissions` of
+        ``folder``) that are still queued or running and will run some of ``keys``: followed
+        instead of submitted again.
 
         An array task in an unsettled state (``COMPLETING``: Slurm shows it both for a task that
         ends and for one being requeued) is asked about again for up to :data:`ADOPT_SETTLE_S`
         seconds; one still unsettled then is taken as ended (its runs are submitted again)."""
         candidates = []
-        for doc in load_submissions(self.folder):
-            sub = Path(doc["dir"])
-            present = None
-            for c in doc.get("chunks", []):
-                if not keys.intersection(c["keys"]):
-                    continue
-                if present is None:
-                    present = _outcomes_present(sub)
-                left = [k for k in c["keys"] if k in keys and _outcome_name(k) not in present]
-                if left:
-                    candidates.append((sub, c, left, doc.get("time_min")))
+        for doc, c, wanted, present in walk_chunks(subs, wanted=keys.__contains__, newest_claims=False):
+            left = [k for k in wanted if _outcome_name(k) not in present]
+            if left:
+                candidates.append((Path(doc["dir"]), c, left, doc.get("time_min")))
         if not candidates:
             return []
         ids = [c["slurm_id"] for _, c, _, _ in candidates]
@@ -214,15 +208,15 @@ class SlurmBackend(Backend):
             refs.append(ref)
         return refs
 
-    def _cancel_orphans(self) -> None:
-        """Cancel arrays queued from a submission folder of ``folder`` but recorded in no
-        ``submission.json``: a driver killed between ``sbatch`` and recording the array (their
-        task pickles may be missing, so their tasks would only wait and fail). Only when that
-        submission's driver is known to be gone (same host, process not alive); otherwise the
-        arrays are named in a log line."""
-        docs = {Path(d["dir"]): d for d in load_submissions(self.folder)}
-        subs = list(docs)
-        if not subs:
+    def _cancel_orphans(self, subs: list[dict]) -> None:
+        """Cancel arrays queued from the folder of one of the submissions ``subs``
+        (:func:`.status.load_submissions` of ``folder``) but recorded in no ``submission.json``: a
+        driver killed between ``sbatch`` and recording the array (their task pickles may be
+        missing, so their tasks would only wait and fail). Only when that submission's driver is
+        known to be gone (same host, process not alive: :func:`backends.process.owner_gone`);
+        otherwise the arrays are named in a log line."""
+        docs = {Path(d["dir"]): d for d in subs}
+        if not docs:
             return
         queued = queued_commands()
         if not queued:
@@ -232,10 +226,10 @@ class SlurmBackend(Backend):
         for jid, cmd in queued.items():
             if jid in recorded:
                 continue
-            owner = next((s for s in subs if Path(cmd).parent == s / "logs"), None)
+            owner = next((d for d in docs if Path(cmd).parent == d / "logs"), None)
             if owner is None:
                 continue
-            (mine if _driver_gone(docs[owner].get("driver", "")) else theirs).append(jid)
+            (mine if owner_gone(docs[owner].get("driver", "")) else theirs).append(jid)
         if mine:
             cancel(mine)
             self.log(f"slurm: cancelled array(s) {', '.join(sorted(mine))}: submitted by a driver that stopped "
@@ -252,8 +246,9 @@ class SlurmBackend(Backend):
             if t.key in by_key:
                 raise ValueError(f"slurm backend: duplicate task key {t.key!r}")
             by_key[t.key] = t
-        self._cancel_orphans()
-        adopted = self._adopt(set(by_key))
+        subs = load_submissions(self.folder)  # the earlier submissions, read once for both
+        self._cancel_orphans(subs)
+        adopted = self._adopt(set(by_key), subs)
         adopted_keys = {k for r in adopted for k in r.keys}
         if adopted:
             self.log(f"slurm: following {len(adopted_keys)} run(s) already queued by earlier submission(s) "
@@ -282,7 +277,7 @@ class SlurmBackend(Backend):
         import submitit
 
         doc = {"id": sub_id, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-               "driver": f"{socket.gethostname()}:{os.getpid()}", "folder": str(sub), "tasks": len(todo),
+               "driver": worker_id(), "folder": str(sub), "tasks": len(todo),
                "partition": info["partition"], "time_min": info["time_min"],
                "options": {k: v for k, v in self.options.items()}, "arrays": [], "chunks": []}
         refs: list[_Ref] = []
@@ -456,20 +451,3 @@ class SlurmBackend(Backend):
 
     def close(self) -> None:
         self.in_flight = 0
-
-
-def _driver_gone(driver: str) -> bool:
-    """True when ``driver`` (``host:pid`` of a submission.json) is a process of this host that no
-    longer runs; False when it runs or is on another host (it cannot be asked)."""
-    host, _, pid = str(driver).rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    if int(pid) == os.getpid():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # exists, owned by someone else
-        return False
-    return False

@@ -7,7 +7,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from .cluster import ACTIVE_STATES, query_states
 from .task import _load_outcome, _outcome_name
@@ -58,6 +58,34 @@ def _outcomes_present(sub_dir: Path) -> set[str]:
         return set()
 
 
+def walk_chunks(subs: list[dict], wanted: Callable[[str], bool] | None = None,
+                newest_claims: bool = True) -> Iterator[tuple[dict, dict, list[str], set[str]]]:
+    """The array tasks (chunks) of the submission records ``subs`` (:func:`load_submissions`) with
+    runs to look at: ``(doc, chunk, keys, present)`` for every chunk with at least one such key.
+
+    ``keys``: the chunk's keys, in its order, for which ``wanted`` (None: every key) is true;
+    ``present``: the names of the outcome files in the submission's ``out/`` (listed once per
+    submission, when one of its chunks has such keys; a key's file is :func:`.task._outcome_name`).
+    ``newest_claims`` True (what a folder's status and held runs read): newest submission first,
+    and a key that a newer submission lists too is left out of the older ones (their record of it
+    is stale: the newer submission took it over). False (adoption, which follows any live array
+    task holding a run): every record of a key, oldest submission first."""
+    claimed: set[str] = set()
+    for doc in (reversed(subs) if newest_claims else subs):
+        present = None
+        chunks = doc.get("chunks", [])
+        for c in chunks:
+            keys = [k for k in c["keys"] if k not in claimed and (wanted is None or wanted(k))]
+            if not keys:
+                continue
+            if present is None:
+                present = _outcomes_present(Path(doc["dir"]))
+            yield doc, c, keys, present
+        if newest_claims:
+            for c in chunks:
+                claimed.update(c["keys"])
+
+
 def _timeout_records(sub_dir: Path) -> dict[str, dict]:
     """``{slurm id: record}`` of ``<submission>/timeouts/*.json`` (written by an array task that
     reached its time limit, :meth:`backends.slurm.task.ChunkRunner.checkpoint`)."""
@@ -93,38 +121,32 @@ def folder_status(folder: str | os.PathLike, done: set[str] | None = None) -> di
     """
     done = done or set()
     subs = load_submissions(folder)
-    res: dict[str, Any] = {"submissions": [], "tasks": {}, "running_runs": 0, "queued_runs": 0,
+    submissions = [{"id": doc["id"], "created": doc.get("created"),
+                    "jobs": [a["job_id"] for a in doc.get("arrays", [])], "tasks": doc.get("tasks")} for doc in subs]
+    res: dict[str, Any] = {"submissions": submissions, "tasks": {}, "running_runs": 0, "queued_runs": 0,
                            "failed_runs": [], "failed_tasks": [], "active": False, "squeue": True, "timeouts": []}
     open_chunks = []
-    claimed: set[str] = set()  # keys a newer submission took over: older records of them are stale
-    for doc in reversed(subs):
+    timeouts: dict[str, dict[str, dict]] = {}  # per submission folder: _timeout_records
+    for doc, c, keys, present in walk_chunks(subs, wanted=lambda k: k not in done):
         sub = Path(doc["dir"])
-        present = _outcomes_present(sub)
-        res["submissions"].insert(0, {"id": doc["id"], "created": doc.get("created"),
-                                      "jobs": [a["job_id"] for a in doc.get("arrays", [])],
-                                      "tasks": doc.get("tasks")})
-        timeouts = _timeout_records(sub)
-        for c in doc.get("chunks", []):
-            missing = []
-            failed_before = len(res["failed_runs"])
-            for k in c["keys"]:
-                if k in done or k in claimed:
-                    continue
-                name = _outcome_name(k)
-                if name in present:
-                    oc = _load_outcome(sub / "out" / name)
-                    if oc is not None and not oc.ok:
-                        res["failed_runs"].append({"key": k, "error": oc.error, "log": c.get("stderr"),
-                                                   "slurm_id": c["slurm_id"], "worker": oc.worker})
-                else:
-                    missing.append(k)
-            if missing:
-                open_chunks.append((c, missing, doc.get("time_min")))
-            t = timeouts.get(c["slurm_id"])
-            if t is not None and (missing or len(res["failed_runs"]) > failed_before):
-                res["timeouts"].append(dict(t, time_min=t.get("time_min", doc.get("time_min")), state=None))
-        for c in doc.get("chunks", []):
-            claimed.update(c["keys"])
+        missing = []
+        failed_before = len(res["failed_runs"])
+        for k in keys:
+            name = _outcome_name(k)
+            if name in present:
+                oc = _load_outcome(sub / "out" / name)
+                if oc is not None and not oc.ok:
+                    res["failed_runs"].append({"key": k, "error": oc.error, "log": c.get("stderr"),
+                                               "slurm_id": c["slurm_id"], "worker": oc.worker})
+            else:
+                missing.append(k)
+        if missing:
+            open_chunks.append((c, missing, doc.get("time_min")))
+        if doc["dir"] not in timeouts:
+            timeouts[doc["dir"]] = _timeout_records(sub)
+        t = timeouts[doc["dir"]].get(c["slurm_id"])
+        if t is not None and (missing or len(res["failed_runs"]) > failed_before):
+            res["timeouts"].append(dict(t, time_min=t.get("time_min", doc.get("time_min")), state=None))
     states = query_states(c["slurm_id"] for c, _, _ in open_chunks) if open_chunks else {}
     if states is None:
         res["squeue"] = False
@@ -164,20 +186,11 @@ def held_runs(folder: str | os.PathLike) -> dict[str, Any] | None:
     squeue cannot be asked (not installed, controller down), ``"unchecked": {"arrays", "tasks",
     "runs"}`` over every recorded array task with runs left to do and ``"why"``: what failed;
     ``"unchecked"`` is None when squeue answered."""
-    subs = load_submissions(folder)
     open_chunks: list[tuple[dict, list[str]]] = []
-    claimed: set[str] = set()  # keys a newer submission took over: older records of them are stale
-    for doc in reversed(subs):
-        present = None
-        for c in doc.get("chunks", []):
-            keys = [k for k in c["keys"] if k not in claimed]
-            if keys and present is None:
-                present = _outcomes_present(Path(doc["dir"]))
-            missing = [k for k in keys if _outcome_name(k) not in present]
-            if missing:
-                open_chunks.append((c, missing))
-        for c in doc.get("chunks", []):
-            claimed.update(c["keys"])
+    for _, c, keys, present in walk_chunks(load_submissions(folder)):
+        missing = [k for k in keys if _outcome_name(k) not in present]
+        if missing:
+            open_chunks.append((c, missing))
     if not open_chunks:
         return None
 
