@@ -274,7 +274,9 @@ def _check_plan(store: ResultStore, plan: dict, replace_plan: bool) -> tuple[lis
 
 
 def _disk_full_outcome(outcome) -> bool:
-    return outcome.errno in DISK_FULL_ERRNOS or (outcome.error or "").startswith("DiskFullError")
+    """A run that failed for a full disk or quota: its errno (a DiskFullError carries ENOSPC;
+    ``backends.base.call_safely`` records the errno of any OSError, also one pyarrow wrapped)."""
+    return outcome.errno in DISK_FULL_ERRNOS
 
 
 def _run_locked(spec, store, retries, run_fn, progress, report, backend_options, detach, log, t0,
