@@ -329,9 +329,10 @@ def incentive_report(results: str | os.PathLike, out: str | os.PathLike | None =
     seed0 = int(runs["seed"].min())
     for (ds, win), g in runs.groupby(["dataset", "window"], sort=True):
         gs = g[g["seed"] == seed0]
-        variants = list(dict.fromkeys(["replay"] + sorted(v for v in gs["variant"] if v.startswith(baseline + "+"))
-                                      + sorted(v for v in gs["variant"] if v != "replay" and not v.startswith(baseline + "+"))))
-        variants = [v for v in variants if v in set(gs["variant"])]
+        # the recorded schedule first, then the baseline's variants, then the others (labels may
+        # carry other axes: replay+kill=True)
+        pol_of = dict(zip(gs["variant"], gs["policy"].astype(str)))
+        variants = sorted(pol_of, key=lambda v: (pol_of[v] != "replay", pol_of[v] != baseline, v))
         assumed = "assumed" in set(gs.get("power_label", pd.Series(dtype=str)).astype(str))
         level = _level(g)
         parts.append(f"<h2>{html.escape(str(ds))} / {html.escape(str(win))}</h2>")
@@ -346,16 +347,22 @@ def incentive_report(results: str | os.PathLike, out: str | os.PathLike | None =
             nrow = int(np.ceil(len(variants) / ncol))
             fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.6 * nrow), sharex=True, sharey=True,
                                      squeeze=False)
-            base_v = next((v for v in variants if v.startswith(baseline + "+")), None)
+            # each panel's grey line: the baseline run its entries are compared with (_baseline_keys)
+            e0 = ent[(ent["dataset"] == ds) & (ent["window"] == win) & (ent["seed"] == seed0)]
+            base_of = {v: b for v, b in zip(e0["variant"], e0["baseline"]) if isinstance(b, str) and b in tls}
+            bases = sorted(set(base_of.values()))
             for i, v in enumerate(variants):
                 ax = axes[i // ncol][i % ncol]
+                base_v = base_of.get(v)
                 if base_v is not None and v != base_v:
                     bt = tls[base_v]
                     ax.plot((bt["time"] - t0) / 3600, bt["facility_power_w"] / 1e3, color="0.75", lw=0.8,
                             drawstyle="steps-post", label=base_v)
                 t = tls[v]
                 ax.plot((t["time"] - t0) / 3600, t["facility_power_w"] / 1e3, lw=0.9, drawstyle="steps-post",
-                        color="C3" if v.startswith("acct_") else ("C0" if v == "replay" else "C2"), label=v)
+                        color="C3" if pol_of[v].startswith("acct_") else ("C0" if pol_of[v] == "replay" else "C2"),
+                        label=v)
+                ax.set_ylim(bottom=0)  # power from zero, as the sweep report draws it: a 1 % change is not magnified
                 ax.set_title(v, fontsize=9)
                 ax.grid(alpha=0.3)
                 if i % ncol == 0:
@@ -364,7 +371,9 @@ def incentive_report(results: str | os.PathLike, out: str | os.PathLike | None =
                     ax.set_xlabel("hours since window start", fontsize=8)
             for j in range(len(variants), nrow * ncol):
                 axes[j // ncol][j % ncol].set_visible(False)
-            fig.suptitle(f"{ds} / {win}, seed {seed0}: facility power by policy (grey: {base_v})", fontsize=10)
+            grey = bases[0] if len(bases) == 1 else f"each panel's baseline, {baseline} with its backfill"
+            fig.suptitle(f"{ds} / {win}, seed {seed0}: facility power by policy"
+                         + (f" (grey: {grey})" if bases else ""), fontsize=10)
             fig.tight_layout()
             name = f"incentives_timelines_{ds}_{win}.png"
             parts.append(f"<img src='data:image/png;base64,{_png(fig, outdir / name)}' alt='{html.escape(name)}'>")
