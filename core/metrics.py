@@ -260,6 +260,11 @@ _b("wait_censored_mean_s", "s", "min", "mean wait incl. still queued", "h", _H, 
                "their waits are cut at the window end, while the few that finished may have queued since "
                "before the window. Jobs already running at the window start (placed at their recorded "
                "start) are not in it: their wait was not the policy's.")
+_b("wait_censored_max_s", "s", "min", "max wait incl. still queued", "h", _H,
+   description="Longest wait of a job that queued in the window, a job still queued at the end counting its "
+               "wait so far (a lower bound): a job a policy starves until the window ends counts, where the "
+               "longest wait of a finished job ('max wait') leaves it out. Jobs already running at the window "
+               "start are not in it.")
 _b("turnaround_mean_s", "s", "min", "mean turnaround", "h", _H,
    finished_only=True, description="Mean of wait + run time over the finished jobs.")
 _b("slowdown_mean", "1", "min", "mean slowdown", digits=3,

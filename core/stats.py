@@ -30,7 +30,8 @@ with its whole wait since ``submit_time``, part of it before the window.
 * ``utilization`` = ∫ busy_nodes dt / (N · (t1 − t0)) over the window, from the engine's steps.
 * ``wait_censored_mean_s``: mean wait over every job queued in the run (started ones, prepopulated
   excluded, with their wait; still-queued ones with ``t1 − submit``, a lower bound), so that a policy
-  that leaves jobs waiting at a window's end is not rewarded as finished-job means would.
+  that leaves jobs waiting at a window's end is not rewarded as finished-job means would;
+  ``wait_censored_max_s``: the longest of those waits (a job starved until the window end counts).
 * ``makespan_s`` = (latest ``end_time`` of a finished job) − t0; None when no job finished.
 * ``throughput_jobs_per_h`` = finished jobs / ((t1 − t0) / 3600 s).
 * ``it_energy_j`` = ∫ it_power_w dt over [t0, t1) (exact integral of the step function);
@@ -390,7 +391,9 @@ def compute_stats(
     # still queued at the end counting its wait so far (t1 - submit): a lower bound that does not
     # reward a policy for leaving jobs in the queue, as finished-job means do on a window.
     cw = censored_waits(jobs, t1)
-    sysm["wait_censored_mean_s"] = _mean(cw[np.isfinite(cw)])
+    cw = cw[np.isfinite(cw)]
+    sysm["wait_censored_mean_s"] = _mean(cw)
+    sysm["wait_censored_max_s"] = _f(cw.max()) if len(cw) else None
     makespan = float(end[fin].max() - t0) if n_fin else None
     sysm["makespan_s"] = _f(makespan)
 

@@ -184,23 +184,34 @@ def _block_table(runs: pd.DataFrame, scope: str, col: str) -> pd.DataFrame:
     return g.pivot_table(index=list(BLOCK_COLS), columns="variant", values=col, aggfunc="first", observed=True)
 
 
-#: The longest wait a recommended variant gives a finished job, against the baseline's, that the
+#: The longest wait a recommended variant gives a job, against the baseline's, that the
 #: starvation caveat reports (:func:`starvation_note`): at least half as long again.
 STARVATION_MIN_SHARE = 0.5
-STARVATION_METRIC = "wait_max_s"
+#: The longest wait the starvation caveat compares: of every job that queued, a job still queued at
+#: the window end counting its wait so far (a job starved past the window end counts: the longest
+#: wait of a finished job left it out and read shorter under SJF on ALCF Theta, helper-56); results
+#: of a version without it are compared on :data:`STARVATION_FALLBACK`, the finished jobs'.
+STARVATION_METRIC = "wait_censored_max_s"
+STARVATION_FALLBACK = "wait_max_s"
 
 
 def starvation_note(runs: pd.DataFrame, v: Verdict) -> str | None:
-    """The caveat (HTML) for a stated trade-off's recommendation whose longest wait of a finished
-    job (``wait_max_s``) is longer than the baseline's by the survivorship rule (a two-sided sign
-    test significant at :data:`sweep.stability.SIGN_LEVEL` over the scope's blocks, or every block
+    """The caveat (HTML) for a stated trade-off's recommendation whose longest wait
+    (:data:`STARVATION_METRIC`: of every job that queued, one still queued at the window end with
+    its wait so far) is longer than the baseline's by the survivorship rule (a two-sided sign test
+    significant at :data:`sweep.stability.SIGN_LEVEL` over the scope's blocks, or every block
     below :data:`sweep.verdict.MIN_BLOCKS`) and by at least :data:`STARVATION_MIN_SHARE` of it on
     average: a gain in mean wait bought by making some jobs wait far longer (SJF's and a backfill
-    without reservation's starvation of large or long jobs). Jobs still queued at the window end
-    are not in a maximum of finished jobs: the survivorship caveat counts them. None when no
-    recommendation is concerned or ``runs`` lacks the column. ``runs``: the ranked runs."""
-    if STARVATION_METRIC not in runs.columns or runs.empty:
+    without reservation's starvation of large or long jobs). Results without that column are
+    compared on the longest wait of a finished job (:data:`STARVATION_FALLBACK`), and the caveat
+    says so. None when no recommendation is concerned or ``runs`` has neither column. ``runs``:
+    the ranked runs."""
+    col = next((c for c in (STARVATION_METRIC, STARVATION_FALLBACK) if c in runs.columns and runs[c].notna().any()),
+               None)
+    if col is None or runs.empty:
         return None
+    what = "longest wait (a job still queued at the window end counted with its wait so far)" \
+        if col == STARVATION_METRIC else "longest wait of a finished job"
     parts = []
     for s in v.scopes:
         o = s.get(TRADEOFF)
@@ -208,14 +219,14 @@ def starvation_note(runs: pd.DataFrame, v: Verdict) -> str | None:
             continue
         if s.scope == OVERALL and runs["dataset"].nunique() > 1:
             continue  # a maximum pooled over machines of different sizes says little: each dataset's scope says it
-        q = _block_table(runs, s.scope, STARVATION_METRIC)
+        q = _block_table(runs, s.scope, col)
         if o.best not in q.columns or s.baseline not in q.columns:
             continue
         hit = _left_more(q[[o.best, s.baseline]].dropna(), o.best, s.baseline, STARVATION_MIN_SHARE)
         if hit:
             more, n, extra, base, share, p = hit
             rule = f"sign test p = {format_number(p, 2)}" if p is not None else "every block"
-            parts.append(f"{s.scope}: {o.best}'s longest wait of a finished job is {format_number((base + extra) / 3600, 3)} h "
+            parts.append(f"{s.scope}: {o.best}'s {what} is {format_number((base + extra) / 3600, 3)} h "
                          f"on average against {format_number(base / 3600, 3)} h for {s.baseline} (the baseline), "
                          f"longer in {more} of {n} blocks ({rule})")
     if not parts:
@@ -223,7 +234,7 @@ def starvation_note(runs: pd.DataFrame, v: Verdict) -> str | None:
     return ("<b>Longer longest waits</b> (starvation): " + html.escape("; ".join(parts), quote=False) + ". Each such "
             "recommendation's gain in mean wait comes with some jobs waiting far longer: shortest-job-first orders and backfilling "
             "without a reservation (firstfit) can push large or long jobs back again and again. Rank or weigh "
-            f"{html.escape(metric(STARVATION_METRIC).label)} ([rank], [report] tradeoff) if that matters here.")
+            f"{html.escape(metric(col).label)} ([rank], [report] tradeoff) if that matters here.")
 
 
 def _twin(m: str, v: Verdict) -> str | None:

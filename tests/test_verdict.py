@@ -478,3 +478,22 @@ def test_a_recommendation_whose_longest_wait_is_far_longer_is_said():
     assert starvation_note(runs, v) is None
     assert starvation_note(runs.drop(columns="wait_max_s"), v) is None
 
+
+
+def test_the_starvation_caveat_counts_a_job_starved_past_the_window_end():
+    """ALCF Theta under SJF (helper-56): the starved wide job never starts in the window, so b's
+    longest wait of a finished job (9 h) reads shorter than the baseline's (10 h), while its
+    longest wait counting the still-queued job (30 h against 10 h, every block) is longer. The
+    caveat compares the latter when the runs have it, and names it."""
+    from twinsweep.sweep.report_verdict import starvation_note
+
+    runs = _runs({"fcfs+easy": [(100, 1000)] * 6, "b": [(50, 1000)] * 6}, seeds=range(6))
+    runs["wait_max_s"] = [36_000.0] * 6 + [32_400.0] * 6
+    runs["wait_censored_max_s"] = [36_000.0] * 6 + [108_000.0] * 6
+    v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min"}, n_boot=50)
+    note = starvation_note(runs, v)
+    assert note is not None and (
+        "d1: b's longest wait (a job still queued at the window end counted with its wait so far) is 30.0 h on "
+        "average against 10.0 h for fcfs+easy (the baseline), longer in 6 of 6 blocks (sign test p = 0.031)") in note
+    assert "Rank or weigh max wait incl. still queued" in note
+    assert starvation_note(runs.drop(columns="wait_censored_max_s"), v) is None  # the finished jobs' reads shorter
