@@ -20,6 +20,7 @@ once per value; the plan keeps one of them, the point with each ignored axis's *
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from twinsweep.core.config import RunConfig, run_key, system_ref
-from twinsweep.core.errors import ConfigError
+from twinsweep.core.errors import ConfigError, TraceFormatError
 
 from .gridcheck import ignored_axes, repeats_a_run
 from .spec import Dataset, StudySpec
@@ -160,46 +161,81 @@ def load_dataset(ds: Dataset, spec_dir: Path | None = None) -> LoadedDataset:
     """Load one dataset's trace (once) and resolve its system: a named system first, so that its
     ``timezone`` applies when the trace is read (after the dataset's ``tz``, before
     ``$TWINSWEEP_TZ``), else a generic system from the trace header. Then every window is
-    checked against the trace's span (module docstring). Raises ConfigError (naming the dataset
-    and window) / TraceFormatError."""
+    checked against the trace's span (module docstring). Raises ConfigError naming the dataset
+    and the key at fault (its ``trace``, ``system``, ``format``, a window), also for a trace that
+    cannot be read (a TraceFormatError's text, chained)."""
     from twinsweep.core.loaders import load_workload
     from twinsweep.core.run import trace_system_warnings
     from twinsweep.core.system import named_system, system_from_swf_header
     from twinsweep.core.tracespan import trace_span
 
-    try:
+    trace_key = f"dataset {ds.name!r} (trace = {ds.trace!r})"
+    with _naming(trace_key):
         path = resolve_trace(ds.trace, spec_dir)
-    except ConfigError as exc:
-        raise ConfigError(f"dataset {ds.name!r} (trace = {ds.trace!r}): {exc}") from None
-    system = named_system(ds.system, path, spec_dir)
-    workload = load_workload(str(path), format=ds.format, lenient=ds.lenient, tz=ds.tz,
-                             system_tz=getattr(system, "timezone", None))
+    with _naming(f"dataset {ds.name!r} (system = {ds.system!r})" if ds.system else trace_key):
+        system = named_system(ds.system, path, spec_dir)
+    with _naming(f"dataset {ds.name!r} (trace = {ds.trace!r}{f', format = {ds.format!r}' if ds.format else ''})"):
+        workload = load_workload(str(path), format=ds.format, lenient=ds.lenient, tz=ds.tz,
+                                 system_tz=getattr(system, "timezone", None))
     warnings = [f"dataset {ds.name}: {w}" for w in workload.warnings]
     if system is None:
-        system = system_from_swf_header(workload.header, workload.source, workload.procs_unit)
+        with _naming(trace_key):
+            system = system_from_swf_header(workload.header, workload.source, workload.procs_unit)
     if system.partitions:  # a partitioned machine: every job of the trace has a pool, said before any run
         from twinsweep.core.partitions import pool_rows
 
-        try:
+        with _naming(f"dataset {ds.name!r}"):
             pool_rows(system, workload.jobs["partition"].tolist(), workload.header.get("Partition"), workload.source)
-        except ConfigError as exc:
-            raise ConfigError(f"dataset {ds.name!r}: {exc}") from None
     # the header against a system its file name chose, and served values no job has (core.run)
     warnings += [f"dataset {ds.name}: {w}" for w in trace_system_warnings(
         system, workload, "its file name" if ds.system is None else None)]
     span = trace_span(workload)
     for window in ds.windows:
         where = f"dataset {ds.name!r} ({ds.trace}), window {window.name!r}"
-        start = window.start_seconds(int(workload.epoch))
+        with _naming(f"dataset {ds.name!r} ({ds.trace})"):  # its text names the window
+            start = window.start_seconds(int(workload.epoch))
         span.check_window(start, window.duration, where)
         t0 = span.first_submit_s if start is None else start
         warnings += span.window_warnings(t0, None if window.duration is None else t0 + window.duration, where)
     return LoadedDataset(ds, workload, system, str(path), system_ref(ds.system, system), warnings)
 
 
+@contextlib.contextmanager
+def _naming(where: str):
+    """Re-raise a ConfigError or TraceFormatError of the block as one ConfigError that starts with
+    ``where`` (the dataset and its key at fault)."""
+    try:
+        yield
+    except (ConfigError, TraceFormatError) as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+
+
+@contextlib.contextmanager
+def in_spec_file(spec: StudySpec):
+    """Prefix the spec file's path (``spec.source``) to a ConfigError or TraceFormatError raised in
+    the block (loading the datasets, checking the runs' identities), as :func:`sweep.spec.load_spec`
+    does for the errors it finds: every error of a spec names its file. A spec without a file (built
+    in Python) passes the error through."""
+    if not spec.source:
+        yield
+        return
+    try:
+        yield
+    except (ConfigError, TraceFormatError) as exc:
+        if str(exc).startswith(f"{spec.source}: "):
+            raise
+        raise ConfigError(f"{spec.source}: {exc}") from exc
+
+
 def load_datasets(spec: StudySpec) -> dict[str, LoadedDataset]:
-    """Every dataset of ``spec`` loaded once, keyed by dataset name (spec order)."""
+    """Every dataset of ``spec`` loaded once, keyed by dataset name (spec order). Raises ConfigError
+    naming the spec file, the dataset and its key at fault (:func:`load_dataset`)."""
     spec_dir = Path(spec.source).resolve().parent if spec.source else None
+    with in_spec_file(spec):
+        return _load_datasets(spec, spec_dir)
+
+
+def _load_datasets(spec: StudySpec, spec_dir: Path | None) -> dict[str, LoadedDataset]:
     loaded = {ds.name: load_dataset(ds, spec_dir) for ds in spec.datasets}
     policies = dict(spec.grid).get("policy", ())
     if "external" in policies and (parted := [n for n, d in loaded.items() if d.system.partitions]):
@@ -265,7 +301,8 @@ def expand(spec: StudySpec, datasets: dict[str, LoadedDataset]) -> list[RunItem]
     seen: dict[str, RunItem] = {}
     for item in iter_items(spec, datasets):
         if item.key in seen:
-            raise _identical(seen[item.key], item)
+            with in_spec_file(spec):
+                raise _identical(seen[item.key], item)
         seen[item.key] = item
         items.append(item)
     return items
@@ -282,7 +319,8 @@ def check_distinct_windows(spec: StudySpec, datasets: dict[str, LoadedDataset]) 
         for window in ds_spec.windows:
             item = _item(datasets[ds_spec.name], window, first_axes, spec.seeds[0], spec)
             if item.key in seen:
-                raise _identical(seen[item.key], item)
+                with in_spec_file(spec):
+                    raise _identical(seen[item.key], item)
             seen[item.key] = item
 
 

@@ -389,3 +389,36 @@ def test_a_policy_runs_once_over_every_axis_it_ignores(tmp_path):
                                           r"not \'fcfs\'.*give false first"):
         load_spec(path)
 
+
+
+@pytest.mark.parametrize("dataset, needle", [
+    ('trace = "sub"', "spec.toml: dataset 'tiny' (trace = 'sub'): {tmp}/sub: cannot read trace file: Is a directory"),
+    ('trace = "junk.swf"', "spec.toml: dataset 'tiny' (trace = 'junk.swf'): {tmp}/junk.swf: cannot detect the trace format"),
+    ('trace = "tiny.swf"\nformat = "sacct"', "spec.toml: dataset 'tiny' (trace = 'tiny.swf', format = 'sacct'): "
+                                             "{tmp}/tiny.swf:1: sacct header needs"),
+    ('trace = "tiny.swf"\nsystem = "no-such-machine"', "spec.toml: dataset 'tiny' (system = 'no-such-machine'): "
+                                                       "unknown system 'no-such-machine'; valid system names:"),
+    ('trace = "tiny.swf"\nwindows = [{name = "w", start = 1990-01-01T00:00:00Z}]',
+     "spec.toml: dataset 'tiny' (tiny.swf): window 'w': start 1990-01-01T00:00:00+00:00 is before the trace epoch"),
+    ('trace = "tiny.swf"\nwindows = [{name = "a", start = 0, duration = "1h"}, {name = "b", start = 0, duration = "1h"}]',
+     "spec.toml: datasets: tiny/a and tiny/b give identical runs"),
+])
+def test_an_error_found_when_the_datasets_load_names_the_spec_file_dataset_and_key(tmp_path, dataset, needle):
+    """What only the trace can tell (a trace that is a folder or no trace, a format or system that
+    does not fit, a window outside the trace, two windows that are one) is one error naming the spec
+    file, the dataset and its key, from the dry run and the sweep alike, and the sweep writes nothing."""
+    from test_sweep_support import write_swf
+
+    write_swf(tmp_path / "tiny.swf")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "junk.swf").write_text("hello\nworld\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'[study]\nname = "s"\noutput = "{tmp_path / "out"}"\n[[datasets]]\nname = "tiny"\n{dataset}\n'
+                    '[grid]\npolicy = ["fcfs"]\n[backend]\nname = "local"\n')
+    want = needle.format(tmp=tmp_path)
+    for extra in (["--dry-run"], ["--no-progress"]):
+        r = subprocess.run([sys.executable, "-m", "twinsweep", "sweep", str(spec), *extra], capture_output=True,
+                           text=True, cwd=REPO)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert r.stderr.startswith(f"twinsweep sweep: error: {tmp_path}/{want}"), r.stderr
+        assert not (tmp_path / "out").exists()
