@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -41,8 +42,9 @@ class Perturbation:
     submit_jitter_s: int = 0
 
     def __post_init__(self):
-        if self.runtime_sigma < 0 or self.submit_jitter_s < 0:
-            raise ConfigError(f"perturbation: runtime_sigma and submit_jitter_s must be >= 0, got {self}")
+        # NaN passes a comparison, and NaN/inf have no JSON (the run key's canonical JSON, manifest.json)
+        if not math.isfinite(self.runtime_sigma) or self.runtime_sigma < 0 or self.submit_jitter_s < 0:
+            raise ConfigError(f"perturbation: runtime_sigma and submit_jitter_s must be finite numbers >= 0, got {self}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import math
 import os
 import tomllib
 from pathlib import Path
@@ -524,8 +525,10 @@ def parse_spec(doc: dict, source: str | None = None) -> StudySpec:
     if "submit_jitter" in p and "submit_jitter_s" in p:
         raise ConfigError("perturbation: give submit_jitter or submit_jitter_s, not both")
     sigma = p.get("runtime_sigma", 0.0)
-    if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or sigma < 0:
-        raise ConfigError(f"perturbation.runtime_sigma: expected a number >= 0, got {sigma!r}")
+    if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or not math.isfinite(sigma) or sigma < 0:
+        raise ConfigError(f"perturbation.runtime_sigma: expected a number >= 0, got {sigma!r}"
+                          + ("" if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or math.isfinite(sigma)
+                             else " (not a finite number)"))
     jitter = _duration("perturbation.submit_jitter", p.get("submit_jitter", p.get("submit_jitter_s", 0)))
     perturbation = Perturbation(float(sigma), int(jitter))
 

@@ -70,3 +70,17 @@ def test_validate_ranking_line_rounds_minima_down_and_states_the_goal():
                     "same order), seeds >= 0.84, top-3 the same in 62.5 % of week x metric pairs")
     assert ">= 0.70 " in _ranking_line({"windows": 1, "kendall_tau_min_blind_vs_informed": 0.7,
                                         "kendall_tau_min_seeds": None, "top3_same_frac": None})  # 0.7 * 100 = 69.99…
+
+
+@pytest.mark.parametrize("sigma", ["nan", "inf"])
+def test_a_runtime_sigma_that_is_not_a_finite_number_is_refused_before_the_run(sigma, capsys, tmp_path):
+    """NaN passes a `< 0` check and neither NaN nor inf has a JSON form (the run key, manifest.json):
+    one error, no traceback, nothing written."""
+    log = write_swf_rows(tmp_path / "log.swf", [(j, 600 * j, 10, 300, 1) for j in range(1, 40)], max_nodes=4)
+    out = tmp_path / "o"
+    assert main(["run", "--data", str(log), "--policy", "fcfs", "--seed", "1", "--runtime-sigma", sigma,
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "perturbation: runtime_sigma and submit_jitter_s must be finite numbers >= 0, got Perturbation(" \
+           f"runtime_sigma={sigma}, submit_jitter_s=0)" in err and "Traceback" not in err
+    assert not out.exists()

@@ -86,6 +86,10 @@ def test_the_example_specs_commented_axes_are_valid_grid_values():
     ({"study": {"retries": -1}}, "study.retries: must be >= 0"),
     ({"study": {"bogus": 1}}, "study: unknown key(s) ['bogus']; allowed: name, description, output, seeds, retries"),
     ({"perturbation": {"runtime_sigma": -1}}, "perturbation.runtime_sigma: expected a number >= 0"),
+    ({"perturbation": {"runtime_sigma": float("nan")}}, "perturbation.runtime_sigma: expected a number >= 0, got nan "
+                                                         "(not a finite number)"),
+    ({"perturbation": {"runtime_sigma": float("inf")}}, "perturbation.runtime_sigma: expected a number >= 0, got inf "
+                                                         "(not a finite number)"),
     ({"perturbation": {"jitter": 3}}, "perturbation: unknown key(s) ['jitter']"),
     ({"datasets": []}, "datasets: the study needs at least one"),
     ({"datasets": [{"name": "d"}]}, "datasets[0]: missing required key 'trace'"),
