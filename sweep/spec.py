@@ -280,6 +280,12 @@ def _str(where: str, v: Any) -> str:
     return v
 
 
+def _description(v: Any) -> str:
+    if not isinstance(v, str):
+        raise ConfigError(f"study.description: expected a string, got {v!r}")
+    return v
+
+
 def _check_policy(where: str, name: Any) -> str:
     """``name`` when it is ``replay`` or a policy :data:`core.policies.POLICIES` knows (an installed
     or ``module:Class`` plug-in is loaded); else ConfigError naming ``where`` and the valid names."""
@@ -550,7 +556,11 @@ def parse_spec(doc: dict, source: str | None = None) -> StudySpec:
     workers = b.get("workers")
     if workers is not None:
         workers = _int("backend.workers", workers, lo=1)
-    address = b.get("address") or None
+    address = b.get("address")
+    if address is not None and not isinstance(address, str):
+        raise ConfigError(f"backend.address: expected a cluster address string (e.g. \"auto\" or \"ray://head:10001\"), "
+                          f"got {address!r}")
+    address = address or None
     if address is not None and not BACKENDS.get(bname).takes_address:
         takers = address_takers()
         raise ConfigError(f"backend.address: backend {bname!r} takes no address; only "
@@ -579,7 +589,7 @@ def parse_spec(doc: dict, source: str | None = None) -> StudySpec:
                         validation=_parse_validation(r.get("validation"), names))
     return StudySpec(name=name, datasets=datasets, grid=grid, seeds=seeds, perturbation=perturbation,
                      rank=rank, backend=backend, report=report, output=output, retries=retries,
-                     description=str(st.get("description", "")), source=source)
+                     description=_description(st.get("description", "")), source=source)
 
 
 def load_toml_spec(path: str | os.PathLike, parse, what: str = "study spec"):

@@ -79,6 +79,10 @@ def test_the_example_specs_commented_axes_are_valid_grid_values():
     ({"rank": {"wait_mean_s": "down"}}, "rank.wait_mean_s: 'down' is not allowed; allowed: min, max"),
     ({"backend": {"name": "dask"}}, "backend.name: 'dask' is not allowed; allowed: local, ray"),
     ({"backend": {"name": "local", "address": "auto"}}, "backend.address"),
+    ({"backend": {"name": "ray", "address": 5}}, "backend.address: expected a cluster address string "
+                                                  "(e.g. \"auto\" or \"ray://head:10001\"), got 5"),
+    ({"study": {"description": ["a"]}}, "study.description: expected a string, got ['a']"),
+    ({"study": {"description": 5}}, "study.description: expected a string, got 5"),
     ({"datasets": [{"trace": "a", "format": "swff"}]}, "datasets[0].format: 'swff' is not allowed; allowed: adastra, eurora"),
     ({"backend": {"workers": 0}}, "backend.workers: must be >= 1"),
     ({"study": {"seeds": 0}}, "study.seeds: must be >= 1"),
