@@ -53,7 +53,8 @@ annotated example; the tables and keys are:
                    stated trade-off: metric = weight, or a list of metrics = equal weights; default:
                    the rank metrics), ``pareto`` (two metrics [x, y] of the Pareto view; default: the
                    first two trade-off metrics), ``baseline`` (the variant others are compared with,
-                   ``"policy+backfill"``; default ``fcfs+easy`` when in the grid), ``validation``
+                   ``"policy+backfill"``, then ``+axis=value`` for other axes that vary, as variants are labelled;
+                   default ``fcfs+easy`` when in the grid), ``validation``
                    (dataset = path of a ``validation.json``: the twin's stated error on that trace;
                    relative paths against the current directory).
 
@@ -482,6 +483,15 @@ def _parse_baseline(v: Any, grid) -> str | None:
             raise ConfigError(f"report.baseline: {v!r} names {axis} {part!r}, which the grid does not have "
                               f"({', '.join(map(str, values.get(axis, ())))}); write it as policy+backfill, "
                               "e.g. \"fcfs+easy\"")
+    # further parts as a variant's label has them (sweep.variants): axis=value of an axis that varies;
+    # anything else would match no variant, and the report would fall back to its default baseline
+    varying = [a for a, vals in grid if a not in ("policy", "backfill") and len(vals) > 1]
+    for part in parts[2:]:
+        axis, eq, value = part.partition("=")
+        if not eq or axis not in varying or value not in map(str, values[axis]):
+            shown = ", ".join(f"{a}=<{'|'.join(map(str, values[a]))}>" for a in varying) or "none: no other axis varies"
+            raise ConfigError(f"report.baseline: {v!r}: {part!r} is not axis=value of a grid axis that varies "
+                              f"({shown}); write it as policy+backfill[+axis=value...], e.g. \"fcfs+easy\"")
     return v
 
 

@@ -109,6 +109,11 @@ def test_the_example_specs_commented_axes_are_valid_grid_values():
     ({"report": {"pareto": ["bsld_mean", "ramp"]}}, "report.pareto: 'ramp' is not a metric"),
     ({"report": {"baseline": "fcfs+conservative"}}, "report.baseline: 'fcfs+conservative' names backfill "
                                                     "'conservative', which the grid does not have (none, easy)"),
+    ({"report": {"baseline": "fcfs+easy+x"}}, "report.baseline: 'fcfs+easy+x': 'x' is not axis=value of a grid axis "
+                                              "that varies (none: no other axis varies); write it as "
+                                              "policy+backfill[+axis=value...], e.g. \"fcfs+easy\""),
+    ({"grid": {"policy": ["fcfs"], "backfill": ["easy"], "kill": [True, False]}, "report": {"baseline": "fcfs+easy+kill=no"}},
+     "report.baseline: 'fcfs+easy+kill=no': 'kill=no' is not axis=value of a grid axis that varies (kill=<True|False>)"),
     ({"report": {"validation": {"d": "/no/such/validation.json"}}}, "report.validation.d: /no/such/validation.json "
                                                                      "is not a file"),
 ])
@@ -153,6 +158,8 @@ def test_report_keys(tmp_path):
     r = spec.report
     assert r.tradeoff == (("bsld_mean", 2.0), ("ramp_15min_p95_w", 1.0)) and r.pareto == ("bsld_mean", "pue_avg")
     assert r.baseline == "fcfs+easy" and r.validation == (("d", str(v.resolve())),)
+    assert parse_spec(_doc(grid={"policy": ["fcfs"], "backfill": ["easy"], "kill": [True, False]},
+                           report={"baseline": "fcfs+easy+kill=False"})).report.baseline == "fcfs+easy+kill=False"
     assert parse_spec(_doc(report={"tradeoff": ["bsld_mean", "utilization"]})).report.tradeoff == \
         (("bsld_mean", 1.0), ("utilization", 1.0))
     from twinsweep.sweep.spec import study_metrics
