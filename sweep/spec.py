@@ -38,7 +38,9 @@ annotated example; the tables and keys are:
                    its options), so that a bad value fails here, not in every run.
 ``[rank]``         metric -> ``"min"`` | ``"max"`` (order = priority, the first is primary); or
                    ``metrics = [names]`` with default directions. Metric names, units and default
-                   directions: the catalogue, :mod:`twinsweep.core.metrics`.
+                   directions: the catalogue, :mod:`twinsweep.core.metrics`. A metric only runs with
+                   the cooling model fill (PUE, coolant temperatures, cooling energy) needs a grid
+                   point with ``cooling = true``, here and in ``[report]`` (:func:`check_cooling_metrics`).
 ``[backend]``      ``name`` (``local`` | ``ray`` | ``slurm`` | an installed plug-in: any name of
                    :data:`backends.base.BACKENDS`), ``workers`` (int >= 1; for ``slurm``: array
                    tasks at once), ``address`` (ray only: backends with ``takes_address``).
@@ -78,7 +80,7 @@ from twinsweep.core.config import Perturbation, check_timezone
 from twinsweep.core.durations import parse_human_duration
 from twinsweep.core.errors import ConfigError, UnknownNameError
 from twinsweep.core.loaders import LOADERS
-from twinsweep.core.metrics import default_direction
+from twinsweep.core.metrics import default_direction, metric
 
 from .gridcheck import check_grid
 
@@ -445,6 +447,20 @@ def metric_direction(where: str, name: Any) -> str:
         raise ConfigError(f"{where}: {name!r} is not a metric; valid metric names: {', '.join(exc.valid)}") from exc
 
 
+def check_cooling_metrics(where: str, names, grid) -> None:
+    """Raise ConfigError naming ``where`` when a metric of ``names`` is one only runs with the
+    cooling model fill (:attr:`core.metrics.Metric.cooling`: PUE, coolant temperatures, cooling
+    energy) and no point of ``grid`` (``(axis, values)`` pairs) has ``cooling = true``: every run
+    would leave it empty, and a ranking, trade-off or tuning by it would have nothing to go on."""
+    if any(v is True for v in dict(grid).get("cooling", ())):
+        return
+    need = [m for m in names if metric(m).cooling]
+    if need:
+        raise ConfigError(f"{where}: {', '.join(map(repr, need))} {'is' if len(need) == 1 else 'are'} filled only by "
+                          "runs with the cooling model, and no grid point has cooling = true (add cooling = [true] "
+                          f"to [grid], or remove {'it' if len(need) == 1 else 'them'})")
+
+
 def _parse_tradeoff(v: Any) -> tuple[tuple[str, float], ...]:
     if v is None:
         return ()
@@ -560,6 +576,7 @@ def parse_spec(doc: dict, source: str | None = None) -> StudySpec:
     grid = _parse_grid(doc.get("grid", {}))
     check_grid(grid)  # every grid point's run config and scheduler, before anything runs
     rank = _parse_rank(doc.get("rank"))
+    check_cooling_metrics("rank", [m for m, _ in rank], grid)
 
     b = _check_keys("backend", doc.get("backend", {}), _BACKEND_KEYS)
     bname = check_name("backend.name", b.get("name", "ray"), BACKENDS)
@@ -597,6 +614,8 @@ def parse_spec(doc: dict, source: str | None = None) -> StudySpec:
                         pareto=_parse_pareto(r.get("pareto")),
                         baseline=_parse_baseline(r.get("baseline"), grid),
                         validation=_parse_validation(r.get("validation"), names))
+    check_cooling_metrics("report.tradeoff", [m for m, _ in report.tradeoff], grid)
+    check_cooling_metrics("report.pareto", report.pareto, grid)
     return StudySpec(name=name, datasets=datasets, grid=grid, seeds=seeds, perturbation=perturbation,
                      rank=rank, backend=backend, report=report, output=output, retries=retries,
                      description=_description(st.get("description", "")), source=source)

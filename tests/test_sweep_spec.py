@@ -114,6 +114,13 @@ def test_the_example_specs_commented_axes_are_valid_grid_values():
                                               "policy+backfill[+axis=value...], e.g. \"fcfs+easy\""),
     ({"grid": {"policy": ["fcfs"], "backfill": ["easy"], "kill": [True, False]}, "report": {"baseline": "fcfs+easy+kill=no"}},
      "report.baseline: 'fcfs+easy+kill=no': 'kill=no' is not axis=value of a grid axis that varies (kill=<True|False>)"),
+    ({"rank": {"bsld_mean": "min", "pue_avg": "min"}},
+     "rank: 'pue_avg' is filled only by runs with the cooling model, and no grid point has cooling = true (add "
+     "cooling = [true] to [grid], or remove it)"),
+    ({"grid": {"policy": ["fcfs"], "cooling": [False]}, "report": {"tradeoff": ["bsld_mean", "supply_temp_max_c", "cooling_energy_j"]}},
+     "report.tradeoff: 'supply_temp_max_c', 'cooling_energy_j' are filled only by runs with the cooling model, and no "
+     "grid point has cooling = true (add cooling = [true] to [grid], or remove them)"),
+    ({"report": {"pareto": ["bsld_mean", "pue_avg"]}}, "report.pareto: 'pue_avg' is filled only by runs with the cooling model"),
     ({"report": {"validation": {"d": "/no/such/validation.json"}}}, "report.validation.d: /no/such/validation.json "
                                                                      "is not a file"),
 ])
@@ -152,12 +159,15 @@ def test_plug_in_names_are_checked_when_the_spec_is_loaded():
 def test_report_keys(tmp_path):
     v = tmp_path / "validation.json"
     v.write_text("{}")
-    spec = parse_spec(_doc(rank={"wait_mean_s": "min", "bsld_mean": "min"},
+    spec = parse_spec(_doc(rank={"wait_mean_s": "min", "bsld_mean": "min"},  # pue_avg: runs with cooling fill it
+                           grid={"policy": ["fcfs", "sjf"], "backfill": ["none", "easy"], "cooling": [True]},
                            report={"tradeoff": {"bsld_mean": 2, "ramp_15min_p95_w": 1}, "pareto": ["bsld_mean", "pue_avg"],
                                    "baseline": "fcfs+easy", "validation": {"d": str(v)}}))
     r = spec.report
     assert r.tradeoff == (("bsld_mean", 2.0), ("ramp_15min_p95_w", 1.0)) and r.pareto == ("bsld_mean", "pue_avg")
     assert r.baseline == "fcfs+easy" and r.validation == (("d", str(v.resolve())),)
+    assert parse_spec(_doc(grid={"policy": ["fcfs"], "cooling": [False, True]}, rank={"pue_avg": "min"})).rank == \
+        (("pue_avg", "min"),)  # some grid points run the cooling model
     assert parse_spec(_doc(grid={"policy": ["fcfs"], "backfill": ["easy"], "kill": [True, False]},
                            report={"baseline": "fcfs+easy+kill=False"})).report.baseline == "fcfs+easy+kill=False"
     assert parse_spec(_doc(report={"tradeoff": ["bsld_mean", "utilization"]})).report.tradeoff == \

@@ -179,6 +179,10 @@ def test_pareto_front_helper():
     # a misspelt tuned option: refused when the spec is read, as a sweep's grid.options.<name> is
     ("", '"options.w_agee" = { low = 0.0, high = 1.0 }', "", r"tune\.params: .*unknown option 'w_agee'"),
     ("", '"options.backfill_depth" = { low = 0.0, high = 1.0 }', "", r"tune\.params: .*unknown option"),
+    # a metric only the cooling model fills, in a study without it: every trial would fail
+    ("", '"options.w_age" = { low = 0.0, high = 1.0 }', 'objectives = ["bsld_mean", "pue_avg"]',
+     r"bad\.toml: tune\.objectives: 'pue_avg' is filled only by runs with the cooling model, and no grid point has "
+     r"cooling = true \(add cooling = \[true\] to \[grid\], or remove it\)$"),
 ])
 def test_spec_errors(tmp_path, extra_grid, params, tune_extra, match):
     trace = _trace(tmp_path / "t.swf", n=10)

@@ -15,7 +15,7 @@ from twinsweep.core.errors import ConfigError
 from twinsweep.core.metrics import metric
 
 from ..gridcheck import check_tuned_options
-from ..spec import StudySpec, load_toml_spec, metric_direction, parse_spec
+from ..spec import StudySpec, check_cooling_metrics, load_toml_spec, metric_direction, parse_spec
 
 __all__ = ["TuneParam", "TuneSpec", "SAMPLERS", "parse_tune_spec", "load_tune_spec"]
 
@@ -231,6 +231,7 @@ def parse_tune_spec(doc: dict, source: str | None = None) -> TuneSpec:
     if "objectives" not in t:
         raise ConfigError("tune.objectives: missing (e.g. objectives = {bsld_mean = \"min\"})")
     objectives = _parse_objectives(t["objectives"])
+    check_cooling_metrics("tune.objectives", [m for m, _ in objectives], study.grid)
     trials = t.get("trials", 20)
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ConfigError(f"tune.trials: expected an integer >= 1, got {trials!r}")
