@@ -159,7 +159,8 @@ def run_sweep(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None
     spec = spec.with_overrides(output=str(root))
     retries = spec.retries if retries is None else int(retries)
     run_fn = run_fn or execute_run
-    check_output_folder(root)
+    where = output_where(spec, root, given=out is not None)
+    check_output_folder(root, where)
     store = ResultStore(root, log=log)
     # what this call creates (ResultStore.create, before the datasets are checked): removed again
     # when the sweep stops before writing anything into it
@@ -167,7 +168,7 @@ def run_sweep(spec: StudySpec | str | os.PathLike, out: str | os.PathLike | None
     try:
         with store.locked():
             return _run_locked(spec, store, retries, run_fn, progress, report, backend_options, detach, log, t0,
-                               replace_plan)
+                               replace_plan, where)
     except OSError as exc:  # a full disk anywhere in the driver: one clear line, never a traceback
         _remove_if_untouched(made)
         if is_disk_full(exc):
@@ -202,19 +203,29 @@ class SweepError(TwinError):
     """The sweep cannot go on (e.g. the workers write where the driver cannot see it)."""
 
 
-def check_output_folder(root: Path) -> None:
+def output_where(spec: StudySpec, root: Path, given: bool) -> str:
+    """How an error about the output folder ``root`` names where it came from: ``--out ROOT`` when
+    the caller gave it (``--out``, ``out=``), else the spec's key, ``SPEC.toml: study.output ROOT``."""
+    if given:
+        return f"--out {root}"
+    return f"{spec.source + ': ' if spec.source else ''}study.output {root}"
+
+
+def check_output_folder(root: Path, where: str | None = None) -> None:
     """Refuse, before anything runs, an output folder that is a file, or a folder that is not a
     twinsweep results folder (no ``study.json``) but already holds files a sweep would write
-    (``plan.csv``, ``runs.parquet``, ``report/`` ...): they are someone else's. Raises ConfigError."""
+    (``plan.csv``, ``runs.parquet``, ``report/`` ...): they are someone else's. Raises ConfigError
+    starting with ``where`` (:func:`output_where`; default ``--out ROOT``)."""
+    where = where or f"--out {root}"
     if root.exists() and not root.is_dir():
-        raise ConfigError(f"--out {root}: is a file, not a folder; give a folder for the results")
+        raise ConfigError(f"{where}: is a file, not a folder; give a folder for the results")
     if root.is_dir() and not (root / "study.json").exists():
         clash = []
         for p in sorted(root.iterdir()):
             if p.name in _SWEEP_OUTPUTS and (p.is_file() or any(p.iterdir())):
                 clash.append(p.name)
         if clash:
-            raise ConfigError(f"--out {root}: not a twinsweep results folder (no study.json) but it holds "
+            raise ConfigError(f"{where}: not a twinsweep results folder (no study.json) but it holds "
                               f"{', '.join(clash)}, which a sweep would overwrite; choose another --out")
 
 
@@ -239,20 +250,21 @@ def _read_study(store: ResultStore) -> dict | None:
     return doc
 
 
-def _check_study(store: ResultStore, spec: StudySpec, replace_plan: bool = False) -> None:
+def _check_study(store: ResultStore, spec: StudySpec, replace_plan: bool = False, where: str | None = None) -> None:
     """A results folder belongs to the study named in its study.json: refuse another study's spec
-    (it would rebuild the table and report of the folder from its own plan), unless ``replace_plan``."""
+    (it would rebuild the table and report of the folder from its own plan), unless ``replace_plan``.
+    ``where``: how the error names the folder (:func:`output_where`)."""
     from twinsweep.core.errors import ConfigError
 
     doc = _read_study(store)
     name = None if doc is None else doc.get("name")
     if doc is not None and name != spec.name and not replace_plan:
-        raise ConfigError(f"--out {store.root}: this results folder belongs to study {name!r} (study.json); the spec "
+        raise ConfigError(f"{where or f'--out {store.root}'}: this results folder belongs to study {name!r} (study.json); the spec "
                           f"is study {spec.name!r}; choose another --out (or give the spec the folder's study name, "
                           "or pass --replace-plan to make this spec the folder's study)")
 
 
-def _check_plan(store: ResultStore, plan: dict, replace_plan: bool) -> tuple[list[str], list[str]]:
+def _check_plan(store: ResultStore, plan: dict, replace_plan: bool, where: str | None = None) -> tuple[list[str], list[str]]:
     """Compare the spec's plan (:func:`sweep.planid.plan_fingerprint`) with the one the folder's
     study.json records: ``(added, differences)`` (:func:`sweep.planid.compare_plans`; both empty
     for a folder without a recorded plan). Raises ConfigError listing the differences when the spec
@@ -267,7 +279,7 @@ def _check_plan(store: ResultStore, plan: dict, replace_plan: bool) -> tuple[lis
     added, diff = compare_plans(doc["plan"], plan)
     if diff and not replace_plan:
         raise ConfigError(
-            f"--out {store.root}: the spec's plan is not this results folder's study {doc.get('name')!r} (study.json) "
+            f"{where or f'--out {store.root}'}: the spec's plan is not this results folder's study {doc.get('name')!r} (study.json) "
             f"nor an extension of it: {'; '.join(diff)}; choose another --out, run the folder's own spec (a copy is "
             f"{store.root / 'study.toml'}), or pass --replace-plan to make this spec's plan the folder's")
     return added, diff
@@ -280,7 +292,7 @@ def _disk_full_outcome(outcome) -> bool:
 
 
 def _run_locked(spec, store, retries, run_fn, progress, report, backend_options, detach, log, t0,
-                replace_plan=False) -> "SweepResult":
+                replace_plan=False, where=None) -> "SweepResult":
     """The body of :func:`run_sweep`, with the folder's lock held."""
     from twinsweep.backends.base import Task, make_backend
     from .progress import SweepProgress
@@ -289,10 +301,10 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
     from .planid import plan_fingerprint, plan_sha256
 
     store.clean_tmp()
-    _check_study(store, spec, replace_plan)
+    _check_study(store, spec, replace_plan, where)
     spec, datasets, items = plan_sweep(spec)
     plan = plan_fingerprint(spec, datasets)
-    added, diff = _check_plan(store, plan, replace_plan)  # before anything is written
+    added, diff = _check_plan(store, plan, replace_plan, where)  # before anything is written
     bk = make_backend(spec.backend.name, workers=spec.backend.workers, address=spec.backend.address,
                       **_backend_options(spec, store, backend_options, log))
     _check_backend_first(bk, items, store)  # the cluster's checks, before anything is written too

@@ -385,3 +385,26 @@ def test_every_file_write_goes_through_core_atomic():
                     continue
                 found.append(f"{rel}:{n}: {line.strip()}")
     assert not found, "writes outside core/atomic.py:\n  " + "\n  ".join(found)
+
+
+def test_an_output_folder_refused_is_named_by_where_it_came_from(tmp_path):
+    """The output folder an error is about is named by the key that gave it: ``--out`` (``out=``)
+    when the caller gave one, else the spec file's ``study.output``, which the user has to edit."""
+    spec = write_spec(tmp_path, seeds=1)
+    run_sweep(spec, backend="local", report=False)
+    (tmp_path / "b").mkdir()
+    other = write_spec(tmp_path / "b", name="other", seeds=1)
+    other.write_text(other.read_text().replace(str(tmp_path / "b" / "out"), str(tmp_path / "out")))
+    with pytest.raises(ConfigError) as ei:
+        run_sweep(other, backend="local", report=False)
+    assert str(ei.value).startswith(f"{other}: study.output {tmp_path / 'out'}: this results folder belongs to study "
+                                    "'tiny' (study.json); the spec is study 'other'")
+    with pytest.raises(ConfigError) as ei:
+        run_sweep(other, out=tmp_path / "out", backend="local", report=False)
+    assert str(ei.value).startswith(f"--out {tmp_path / 'out'}: this results folder belongs to study 'tiny'")
+    afile = tmp_path / "f.txt"
+    afile.write_text("x")
+    other.write_text(other.read_text().replace(str(tmp_path / "out"), str(afile)))
+    with pytest.raises(ConfigError) as ei:
+        run_sweep(other, backend="local", report=False)
+    assert str(ei.value) == f"{other}: study.output {afile}: is a file, not a folder; give a folder for the results"

@@ -460,3 +460,26 @@ def test_winners_keep_the_weights_a_grid_table_fixes(tmp_path, fixed):
     assert doc["grid"]["options.weights"] == [
         {"fairshare": 0.5, "age": 0.25, "size": -0.5, "tlimit": 0.0},
         {"fairshare": 0.5, "age": 1.0, "size": 0.125, "tlimit": 0.75}]
+
+
+def test_a_folder_that_is_not_a_tunings_is_refused_and_kept(tmp_path):
+    """A tuning writes best.json, trials.csv, winners.toml ... into its output folder: a folder that
+    holds such files but no tune.json (the user's own) or a sweep's results (study.json) is refused
+    before anything is created in it, naming where the folder came from; its files are kept."""
+    spec = _spec(tmp_path, trials=1)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "best.json").write_text("my notes")
+    with pytest.raises(ConfigError) as ei:
+        run_tune(spec, out=mine, backend="local", test=False)
+    assert str(ei.value) == (f"--out {mine}: not a tuning's output folder (no tune.json) but it holds best.json (a "
+                             "sweep's results, or files a tuning would overwrite); choose another --out")
+    assert sorted(p.name for p in mine.iterdir()) == ["best.json"] and (mine / "best.json").read_text() == "my notes"
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "study.json").write_text("{}")
+    with pytest.raises(ConfigError) as ei:
+        run_tune(spec, backend="local", test=False)
+    assert str(ei.value).startswith(f"{spec}: study.output {out}: not a tuning's output folder (no tune.json) but it "
+                                    "holds study.json")
+    assert sorted(p.name for p in out.iterdir()) == ["study.json"]

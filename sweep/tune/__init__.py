@@ -30,7 +30,9 @@ The tuned options are checked when the spec is read, as a sweep's ``options.<nam
 low, then at its high bound), so a misspelt name is one error before anything runs; a storage URL
 is opened before the output folder is created, and one that cannot be opened is one error naming
 ``tune.storage`` (or ``--storage``), as is a journal file path that cannot be written (checked
-before anything is created). A ``step`` must divide ``high - low`` (an integer one for ``int``).
+before anything is created). An output folder without ``tune.json`` that holds files a tuning writes
+(the user's own ``best.json`` ...) or a sweep's results (``study.json``) is refused the same way
+(:func:`sweep.tune.run.check_tune_folder`), named by ``--out`` or the spec's ``study.output``. A ``step`` must divide ``high - low`` (an integer one for ``int``).
 
 A run that fails makes its trial fail (recorded in ``failed/<key>/error.json`` and in the trial's
 ``error`` attribute); runs are not retried within a tuning (``[study] retries`` is ignored). Failed

@@ -42,7 +42,7 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
     """
     import optuna
 
-    from ..api import _remove_if_untouched
+    from ..api import _remove_if_untouched, output_where
     from ..store import ResultStore
 
     t_wall = time.perf_counter()
@@ -61,6 +61,7 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
     opened = open_storage(spec, root, storage) if is_url(storage or spec.storage) else None
     if opened is None:
         check_journal(spec, storage)  # a journal file elsewhere: writable, before anything is created
+    check_tune_folder(root, output_where(study_spec, root, given=out is not None))
     store = ResultStore(root)
     res = TuneResult(out=store.root, study_name=spec.study_name, storage="")
     # what this call creates: removed again when it stops before writing anything (as a sweep's)
@@ -71,6 +72,25 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
     except BaseException:
         _remove_if_untouched(made)
         raise
+
+
+#: What a tuning writes in its output folder (:mod:`.outputs`, :mod:`.winners`), and a sweep's study.json.
+_TUNE_OUTPUTS = frozenset({"tune.json", "best.json", "trials.csv", "pareto.png", "history.png", "importances.csv",
+                           "importances.png", "winners.toml", "study.json"})
+
+
+def check_tune_folder(root: Path, where: str) -> None:
+    """Refuse, before anything is created, an output folder that holds no tuning (no ``tune.json``)
+    but files a tuning writes (``best.json``, ``trials.csv``, ``winners.toml`` ...: the user's own,
+    which it would overwrite) or a sweep's results (``study.json``), as a sweep refuses a folder
+    that is not its own (:func:`sweep.api.check_output_folder`). ``where``: how the error names the
+    folder (:func:`sweep.api.output_where`). Raises ConfigError."""
+    if not root.is_dir() or (root / "tune.json").exists():
+        return
+    clash = sorted(p.name for p in root.iterdir() if p.name in _TUNE_OUTPUTS)
+    if clash:
+        raise ConfigError(f"{where}: not a tuning's output folder (no tune.json) but it holds {', '.join(clash)} "
+                          "(a sweep's results, or files a tuning would overwrite); choose another --out")
 
 
 def _run_locked(spec, study_spec, store, res, opened, storage, n_wanted, run_fn, test, on_trial, log,
