@@ -515,6 +515,10 @@ def sweep_status(results: str | os.PathLike, rebuild: bool = True) -> dict[str, 
 
     root = Path(results)
     if not (root / "plan.csv").exists():
+        if (root / "study.json").is_file():  # a sweep's folder that lost its plan: say so, and how to get it back
+            raise FileNotFoundError(f"{root}: a sweep's results folder (study.json) without its plan.csv, which lists "
+                                    f"the planned runs; run the sweep again to rewrite it (`twinsweep sweep SPEC --out "
+                                    f"{root}` runs only what is missing; a copy of the spec is {root / 'study.toml'})")
         raise FileNotFoundError(f"{root}: no sweep here (missing plan.csv); start one with `twinsweep sweep`")
     planned = _plan_keys(root)
     store = ResultStore(root, log=lambda msg: None)

@@ -408,3 +408,20 @@ def test_an_output_folder_refused_is_named_by_where_it_came_from(tmp_path):
     with pytest.raises(ConfigError) as ei:
         run_sweep(other, backend="local", report=False)
     assert str(ei.value) == f"{other}: study.output {afile}: is a file, not a folder; give a folder for the results"
+
+
+def test_status_of_a_sweep_folder_without_its_plan_says_what_is_missing(tmp_path, capsys):
+    """A results folder whose plan.csv was deleted is not "no sweep here": status says which file is
+    missing and how to rewrite it, and the sweep it names does so without running anything again."""
+    spec = write_spec(tmp_path, seeds=1)
+    run_sweep(spec, backend="local", report=False)
+    out = tmp_path / "out"
+    (out / "plan.csv").unlink()
+    assert main(["status", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{out}: a sweep's results folder (study.json) without its plan.csv, which lists the planned runs; run the " \
+           f"sweep again to rewrite it (`twinsweep sweep SPEC --out {out}` runs only what is missing; a copy of the spec " \
+           f"is {out / 'study.toml'})" in err
+    res = run_sweep(spec, out=out, backend="local", report=False)
+    assert (res.ran, res.skipped) == (0, res.planned) and (out / "plan.csv").exists()
+    assert main(["status", str(out)]) == 0
