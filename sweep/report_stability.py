@@ -16,6 +16,7 @@ import pandas as pd
 
 from twinsweep.core.metrics import format_number, metric
 
+from .ranking_stability import minimum_text
 from .report_verdict import objective_label
 from .stability import SIGN_LEVEL, conclusions, pair_flips, window_stability
 from .twin_error import METRIC_FIGURES, TwinError, difference_table
@@ -198,7 +199,7 @@ def _twin_errors(pg, runs: pd.DataFrame, variants: list[str], verdict: Verdict, 
     for ds, te in errors.items():
         figs = ", ".join(f"{metric(m).label} {_pct(te.errors.get(m), signed=True)} (noise floor ±"
                          f"{_pct(te.noise.get(m))})" for m in METRIC_FIGURES)
-        tau = "" if te.tau_min is None else f"; ranking stability: Kendall's τ blind vs informed ≥ {format_number(te.tau_min, 2)}"
+        tau = "" if te.tau_min is None else f"; ranking stability: Kendall's τ blind vs informed ≥ {minimum_text(te.tau_min)}"
         jobs = "" if te.jobs_compared is None else f", {te.jobs_compared:,} jobs compared"
         pg.p(f"<b>{html.escape(ds)}</b>: {html.escape(te.policy)}, mode {html.escape(te.mode)}{jobs}: "
              f"{html.escape(figs)}{html.escape(tau)}. Source: <code>{html.escape(te.path)}</code>.", raw=True)

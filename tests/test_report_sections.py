@@ -381,3 +381,33 @@ def test_pooled_job_cells_say_how_many_jobs_they_pool(tmp_path):
     assert cells == {"fcfs": "0 [0–0], p95 0, max 2.00 (3 jobs)", "sjf": "0 [0–0], p95 0, max 2.00 (1,234 jobs)"}
     swing_col = next(c for c in tab.columns if c.startswith("1-min power swing"))
     assert all("jobs" not in c for c in tab[swing_col])
+
+
+def test_the_twin_error_paragraph_rounds_the_tau_minimum_down(tmp_path):
+    """A validation's τ minimum of 0.7576 reads '≥ 0.75' in the sweep report, as validate's console
+    and page print it: it read '≥ 0.76', which overstates a minimum (helper-56)."""
+    from twinsweep.sweep.report_stability import _twin_errors
+    from twinsweep.sweep.verdict import compute_verdict
+
+    p = _validation(tmp_path)
+    doc = json.loads(p.read_text())
+    doc["ranking_stability"]["kendall_tau_min_blind_vs_informed"] = 0.7576
+    p.write_text(json.dumps(doc))
+    te = load_twin_errors({"report": {"validation": [["d", str(p)]]}}, {"d": {"checksum": "sha256:abc"}})
+    runs = _runs({"ref": [100, 100], "b": [101, 103]})
+    paras = []
+
+    class Page:
+        def h(self, *a, **k): pass
+
+        def p(self, text, **k):
+            paras.append(text)
+
+        def table(self, *a, **k): pass
+
+        def csv(self, *a, **k): pass
+
+    v = compute_verdict(runs, ["ref", "b"], {"wait_mean_s": "min"}, n_boot=20)
+    _twin_errors(Page(), runs, ["ref", "b"], v, te)
+    text = " ".join(paras)
+    assert "τ blind vs informed ≥ 0.75." in text and "0.76" not in text
