@@ -15,6 +15,7 @@ import itertools
 import os
 import shutil
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -22,7 +23,8 @@ import pandas as pd
 
 from twinsweep.core.atomic import DISK_FULL_ERRNOS, atomic_write_bytes, disk_full_error, is_disk_full
 from twinsweep.backends.base import BACKENDS, batch_queue_backends
-from twinsweep.core.errors import ConfigError, DiskFullError, TwinError
+from twinsweep.core.errors import ConfigError, DiskFullError, RunWarning, TwinError
+from twinsweep.core.registry import load_object
 
 from .expand import (RunItem, check_distinct_windows, expand, grid_size, iter_items, load_datasets, plan_frame,
                      planned_item)
@@ -285,6 +287,21 @@ def _check_plan(store: ResultStore, plan: dict, replace_plan: bool, where: str |
     return added, diff
 
 
+def _say_run_warnings(counts: dict[tuple, int]) -> None:
+    """Each distinct warning the sweep's runs raised (:func:`sweep.runner.execute_run` returns
+    ``(text, "module:Category")``), once, naming how many runs raised it, in its own category (so
+    that a filter on it still applies; :class:`~twinsweep.core.errors.RunWarning` when the
+    category cannot be imported here); each run's manifest keeps its own in full."""
+    for (text, where), n in counts.items():
+        try:
+            category = load_object(where, "warning category")
+        except TwinError:
+            category = RunWarning
+        if not (isinstance(category, type) and issubclass(category, Warning)):
+            category = RunWarning
+        warnings.warn(f"{n:,} run(s): {text}", category, stacklevel=2)
+
+
 def _disk_full_outcome(outcome) -> bool:
     """A run that failed for a full disk or quota: its errno (a DiskFullError carries ENOSPC;
     ``backends.base.call_safely`` records the errno of any OSError, also one pyarrow wrapped)."""
@@ -343,6 +360,7 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
     attempts: dict[str, int] = {}
     ship = {"on": False}  # switched on when the workers turn out not to see the results folder
     failed_final: list[str] = []
+    run_warnings: dict[tuple, int] = {}  # (text, category) -> runs that raised it (said once, after the runs)
     try:
         with bk, SweepProgress(len(todo), f"{spec.name} ({res.skipped} already done)", enabled=progress) as bar:
             t_runs = time.perf_counter()  # the backend has started (Ray: its cluster): the bar's clock starts here too
@@ -361,6 +379,9 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
                     it = by_key[outcome.key]
                     if outcome.ok:
                         result = outcome.result if isinstance(outcome.result, dict) else {}
+                        for said in result.get("warnings") or ():
+                            said = tuple(said)
+                            run_warnings[said] = run_warnings.get(said, 0) + 1
                         if result.get("status") == "shipped":
                             commit_shipped(store.runs_dir, result)
                         if not store.is_done(outcome.key):
@@ -399,7 +420,9 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
                     bar.update(done=n_ok, failed=n_failed, running=bk.in_flight)
                 todo = again
             res.runs_s = time.perf_counter() - t_runs  # the last run is in (the backend still stops)
+        _say_run_warnings(run_warnings)
     except (KeyboardInterrupt, DiskFullError, SweepError):
+        _say_run_warnings(run_warnings)
         res.interrupted = True
         res.ran = n_ok
         res.failed = sorted(store.failed_keys() & set(by_key))

@@ -741,6 +741,26 @@ def _lenient_hint(exc, args) -> str:
     return ""
 
 
+def _one_line_warnings(command: str) -> None:
+    """Show each warning as ``twinsweep COMMAND: warning: MESSAGE`` on stderr, once per distinct
+    message, instead of Python's ``FILE:LINE: Category: message`` plus a source line, printed again
+    for every run and collection that meets it (a sweep's replay runs of one window said the same
+    over-subscription three times; helper-56). Run warnings stay recorded in full in each run's
+    manifest and the sweep's tables."""
+    import warnings
+
+    seen: set[str] = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = " ".join(str(message).split())
+        if text in seen:
+            return
+        seen.add(text)
+        print(f"twinsweep {command}: warning: {text}", file=file or sys.stderr, flush=True)
+
+    warnings.showwarning = show
+
+
 def main(argv=None) -> int:
     """The ``twinsweep`` command; ``argv`` None: the process's own command line (``sys.argv``),
     whose start-up is then frozen out of the garbage collector's passes (:func:`_start_up`; a
@@ -755,6 +775,8 @@ def main(argv=None) -> int:
         args = parser.parse_args(_join_signed_values(argv))
         for module in _COMMAND_MODULES.get(args.command, ()):
             importlib.import_module(module)
+    if freeze:  # a real command line: warnings as one line each, once (tests keep pytest's capture)
+        _one_line_warnings(args.command)
     try:
         return int(args.func(args) or 0)
     except TwinError as exc:

@@ -47,9 +47,12 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
     """Simulate ``payload["config"]`` on the preloaded ``shared = (workload, system)`` and write
     ``runs/<key>/`` (jobs.parquet, timeline.parquet, stats.json, manifest.json, sweep.json).
 
-    Returns ``{"key", "status": "written"|"exists", "sim_s"}`` (sim_s: seconds in simulate); with
+    Returns ``{"key", "status": "written"|"exists", "sim_s", "warnings"}`` (sim_s: seconds in
+    simulate; warnings: the distinct ``(text, "module:Category")`` of the warnings the run raised,
+    caught here so that the driver says each once for the whole sweep instead of every worker
+    printing them); with
     ``payload["ship"]`` nothing is written into ``runs_dir``: ``{"key", "status": "shipped",
-    "sim_s", "files": {name: bytes}}``. Exceptions of the twin propagate (the backend records them
+    "sim_s", "files": {name: bytes}, "warnings"}``. Exceptions of the twin propagate (the backend records them
     as a failed run). Raises PluginError, writing nothing, when the run's key here is not the
     driver's (:func:`check_same_plugins`): the worker does not have the driver's plug-ins.
     """
@@ -63,8 +66,12 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
     cfg: RunConfig = payload["config"]
     workload, system = shared if shared is not None else (None, None)
     t0 = time.perf_counter()
-    result = simulate(cfg, workload=workload, system=system)
+    with warnings.catch_warnings(record=True) as caught:  # said once by the driver, not by every worker
+        warnings.simplefilter("always")
+        result = simulate(cfg, workload=workload, system=system)
     sim_s = time.perf_counter() - t0
+    said = list(dict.fromkeys((" ".join(str(w.message).split()), f"{w.category.__module__}:{w.category.__qualname__}")
+                              for w in caught))
     check_same_plugins(payload, result.manifest)
 
     def write(tmp: Path, staged: bool = True) -> None:  # staged: commit_run_dir flushes and renames the folder
@@ -75,9 +82,9 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="twinsweep-ship-") as tmp:  # read back at once: nothing to flush
             write(Path(tmp))
             files = {p.name: p.read_bytes() for p in sorted(Path(tmp).iterdir()) if p.is_file()}
-        return {"key": key, "status": "shipped", "sim_s": sim_s, "files": files}
+        return {"key": key, "status": "shipped", "sim_s": sim_s, "files": files, "warnings": said}
     status = commit_run_dir(runs_dir, key, write)
-    return {"key": key, "status": status, "sim_s": sim_s}
+    return {"key": key, "status": status, "sim_s": sim_s, "warnings": said}
 
 
 def check_same_plugins(payload: dict[str, Any], manifest: dict[str, Any]) -> None:

@@ -425,3 +425,36 @@ def test_status_of_a_sweep_folder_without_its_plan_says_what_is_missing(tmp_path
     res = run_sweep(spec, out=out, backend="local", report=False)
     assert (res.ran, res.skipped) == (0, res.planned) and (out / "plan.csv").exists()
     assert main(["status", str(out)]) == 0
+
+
+def test_a_warning_of_many_runs_is_said_once_with_their_count(tmp_path):
+    """The replay runs of a 16-node machine whose log uses more nodes each raise the same
+    over-subscription warning: the sweep says each distinct text once, after the runs, as a
+    warning of its own category counting the runs (helper-56: a sweep printed it once per run and collection, in
+    Python's FILE:LINE format), and no run's own warning reaches the caller besides."""
+    import warnings as _w
+
+    spec = write_spec(tmp_path, seeds=2, policies=("fcfs", "replay"), backfills=("none",), n_jobs=30)
+    with _w.catch_warnings(record=True) as caught:
+        _w.simplefilter("always")
+        run_sweep(spec, backend="local", report=False, log=lambda m: None)
+    texts = [str(w.message) for w in caught]
+    over = [t for t in texts if "uses more than the system's" in t]
+    from twinsweep.core.run import ReplayOversubscribedWarning
+
+    assert over and all(w.category is ReplayOversubscribedWarning  # its own category: filters on it still apply
+                        for w in caught if "uses more than the system's" in str(w.message))
+    assert all(t.split(": ", 1)[0] in {"1 run(s)", "2 run(s)"} for t in over)
+    assert len(over) == len(set(over)) and sum(int(t.split(" ", 1)[0]) for t in over) == 2  # the 2 replay runs
+
+
+def test_the_command_line_says_a_run_warning_in_one_line_once(tmp_path):
+    """`twinsweep sweep` as a process: the over-subscription warning of the replay runs is one
+    line, 'twinsweep sweep: warning: N run(s): …', without Python's FILE:LINE and source line."""
+    spec = write_spec(tmp_path, seeds=2, policies=("fcfs", "replay"), backfills=("none",), n_jobs=30)
+    p = subprocess.run([sys.executable, "-m", "twinsweep", "sweep", str(spec), "--backend", "local", "--no-report",
+                        "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if "uses more than the system's" in ln]
+    assert len(lines) >= 1 and all(ln.startswith("twinsweep sweep: warning: ") for ln in lines), p.stderr
+    assert "ReplayOversubscribedWarning" not in p.stderr and ".py:" not in p.stderr
