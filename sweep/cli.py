@@ -360,8 +360,9 @@ def _cmd_systems(args) -> int:
     from twinsweep.core.system import list_systems
 
     console = _stdout_console()
-    t = Table(title="twinsweep systems (power marked 'assumed' = parameters of comparable hardware)")
-    for col in ("name", "title", "nodes", "cores/node", "power", "traces"):
+    t = Table(title="twinsweep systems (power marked 'assumed' = parameters of comparable hardware; trace procs/node "
+                    "= processors per node as the trace counts them, 1 where it counts nodes)")
+    for col in ("name", "title", "nodes", "trace procs/node", "power", "traces"):
         # names are copied into --system: never cut; long cells fold onto more lines (no "…")
         t.add_column(col, no_wrap=col == "name", overflow="fold")
     systems = list_systems()

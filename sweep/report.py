@@ -625,8 +625,9 @@ def _section_provenance(pg: _Page, datasets: dict) -> None:
         rows = [("trace", d.get("trace")), ("format", d.get("format")), ("jobs", f"{d.get('jobs', 0):,}"),
                 ("checksum", d.get("checksum")), ("epoch", _utc(d.get("epoch", 0), 0))]
         for k in ("Computer", "Installation", "Acknowledge", "Information", "Conversion", "Version"):
-            if k in hdr:
-                rows.append((k, str(hdr[k]).replace("\\n", " ").replace("\n", " ")))
+            if k in hdr:  # the SWF header's Version is the format's (2.2), not the log's (…-2.1-cln)
+                rows.append(("SWF format version" if k == "Version" else k,
+                             str(hdr[k]).replace("\\n", " ").replace("\n", " ")))
         for w in d.get("windows", []):
             rows.append((f"window {w['name']}", f"start {_utc(d.get('epoch', 0), w.get('start'))}, "
                                                 f"duration {_fmt_duration(w.get('duration'))}"))
@@ -717,7 +718,8 @@ def _section_power(pg: _Page, datasets: dict) -> None:
                     flat.append((f"{k}.{kk}", vv))
             else:
                 flat.append((k, v))
-        head = [("nodes", s.get("nodes")), ("cores per node", s.get("cores_per_node")),
+        head = [("nodes", s.get("nodes")), ("trace processors per node (the trace's unit: 1 = the trace counts nodes)",
+                                           s.get("cores_per_node")),
                 ("generic (from the trace header)", s.get("generic"))]
         if s.get("partitions"):  # a partitioned machine: its node pools, each its own node type
             head.append(("partitions (each scheduled on its own; core/partitions.py)", "; ".join(
