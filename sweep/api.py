@@ -11,6 +11,7 @@ Example (notebook)::
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import os
 import shutil
@@ -287,6 +288,24 @@ def _check_plan(store: ResultStore, plan: dict, replace_plan: bool, where: str |
     return added, diff
 
 
+def _warn_edited_spec(store: ResultStore) -> None:
+    """Warn (through the store's log) when the folder's ``study.toml`` is not the text the sweep
+    wrote there (its sha256 in ``study.json``): the report reads ``study.json``, the spec as the
+    sweep resolved it, so an edit of ``study.toml`` (a [report] or [rank] table, say) changes
+    nothing until the sweep runs with it, reusing every complete run. Folders of a version that
+    did not record the hash are not checked."""
+    study = store.read_json("study.json")
+    want = study.get("study_toml_sha256")
+    path = store.root / "study.toml"
+    if not want or not path.exists():
+        return
+    if hashlib.sha256(path.read_bytes()).hexdigest() != want:
+        store.warn(f"{path} was edited after the sweep wrote it: the report reads study.json (the spec as the sweep "
+                   f"ran it), not the edit; to apply an edit, run the sweep with the edited spec, `twinsweep sweep "
+                   f"SPEC --out {store.root}` (the sweep ran {study.get('source') or 'a spec given in code'}; every "
+                   "complete run is reused, and a change of the plan is refused, naming it)")
+
+
 def _say_run_warnings(counts: dict[tuple, int]) -> None:
     """Each distinct warning the sweep's runs raised (:func:`sweep.runner.execute_run` returns
     ``(text, "module:Category")``), once, naming how many runs raised it, in its own category (so
@@ -339,7 +358,8 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
             text = None
         if text is not None:
             atomic_write_bytes(store.root / "study.toml", text)
-    store.write_json("study.json", spec.to_dict() | {"plan": plan, "plan_sha256": plan_sha256(plan)})
+    toml_sha = {"study_toml_sha256": hashlib.sha256(text).hexdigest()} if spec.source and text is not None else {}
+    store.write_json("study.json", spec.to_dict() | {"plan": plan, "plan_sha256": plan_sha256(plan)} | toml_sha)
     store.write_json("datasets.json", {name: ds.describe() for name, ds in datasets.items()})
     store.write_text("plan.csv", plan_frame(items).to_csv(index=False))
 
@@ -645,6 +665,7 @@ def report(results: str | os.PathLike, include_incomplete: bool = False,
     store = ResultStore(root, log=log)
     if not store.has("study.json"):
         raise FileNotFoundError(f"{root}: no sweep results here (missing study.json); run `twinsweep sweep` first")
+    _warn_edited_spec(store)
     planned = _plan_keys(root) if store.has("plan.csv") else None
     if not store.has("runs.parquet"):
         runs = store.done_keys() if planned is None else store.done_keys() & set(planned)

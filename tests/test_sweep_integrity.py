@@ -458,3 +458,26 @@ def test_the_command_line_says_a_run_warning_in_one_line_once(tmp_path):
     lines = [ln for ln in p.stderr.splitlines() if "uses more than the system's" in ln]
     assert len(lines) >= 1 and all(ln.startswith("twinsweep sweep: warning: ") for ln in lines), p.stderr
     assert "ReplayOversubscribedWarning" not in p.stderr and ".py:" not in p.stderr
+
+
+def test_report_warns_when_the_folder_spec_copy_was_edited(tmp_path):
+    """The report reads study.json; an edit of the folder's study.toml (helper-56 added a [report]
+    table there and saw nothing change) is said, with the command that applies it, which reuses
+    every run."""
+    spec, res, _ = _sweep(tmp_path)
+    copy = res.out / "study.toml"
+    lines: list[str] = []
+    report(res.out, log=lines.append)
+    assert not any("was edited" in ln for ln in lines)
+    copy.write_text(copy.read_text() + "\n# an edit\n")
+    report(res.out, log=lines.append)
+    (said,) = [ln for ln in lines if "was edited" in ln]
+    assert said == (f"{copy} was edited after the sweep wrote it: the report reads study.json (the spec as the sweep "
+                    f"ran it), not the edit; to apply an edit, run the sweep with the edited spec, `twinsweep sweep "
+                    f"SPEC --out {res.out}` (the sweep ran {spec}; every complete run is reused, and a change of the "
+                    "plan is refused, naming it)")
+    again = run_sweep(spec, out=res.out, backend="local", report=False, log=lambda m: None)
+    assert again.ran == 0 and again.skipped == res.ran
+    lines.clear()
+    report(res.out, log=lines.append)
+    assert not any("was edited" in ln for ln in lines)
