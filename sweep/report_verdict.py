@@ -293,8 +293,11 @@ def assumed_power_note(runs: pd.DataFrame, variants: list[str], v: Verdict,
         without = "Without the power figures, the trade-off"
     if not moved:
         return head + f"{without} recommends the same variant in every scope."
+    kept = [(sc, now[sc].best) for sc in now if now[sc] is not None and sc not in {m[0] for m in moved}
+            and then.get(sc) is not None]
     return head + (f"<b>{without} recommends otherwise</b>: " + "; ".join(
         f"{html.escape(sc)}: {html.escape(b)} instead of {html.escape(a)}" for sc, a, b in moved)
+        + ("" if not kept else "; the same in " + "; ".join(f"{html.escape(sc)} ({html.escape(a)})" for sc, a in kept))
         + ". In " + ("that scope" if len(moved) == 1 else "those scopes")
         + " the stated trade-off's recommendation rests on the assumed models: give the machine's measured power "
         "model, or a trade-off without them ([report] tradeoff), before acting on it.")

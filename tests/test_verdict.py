@@ -497,3 +497,22 @@ def test_the_starvation_caveat_counts_a_job_starved_past_the_window_end():
         "average against 10.0 h for fcfs+easy (the baseline), longer in 6 of 6 blocks (sign test p = 0.031)") in note
     assert "Rank or weigh max wait incl. still queued" in note
     assert starvation_note(runs.drop(columns="wait_censored_max_s"), v) is None  # the finished jobs' reads shorter
+
+
+def test_the_assumed_power_note_names_the_scopes_whose_recommendation_stands():
+    """Two datasets: on d1 the power weight decides (fcfs+easy; b without it), on d2 b leads on
+    both figures: the note names d1's move and says d2 and all datasets keep theirs (helper-56: the
+    scopes that did not move were not named, so the reader could not tell)."""
+    from twinsweep.sweep.report_verdict import assumed_power_note
+
+    d1 = _runs({"fcfs+easy": [(100, 1000)] * 6, "b": [(50, 1100)] * 6}, datasets=("d1",), seeds=range(6))
+    d2 = _runs({"fcfs+easy": [(100, 1000)] * 6, "b": [(50, 900)] * 6}, datasets=("d2",), seeds=range(6))
+    runs = pd.concat([d1, d2], ignore_index=True)
+    v = compute_verdict(runs, ["fcfs+easy", "b"], {"wait_mean_s": "min", "peak_power_w": "min"},
+                        {"wait_mean_s": 1.0, "peak_power_w": 2.0}, n_boot=50)
+    from twinsweep.sweep.verdict import TRADEOFF
+
+    best = {s.scope: s.get(TRADEOFF).best for s in v.scopes}
+    assert best["d1"] == "fcfs+easy" and best["d2"] == "b"
+    note = assumed_power_note(runs, ["fcfs+easy", "b"], v, None)
+    assert "recommends otherwise</b>: d1: b instead of fcfs+easy; the same in d2 (b); all datasets (" in note
