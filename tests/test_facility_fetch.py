@@ -150,6 +150,15 @@ def test_fetch_registry_and_cli(server, tmp_path, monkeypatch, capsys):
     assert str(tmp_path / "fixture" / "data.bin") in capsys.readouterr().out
     paths = F.fetch("fixture", dest=tmp_path / "elsewhere", progress=True)  # with the rich bar
     assert paths[0].read_bytes() == PAYLOAD
+    # fetched again: said to be there and checked, not drawn as a 0-second download (helper-56)
+    from io import StringIO
+
+    from rich.console import Console
+
+    buf = StringIO()
+    again = F.fetch("fixture", dest=tmp_path / "elsewhere", progress=True, console=Console(file=buf, width=300))
+    assert again == paths and (f"data.bin: already in {tmp_path / 'elsewhere'}, checked (sha256); not downloaded "
+                               "again") in buf.getvalue()
     with pytest.raises(UnknownNameError):
         F.fetch("nope")
     with pytest.raises(ConfigError, match="no file"):
