@@ -14,6 +14,7 @@ import importlib
 import os
 import re
 import sys
+import warnings
 from pathlib import Path
 
 
@@ -748,8 +749,6 @@ def _one_line_warnings(command: str) -> None:
     for every run and collection that meets it (a sweep's replay runs of one window said the same
     over-subscription three times; helper-56). Run warnings stay recorded in full in each run's
     manifest and the sweep's tables."""
-    import warnings
-
     seen: set[str] = set()
 
     def show(message, category, filename, lineno, file=None, line=None):
