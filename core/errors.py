@@ -87,8 +87,9 @@ class PluginError(TwinError, RuntimeError):
 #: breaking its rules), subclasses included. A run is deterministic (same config and seed, same
 #: bytes), so a run that raised one of them raises it again at every attempt: a sweep does not
 #: retry it (``backends.base.call_safely`` sets ``Outcome.deterministic`` from ``isinstance``).
-#: Not among them, so retried: OSErrors (a full disk stops the sweep instead), ProtocolError, a
-#: worker that died, any other exception.
+#: Not among them, so retried: OSErrors (a full disk stops the sweep instead), MemoryError and
+#: RecursionError (also raised inside a plug-in: ``core.registry.PASSED_THROUGH``), ProtocolError,
+#: a worker that died, any other exception outside a plug-in.
 INPUT_ERRORS: tuple[type[TwinError], ...] = (ConfigError, TraceFormatError, PluginError, ClairvoyanceError)
 
 

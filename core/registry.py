@@ -40,7 +40,7 @@ from types import MappingProxyType, ModuleType
 from typing import Callable, Generic, Iterator, Mapping, NamedTuple, TypeVar
 
 from .atomic import atomic_write
-from .errors import ConfigError, PluginError, UnknownNameError
+from .errors import ConfigError, PluginError, TwinError, UnknownNameError
 from .usercache import cache_dir
 
 T = TypeVar("T")
@@ -481,15 +481,22 @@ def raised_at(exc: BaseException) -> str:
     return f" (raised at {where[0]}, line {where[1]})" if where else ""
 
 
+#: What a plug-in call may raise that is not turned into a :func:`plugin_raised` PluginError:
+#: the twin's own errors (a ConfigError a constructor raises on purpose, a PluginError naming the
+#: plug-in already) and the failures of the machine rather than of the plug-in's code — out of
+#: memory, an I/O error (an NFS hiccup), a recursion limit — which a sweep retries (a PluginError
+#: is deterministic and never retried: ``core.errors.INPUT_ERRORS``).
+PASSED_THROUGH: tuple[type[BaseException], ...] = (TwinError, MemoryError, OSError, RecursionError)
+
+
 def plugin_raised(who: str, call: str, exc: Exception) -> PluginError:
     """The one error for an exception a plug-in's own code raised while the twin called it:
     a :class:`~twinsweep.core.errors.PluginError` naming the plug-in (``who``: ``"policy 'wfp'"``),
     the call with its job and simulated time (``call``), the exception and the file and line that
     raised it (:func:`raised_at`), instead of a traceback through the engine or, in a
     sweep, a bare ``"ValueError: boom"`` naming neither. Raise it ``from exc`` (the traceback stays
-    chained). Errors of the twin's own kinds (:class:`~twinsweep.core.errors.TwinError`: a
-    ConfigError a constructor raises for a missing input, a PluginError already naming the
-    plug-in) are not wrapped: callers re-raise those as they are."""
+    chained). What :data:`PASSED_THROUGH` holds is not wrapped: callers re-raise it as it is
+    (``except PASSED_THROUGH: raise`` before ``except Exception``)."""
     return PluginError(f"{who}: {call} raised {type(exc).__name__}: {exc}{raised_at(exc)}")
 
 

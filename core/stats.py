@@ -100,8 +100,7 @@ import pandas as pd
 
 from . import metrics as _metrics
 from . import power as _power
-from .errors import TwinError
-from .registry import plugin_raised
+from .registry import PASSED_THROUGH, plugin_raised
 from .system import System
 
 __all__ = ["compute_stats", "bounded_slowdown", "censored_waits", "SCHEMA_VERSION", "COUNT_KEYS", "SYSTEM_KEYS", "GROUP_KEYS",
@@ -436,7 +435,7 @@ def compute_stats(
     for m in _metrics.plugin_metrics():  # registered / installed plug-in metrics (core/metrics.py)
         try:
             sysm[m.name] = _f(m.compute(_metrics.MetricInputs(jobs, steps, system, t0, t1, dict(sysm))))
-        except TwinError:
+        except PASSED_THROUGH:
             raise
         except Exception as exc:  # noqa: BLE001 - name the plug-in that failed
             raise plugin_raised(f"metric {m.name!r}", "compute", exc) from exc

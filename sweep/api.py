@@ -16,7 +16,6 @@ import itertools
 import os
 import shutil
 import time
-import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,8 +23,7 @@ import pandas as pd
 
 from twinsweep.core.atomic import DISK_FULL_ERRNOS, atomic_write_bytes, disk_full_error, is_disk_full
 from twinsweep.backends.base import BACKENDS, batch_queue_backends
-from twinsweep.core.errors import ConfigError, DiskFullError, RunWarning, TwinError
-from twinsweep.core.registry import load_object
+from twinsweep.core.errors import ConfigError, DiskFullError, TwinError
 
 from .expand import (RunItem, check_distinct_windows, expand, grid_size, iter_items, load_datasets, plan_frame,
                      planned_item)
@@ -306,21 +304,6 @@ def _warn_edited_spec(store: ResultStore) -> None:
                    "complete run is reused, and a change of the plan is refused, naming it)")
 
 
-def _say_run_warnings(counts: dict[tuple, int]) -> None:
-    """Each distinct warning the sweep's runs raised (:func:`sweep.runner.execute_run` returns
-    ``(text, "module:Category")``), once, naming how many runs raised it, in its own category (so
-    that a filter on it still applies; :class:`~twinsweep.core.errors.RunWarning` when the
-    category cannot be imported here); each run's manifest keeps its own in full."""
-    for (text, where), n in counts.items():
-        try:
-            category = load_object(where, "warning category")
-        except TwinError:
-            category = RunWarning
-        if not (isinstance(category, type) and issubclass(category, Warning)):
-            category = RunWarning
-        warnings.warn(f"{n:,} run(s): {text}", category, stacklevel=2)
-
-
 def _disk_full_outcome(outcome) -> bool:
     """A run that failed for a full disk or quota: its errno (a DiskFullError carries ENOSPC;
     ``backends.base.call_safely`` records the errno of any OSError, also one pyarrow wrapped)."""
@@ -332,7 +315,7 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
     """The body of :func:`run_sweep`, with the folder's lock held."""
     from twinsweep.backends.base import Task, make_backend
     from .progress import SweepProgress
-    from .runner import commit_shipped, make_payload
+    from .runner import RunWarnings, commit_shipped, make_payload
 
     from .planid import plan_fingerprint, plan_sha256
 
@@ -380,7 +363,7 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
     attempts: dict[str, int] = {}
     ship = {"on": False}  # switched on when the workers turn out not to see the results folder
     failed_final: list[str] = []
-    run_warnings: dict[tuple, int] = {}  # (text, category) -> runs that raised it (said once, after the runs)
+    run_warnings = RunWarnings()  # said once each, after the runs
     try:
         with bk, SweepProgress(len(todo), f"{spec.name} ({res.skipped} already done)", enabled=progress) as bar:
             t_runs = time.perf_counter()  # the backend has started (Ray: its cluster): the bar's clock starts here too
@@ -393,15 +376,12 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
                     bar.retry_round(len(todo), round_no)
                 needed = {it.dataset for it in todo}
                 shared = {name: (datasets[name].workload, datasets[name].system) for name in needed}
-                tasks = _TaskStream(todo, store.runs_dir, ship["on"])
+                tasks = _TaskStream(todo, store.runs_dir, ship["on"], collect_warnings=not detach)
                 again = []
                 for outcome in bk.run(tasks, run_fn, shared):
                     it = by_key[outcome.key]
                     if outcome.ok:
                         result = outcome.result if isinstance(outcome.result, dict) else {}
-                        for said in result.get("warnings") or ():
-                            said = tuple(said)
-                            run_warnings[said] = run_warnings.get(said, 0) + 1
                         if result.get("status") == "shipped":
                             commit_shipped(store.runs_dir, result)
                         if not store.is_done(outcome.key):
@@ -420,6 +400,7 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
                         if attempts.get(outcome.key, 0) > 0:
                             n_failed -= 1
                         store.clear_failure(outcome.key)
+                        run_warnings.add(result)  # once per run that counts (not a run sent again to ship)
                         n_ok += 1
                     else:
                         if _disk_full_outcome(outcome):
@@ -440,9 +421,9 @@ def _run_locked(spec, store, retries, run_fn, progress, report, backend_options,
                     bar.update(done=n_ok, failed=n_failed, running=bk.in_flight)
                 todo = again
             res.runs_s = time.perf_counter() - t_runs  # the last run is in (the backend still stops)
-        _say_run_warnings(run_warnings)
+        run_warnings.say()
     except (KeyboardInterrupt, DiskFullError, SweepError):
-        _say_run_warnings(run_warnings)
+        run_warnings.say()
         res.interrupted = True
         res.ran = n_ok
         res.failed = sorted(store.failed_keys() & set(by_key))
@@ -482,8 +463,9 @@ class _TaskStream:
     batches from the number of runs instead of the short batches it uses for a stream of unknown
     length."""
 
-    def __init__(self, items, runs_dir: Path, ship: bool):
+    def __init__(self, items, runs_dir: Path, ship: bool, collect_warnings: bool = False):
         self._items, self._runs_dir, self._ship = list(items), runs_dir, ship
+        self._collect = collect_warnings
 
     def __len__(self) -> int:
         return len(self._items)
@@ -493,7 +475,7 @@ class _TaskStream:
         from .runner import make_payload
 
         for it in self._items:
-            yield Task(it.key, make_payload(it, self._runs_dir, ship=self._ship), it.dataset)
+            yield Task(it.key, make_payload(it, self._runs_dir, ship=self._ship, collect_warnings=self._collect), it.dataset)
 
 
 def _backend_options(spec: StudySpec, store: ResultStore, extra: dict | None, log) -> dict:

@@ -732,7 +732,13 @@ def _lenient_hint(exc, args) -> str:
     command that has it, a dataset's ``lenient = true`` for a sweep; "" otherwise."""
     from twinsweep.core.errors import TraceFormatError
 
-    if not isinstance(exc, TraceFormatError) or exc.line is None or not exc.skippable:
+    seen = set()  # a sweep names the spec and dataset around it (sweep.expand); a chain may loop
+    while exc is not None and not isinstance(exc, TraceFormatError) and id(exc) not in seen:
+        seen.add(id(exc))
+        exc = exc.__cause__
+    if exc is not None and not isinstance(exc, TraceFormatError):
+        return ""
+    if exc is None or exc.line is None or not exc.skippable:
         return ""  # no line, or a header line: --lenient skips job lines only
     if getattr(args, "lenient", None):  # already given: the line is one --lenient does not skip
         return ""

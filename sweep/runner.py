@@ -18,15 +18,19 @@ from typing import Any
 
 from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 from twinsweep.core.config import RunConfig
+from twinsweep.core.errors import RunWarning, TwinError
+from twinsweep.core.registry import load_object
 
 from .store import SWEEP_JSON, commit_run_dir, dump_json, run_is_committed
 
 
-def make_payload(item, runs_dir: str | Path, ship: bool = False) -> dict[str, Any]:
+def make_payload(item, runs_dir: str | Path, ship: bool = False, collect_warnings: bool = False) -> dict[str, Any]:
     """The picklable payload of one :class:`sweep.expand.RunItem` for :func:`execute_run`.
 
     ``runs_dir`` is made absolute here (a worker resolves a relative path against its own working
-    directory); ``ship``: return the run's files instead of writing them into ``runs_dir``.
+    directory); ``ship``: return the run's files instead of writing them into ``runs_dir``;
+    ``collect_warnings``: the driver reads the outcomes and says the runs' warnings once each
+    (:class:`RunWarnings`), so the run returns them instead of letting them through where it runs.
     ``metrics``: the plug-in metrics of the driver, which every run computes without its config
     naming them, so that a worker that lacks one says so (:func:`execute_run`)."""
     from twinsweep.core.metrics import plugin_metrics
@@ -37,10 +41,45 @@ def make_payload(item, runs_dir: str | Path, ship: bool = False) -> dict[str, An
         "config": item.config,
         "runs_dir": str(Path(runs_dir).absolute()),
         "ship": bool(ship),
+        "collect_warnings": bool(collect_warnings),
         "sweep": {"key": item.key, "dataset": item.dataset, "window": item.window, "seed": item.seed,
                   "axes": {k: v for k, v in item.axes}, "workload_checksum": item.checksum,
                   "config": item.config.to_dict(), "schema_version": 1},
     }
+
+
+class RunWarnings:
+    """The warnings of a sweep's runs, counted per distinct ``(text, "module:Category")`` as
+    :func:`execute_run` returns them, then said once each (:meth:`say`): ``"N run(s): TEXT"`` in
+    the warning's own category (so that a filter on it still applies; RunWarning when the category
+    cannot be imported here). A run's manifest keeps the :class:`~twinsweep.core.errors.RunWarning` ones;
+    other categories (a replay over-subscription, a library's) are said here only."""
+
+    def __init__(self):
+        self._counts: dict[tuple[str, str], int] = {}
+
+    def add(self, result: dict[str, Any]) -> None:
+        """Count the warnings of one run's result (``result["warnings"]``; none when absent)."""
+        for text, where in result.get("warnings") or ():
+            self._counts[(text, where)] = self._counts.get((text, where), 0) + 1
+
+    def say(self) -> None:
+        """Warn once per distinct warning counted so far, then forget them (said once)."""
+        counts, self._counts = self._counts, {}
+        for (text, where), n in counts.items():
+            try:
+                category = load_object(where, "warning category")
+            except TwinError:
+                category = RunWarning
+            if not (isinstance(category, type) and issubclass(category, Warning)):
+                category = RunWarning
+            warnings.warn(f"{n:,} run(s): {text}", category, stacklevel=2)
+
+
+def _let_through(caught: list) -> None:
+    """Warn again each warning recorded by ``warnings.catch_warnings(record=True)``, as raised."""
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
 
 
 def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
@@ -48,9 +87,10 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
     ``runs/<key>/`` (jobs.parquet, timeline.parquet, stats.json, manifest.json, sweep.json).
 
     Returns ``{"key", "status": "written"|"exists", "sim_s", "warnings"}`` (sim_s: seconds in
-    simulate; warnings: the distinct ``(text, "module:Category")`` of the warnings the run raised,
-    caught here so that the driver says each once for the whole sweep instead of every worker
-    printing them); with
+    simulate; warnings: with ``payload["collect_warnings"]``, the distinct ``(text,
+    "module:Category")`` of the warnings the run raised, caught here so that the driver says each
+    once for the whole sweep (:class:`RunWarnings`) instead of every worker printing them; else
+    ``[]``, the warnings let through where the run ran, as they are when the run fails); with
     ``payload["ship"]`` nothing is written into ``runs_dir``: ``{"key", "status": "shipped",
     "sim_s", "files": {name: bytes}, "warnings"}``. Exceptions of the twin propagate (the backend records them
     as a failed run). Raises PluginError, writing nothing, when the run's key here is not the
@@ -66,12 +106,20 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
     cfg: RunConfig = payload["config"]
     workload, system = shared if shared is not None else (None, None)
     t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:  # said once by the driver, not by every worker
-        warnings.simplefilter("always")
-        result = simulate(cfg, workload=workload, system=system)
+    collect = bool(payload.get("collect_warnings"))
+    caught: list = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = simulate(cfg, workload=workload, system=system)
+    except BaseException:
+        _let_through(caught)  # a failed run's warnings: no result carries them
+        raise
+    if not collect:  # no driver collects them (twinsweep tune, a detached Slurm array task)
+        _let_through(caught)
     sim_s = time.perf_counter() - t0
-    said = list(dict.fromkeys((" ".join(str(w.message).split()), f"{w.category.__module__}:{w.category.__qualname__}")
-                              for w in caught))
+    said = [] if not collect else list(dict.fromkeys(
+        (" ".join(str(w.message).split()), f"{w.category.__module__}:{w.category.__qualname__}") for w in caught))
     check_same_plugins(payload, result.manifest)
 
     def write(tmp: Path, staged: bool = True) -> None:  # staged: commit_run_dir flushes and renames the folder

@@ -59,6 +59,21 @@ def test_a_malformed_line_error_says_how_to_skip_such_lines(capsys, tmp_path):
     assert "log.swf:12: expected 18" in err and "(--lenient skips such lines" in err
 
 
+def test_a_sweep_over_a_malformed_line_says_the_dataset_key_that_skips_such_lines(capsys, tmp_path):
+    """The sweep names the spec and dataset around the trace's error (a ConfigError chained to the
+    TraceFormatError): the hint is found through the chain (helper-58: it was lost)."""
+    from test_sweep_support import write_spec
+
+    log = write_swf_rows(tmp_path / "bad.swf", [(j, 600 * j, 10, 300, 1) for j in range(1, 10)], max_nodes=4)
+    log.write_text(log.read_text() + "10 5 garbage\n")
+    spec = write_spec(tmp_path, seeds=1, trace=log)
+    assert main(["sweep", str(spec), "--no-report", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{spec}: dataset 'tiny'" in err and "bad.swf:12: expected 18" in err
+    assert err.rstrip().endswith("(lenient = true in the dataset's table skips such lines, each counted and warned about)")
+    assert not (tmp_path / "out").exists()
+
+
 def test_validate_ranking_line_rounds_minima_down_and_states_the_goal():
     """KTH's ranking study: τ minima 0.7576 and 0.8485 follow '>=' as 0.75 and 0.84 (0.76 would
     overstate a minimum), the goal 0.7 is said, top-3 5/8 reads 62.5 % as on the page."""

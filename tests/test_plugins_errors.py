@@ -266,3 +266,24 @@ def test_a_run_whose_policy_constructor_raises_names_the_policy(tmp_path):
     finally:
         for cls in (Broken, NeedsInput):
             POLICIES.unregister(cls.name)
+
+
+@pytest.mark.parametrize("exc", [MemoryError(), OSError(5, "Input/output error"), RecursionError("deep")])
+def test_a_machine_failure_inside_a_hook_passes_through_to_be_retried(exc):
+    """Out of memory, an I/O error or a recursion limit inside a policy's key or a backfill's
+    select is not a PluginError (which a sweep never retries: helper-58), but itself."""
+    def boom(*a):
+        raise exc
+
+    pol = _policy([0.0, 1.0, 2.0], name="machine-test")
+    pol.key = lambda self, j: boom()
+    sched = _scheduler(pol)
+    with pytest.raises(type(exc)) as e:
+        sched.submit(0, 0)
+    assert not isinstance(e.value, PluginError)
+    bf = type("BF", (FirstFit,), {"name": "machine-bf", "select": lambda self, *a: boom()})
+    sched = _scheduler(None, bf)
+    _submit_all(sched)
+    with pytest.raises(type(exc)) as e:
+        sched.schedule(10, Cluster(NodePool(4), NODES, [100] * 3))
+    assert not isinstance(e.value, PluginError)

@@ -481,3 +481,27 @@ def test_report_warns_when_the_folder_spec_copy_was_edited(tmp_path):
     lines.clear()
     report(res.out, log=lines.append)
     assert not any("was edited" in ln for ln in lines)
+
+
+def test_a_runs_warnings_reach_someone_whether_it_fails_or_no_driver_collects_them(monkeypatch, tmp_path):
+    """execute_run returns its run's warnings only when the driver collects them
+    (payload["collect_warnings"], an attached sweep); otherwise (twinsweep tune, a detached Slurm
+    array task), and always when the run fails, it lets them through where it runs (helper-58:
+    they were dropped)."""
+    import warnings as _w
+
+    from twinsweep.core import run as core_run
+    from twinsweep.sweep.runner import execute_run
+
+    def fake(cfg, workload=None, system=None):
+        _w.warn("the site's price table has no row for this month", UserWarning)
+        raise ValueError("boom")
+
+    monkeypatch.setattr(core_run, "simulate", fake)
+    for collect in (True, False):
+        payload = {"key": "k", "config": None, "runs_dir": str(tmp_path), "ship": False, "collect_warnings": collect}
+        with _w.catch_warnings(record=True) as caught:
+            _w.simplefilter("always")
+            with pytest.raises(ValueError, match="boom"):
+                execute_run(payload, None)
+        assert [str(w.message) for w in caught] == ["the site's price table has no row for this month"]
