@@ -39,8 +39,8 @@ annotated example; the tables and keys are:
 ``[rank]``         metric -> ``"min"`` | ``"max"`` (order = priority, the first is primary); or
                    ``metrics = [names]`` with default directions. Metric names, units and default
                    directions: the catalogue, :mod:`twinsweep.core.metrics`. A metric only runs with
-                   the cooling model fill (PUE, coolant temperatures, cooling energy) needs a grid
-                   point with ``cooling = true``, here and in ``[report]`` (:func:`check_cooling_metrics`).
+                   the cooling model fill (PUE, coolant temperatures, cooling energy) needs
+                   ``cooling = [true]``, here and in ``[report]`` (:func:`check_cooling_metrics`).
 ``[backend]``      ``name`` (``local`` | ``ray`` | ``slurm`` | an installed plug-in: any name of
                    :data:`backends.base.BACKENDS`), ``workers`` (int >= 1; for ``slurm``: array
                    tasks at once), ``address`` (ray only: backends with ``takes_address``).
@@ -450,11 +450,20 @@ def metric_direction(where: str, name: Any) -> str:
 def check_cooling_metrics(where: str, names, grid) -> None:
     """Raise ConfigError naming ``where`` when a metric of ``names`` is one only runs with the
     cooling model fill (:attr:`core.metrics.Metric.cooling`: PUE, coolant temperatures, cooling
-    energy) and no point of ``grid`` (``(axis, values)`` pairs) has ``cooling = true``: every run
-    would leave it empty, and a ranking, trade-off or tuning by it would have nothing to go on."""
-    if any(v is True for v in dict(grid).get("cooling", ())):
+    energy) and a point of ``grid`` (``(axis, values)`` pairs) has no ``cooling = true``: with no
+    such point every run would leave it empty, and a ranking, trade-off or tuning by it would have
+    nothing to go on; with some, the variants without the cooling model would rank last on it for
+    having no value."""
+    values = list(dict(grid).get("cooling", ()))
+    if values and all(v is True for v in values):
         return
     need = [m for m in names if metric(m).cooling]
+    if need and any(v is True for v in values):  # on and off: the runs without it would rank last on it
+        raise ConfigError(f"{where}: {', '.join(map(repr, need))} {'is' if len(need) == 1 else 'are'} filled only by "
+                          "runs with the cooling model, and the grid's cooling = false points leave "
+                          f"{'it' if len(need) == 1 else 'them'} empty: their variants would rank last on "
+                          f"{'it' if len(need) == 1 else 'them'} for having no value, not for a worse one (set "
+                          f"cooling = [true], or remove {'it' if len(need) == 1 else 'them'})")
     if need:
         raise ConfigError(f"{where}: {', '.join(map(repr, need))} {'is' if len(need) == 1 else 'are'} filled only by "
                           "runs with the cooling model, and no grid point has cooling = true (add cooling = [true] "

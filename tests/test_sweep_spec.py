@@ -166,8 +166,13 @@ def test_report_keys(tmp_path):
     r = spec.report
     assert r.tradeoff == (("bsld_mean", 2.0), ("ramp_15min_p95_w", 1.0)) and r.pareto == ("bsld_mean", "pue_avg")
     assert r.baseline == "fcfs+easy" and r.validation == (("d", str(v.resolve())),)
-    assert parse_spec(_doc(grid={"policy": ["fcfs"], "cooling": [False, True]}, rank={"pue_avg": "min"})).rank == \
-        (("pue_avg", "min"),)  # some grid points run the cooling model
+    # cooling on and off: the runs without the model have no PUE and would rank last on it for that
+    with pytest.raises(ConfigError, match=r"^rank: 'pue_avg' is filled only by runs with the cooling model, and the "
+                                          r"grid's cooling = false points leave it empty: their variants would rank "
+                                          r"last on it for having no value, not for a worse one \(set cooling = \[true\]"):
+        parse_spec(_doc(grid={"policy": ["fcfs"], "cooling": [False, True]}, rank={"pue_avg": "min"}))
+    assert parse_spec(_doc(grid={"policy": ["fcfs"], "cooling": [False, True]}, rank={"wait_mean_s": "min"})).rank == \
+        (("wait_mean_s", "min"),)  # on and off is fine for a metric every run fills
     assert parse_spec(_doc(grid={"policy": ["fcfs"], "backfill": ["easy"], "kill": [True, False]},
                            report={"baseline": "fcfs+easy+kill=False"})).report.baseline == "fcfs+easy+kill=False"
     assert parse_spec(_doc(report={"tradeoff": ["bsld_mean", "utilization"]})).report.tradeoff == \
