@@ -137,6 +137,11 @@ def _parquet_problem(path: Path) -> tuple[str | None, int]:
     return None, md.num_rows
 
 
+#: Keys every version's stats.json ``system`` table holds (a metric added later may be absent
+#: from an earlier run's, which is still complete): what :func:`check_run_dir` asks of it.
+_STATS_ALWAYS = ("wait_mean_s", "bsld_mean", "utilization", "facility_energy_j")
+
+
 def check_run_dir(run_dir: str | os.PathLike) -> str | None:
     """None when a run directory can be read completely, else one line saying what is wrong.
 
@@ -145,7 +150,8 @@ def check_run_dir(run_dir: str | os.PathLike) -> str | None:
     current ``schema_version`` (:data:`core.run.MANIFEST_SCHEMA_VERSION`; older outputs have other
     column meanings); both parquet footers parse, their row groups add up and lie inside the file;
     jobs.parquet has ``stats.counts.jobs_in_window`` rows and timeline.parquet
-    ``ceil((window end − start) / sample_period)`` rows.
+    ``ceil((window end − start) / sample_period)`` rows; stats.json holds ``counts.jobs_in_window``
+    and the system metrics every version writes (:data:`_STATS_ALWAYS`).
     """
     from twinsweep.core.run import MANIFEST_SCHEMA_VERSION
 
@@ -175,8 +181,14 @@ def check_run_dir(run_dir: str | os.PathLike) -> str | None:
     problem, tl_rows = _parquet_problem(d / "timeline.parquet")
     if problem:
         return problem
-    want_jobs = (docs["stats.json"].get("counts") or {}).get("jobs_in_window")
-    if isinstance(want_jobs, int) and want_jobs != job_rows:
+    stats = docs["stats.json"]
+    want_jobs = (stats.get("counts") or {}).get("jobs_in_window") if isinstance(stats.get("counts"), dict) else None
+    system = stats.get("system")
+    lacking = [k for k in _STATS_ALWAYS if not isinstance(system, dict) or k not in system]
+    if not isinstance(want_jobs, int) or lacking:  # valid JSON, not a run's statistics (e.g. {"system": {}})
+        what = "counts.jobs_in_window" if not isinstance(want_jobs, int) else f"system.{lacking[0]}"
+        return f"stats.json: no {what} (not the statistics of a complete run)"
+    if want_jobs != job_rows:
         return f"jobs.parquet: {job_rows} rows, stats.json counts {want_jobs} jobs in the window"
     win, period = man.get("window") or {}, (man.get("config") or {}).get("sample_period")
     if isinstance(win.get("start"), int) and isinstance(win.get("end"), int) and isinstance(period, int) and period > 0:

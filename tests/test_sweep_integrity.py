@@ -125,6 +125,16 @@ def test_check_run_dir_row_counts_and_missing_files(tmp_path):
     d2 = sorted(runs.iterdir())[1]
     (d2 / "sweep.json").unlink()
     assert "missing sweep.json" == check_run_dir(d2)
+    # valid JSON that is not a run's statistics (helper-57: {"system": {}} counted as complete)
+    d3 = sorted(runs.iterdir())[2]
+    good = json.loads((d3 / "stats.json").read_text())
+    (d3 / "stats.json").write_text(json.dumps({"system": {}}))
+    assert check_run_dir(d3) == "stats.json: no counts.jobs_in_window (not the statistics of a complete run)"
+    (d3 / "stats.json").write_text(json.dumps(good | {"system": {}}))
+    assert check_run_dir(d3) == "stats.json: no system.wait_mean_s (not the statistics of a complete run)"
+    older = good | {"system": {k: v for k, v in good["system"].items() if k != "wait_censored_max_s"}}
+    (d3 / "stats.json").write_text(json.dumps(older))
+    assert check_run_dir(d3) is None  # a metric added later may be absent from an earlier run's
 
 
 def test_report_ranks_only_complete_blocks_unless_asked(tmp_path):
