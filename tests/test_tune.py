@@ -483,3 +483,21 @@ def test_a_folder_that_is_not_a_tunings_is_refused_and_kept(tmp_path):
     assert str(ei.value).startswith(f"{spec}: study.output {out}: not a tuning's output folder (no tune.json) but it "
                                     "holds study.json")
     assert sorted(p.name for p in out.iterdir()) == ["study.json"]
+
+
+def test_a_second_study_in_a_tunings_folder_is_refused_before_it_overwrites_the_first(tmp_path):
+    """The folder of study 'tiny-tune' (its tune.json): a spec naming another study_name would
+    overwrite best.json, trials.csv and winners.toml with its own while the journal keeps both
+    (helper-57); it is refused, the first study's outputs kept; the same study goes on."""
+    spec = _spec(tmp_path, trials=1)
+    res = run_tune(spec, backend="local", test=False)
+    before = (res.out / "best.json").read_bytes()
+    (tmp_path / "b").mkdir()
+    other = _spec(tmp_path / "b", trials=1, extra='study_name = "other-study"')
+    with pytest.raises(ConfigError) as ei:
+        run_tune(other, out=res.out, backend="local", test=False)
+    assert str(ei.value) == (f"--out {res.out}: holds the outputs of tune study 'tiny-tune' (tune.json); "
+                             "study 'other-study' would overwrite its best.json, trials.csv and winners.toml: choose "
+                             "another --out, or study_name = 'tiny-tune' to go on with that study")
+    assert (res.out / "best.json").read_bytes() == before
+    assert run_tune(spec, backend="local", test=False).out == res.out  # the same study resumes

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import json
 import os
 import time
 from pathlib import Path
@@ -61,7 +62,7 @@ def run_tune(spec: TuneSpec | str | os.PathLike, out: str | os.PathLike | None =
     opened = open_storage(spec, root, storage) if is_url(storage or spec.storage) else None
     if opened is None:
         check_journal(spec, storage)  # a journal file elsewhere: writable, before anything is created
-    check_tune_folder(root, output_where(study_spec, root, given=out is not None))
+    check_tune_folder(root, output_where(study_spec, root, given=out is not None), spec.study_name)
     store = ResultStore(root)
     res = TuneResult(out=store.root, study_name=spec.study_name, storage="")
     # what this call creates: removed again when it stops before writing anything (as a sweep's)
@@ -79,13 +80,25 @@ _TUNE_OUTPUTS = frozenset({"tune.json", "best.json", "trials.csv", "pareto.png",
                            "importances.png", "winners.toml", "study.json"})
 
 
-def check_tune_folder(root: Path, where: str) -> None:
+def check_tune_folder(root: Path, where: str, study_name: str | None = None) -> None:
     """Refuse, before anything is created, an output folder that holds no tuning (no ``tune.json``)
     but files a tuning writes (``best.json``, ``trials.csv``, ``winners.toml`` ...: the user's own,
     which it would overwrite) or a sweep's results (``study.json``), as a sweep refuses a folder
-    that is not its own (:func:`sweep.api.check_output_folder`). ``where``: how the error names the
+    that is not its own (:func:`sweep.api.check_output_folder`); and one whose ``tune.json`` names
+    another study than ``study_name`` (its best.json, trials.csv and winners.toml would be
+    overwritten by this study's, while the storage keeps both). ``where``: how the error names the
     folder (:func:`sweep.api.output_where`). Raises ConfigError."""
-    if not root.is_dir() or (root / "tune.json").exists():
+    if not root.is_dir():
+        return
+    if (root / "tune.json").exists():
+        try:
+            other = json.loads((root / "tune.json").read_text()).get("study_name")
+        except (OSError, ValueError, AttributeError):
+            other = None
+        if study_name is not None and isinstance(other, str) and other != study_name:
+            raise ConfigError(f"{where}: holds the outputs of tune study {other!r} (tune.json); study {study_name!r} "
+                              "would overwrite its best.json, trials.csv and winners.toml: choose another --out, or "
+                              f"study_name = {other!r} to go on with that study")
         return
     clash = sorted(p.name for p in root.iterdir() if p.name in _TUNE_OUTPUTS)
     if clash:
