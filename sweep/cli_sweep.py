@@ -56,7 +56,7 @@ def add_parsers(sub) -> None:
     r = sub.add_parser("report", help="build the HTML report of a sweep's results folder", description=(
         "Summarise runs.parquet (exact statistics per variant), compute the pooled distributions over every "
         "job and timeline sample of every run with Dask (docs/aggregation.md), and write report/index.html "
-        "with PNGs and CSVs."))
+        "(charts inline SVG) with the charts as SVG files and the tables as CSVs beside it."))
     r.add_argument("results", help="results folder of a sweep")
     r.add_argument("--include-incomplete", action="store_true",
                    help="also rank blocks (dataset, window, seed) that miss planned runs; their missing variants "
