@@ -371,7 +371,9 @@ def _section_ranks(pg: _Page, runs: pd.DataFrame, variants: list[str], rank: dic
             head = f"{m.label} ({'min' if direction == 'min' else 'max'}imise)"
             cols[f"{head}: mean rank [95 % CI]"] = [f"{format_number(a, decimals=2)} [{format_number(b, decimals=2)}"
                                                    f"–{format_number(c, decimals=2)}]" for a, b, c in zip(mean, lo, hi)]
-            raw = np.nanmedian(values, axis=0) if len(values) else np.full(len(vs), np.nan)
+            raw = np.full(values.shape[1] if len(values) else len(vs), np.nan)  # "—" where every block lacks it
+            some = ~np.isnan(values).all(axis=0) if len(values) else np.zeros(len(raw), bool)
+            raw[some] = np.nanmedian(values[:, some], axis=0)  # (numpy warns "All-NaN slice" on the others)
             fin = raw[np.isfinite(raw)]
             shown = m.scaled_to(np.abs(fin).max() if len(fin) else None)  # power in this table's SI unit
             med = raw / shown.scale

@@ -411,3 +411,28 @@ def test_the_twin_error_paragraph_rounds_the_tau_minimum_down(tmp_path):
     _twin_errors(Page(), runs, ["ref", "b"], v, te)
     text = " ".join(paras)
     assert "τ blind vs informed ≥ 0.75." in text and "0.76" not in text
+
+
+def test_a_metric_no_block_has_reads_a_dash_without_numpy_s_all_nan_warning(tmp_path):
+    """A ranked metric undefined in every block of a variant (no job of it finishes; helper-59: a
+    sweep printed numpy's bare 'All-NaN slice encountered'): the rank table is built and no
+    RuntimeWarning escapes."""
+    import warnings as _w
+
+    from test_sweep_support import write_spec
+    from twinsweep.sweep.api import run_sweep
+
+    from twinsweep.sweep.api import report
+
+    spec = write_spec(tmp_path, seeds=2, policies=("fcfs", "sjf"), backfills=("none", "easy"), n_jobs=30)
+    res = run_sweep(spec, backend="local", report=False, log=lambda m: None)
+    table = res.out / "runs.parquet"
+    runs = pd.read_parquet(table)
+    gone = (runs["policy"] == "sjf") & (runs["backfill"] == "easy")
+    runs.loc[gone, "bsld_mean"] = np.nan  # as when no job of the variant finishes in any block
+    runs.to_parquet(table)
+    with _w.catch_warnings(record=True) as caught:
+        _w.simplefilter("always")
+        page = report(res.out, log=lambda m: None).read_text()
+    assert not [w for w in caught if "All-NaN" in str(w.message)], [str(w.message) for w in caught]
+    assert "mean bounded slowdown: median" in page
