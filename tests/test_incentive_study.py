@@ -29,6 +29,30 @@ def _trace(path, n=150, seed=11):
     return path
 
 
+def _spec(tmp_path, name: str, window: str, policies: str, options: str) -> Path:
+    """An incentive study over the generated trace, one dataset and window, firstfit, the local
+    backend; ``window``, ``policies`` and ``options`` (extra [grid] lines) as TOML text."""
+    trace = _trace(tmp_path / "tiny.swf")
+    spec = tmp_path / "inc.toml"
+    spec.write_text(textwrap.dedent(f"""
+        [study]
+        name = "{name}"
+        output = "{tmp_path / 'out'}"
+        [[datasets]]
+        name = "tiny"
+        trace = "{trace}"
+        windows = [{window}]
+        [grid]
+        policy = {policies}
+        backfill = ["firstfit"]
+    """) + options + textwrap.dedent("""
+        [backend]
+        name = "local"
+        workers = 1
+    """))
+    return spec
+
+
 # the generated trace starts every job at its submit (recorded schedule over the machine's 16 nodes) and
 # its 1-day window holds idle lead-in and tail: both said in warnings tested elsewhere
 @pytest.mark.filterwarnings("ignore::twinsweep.core.run.ReplayOversubscribedWarning")
@@ -38,24 +62,9 @@ def test_incentive_sweep_and_report(tmp_path):
     from twinsweep.sweep.cli import main
     from twinsweep.sweep.incentives import entry_outcomes
 
-    trace = _trace(tmp_path / "tiny.swf")
-    spec = tmp_path / "inc.toml"
-    spec.write_text(textwrap.dedent(f"""
-        [study]
-        name = "inc"
-        output = "{tmp_path / 'out'}"
-        [[datasets]]
-        name = "tiny"
-        trace = "{trace}"
-        windows = [{{ name = "all", start = "0d", duration = "1d" }}]
-        [grid]
-        policy = ["replay", "fcfs", "acct_avg_power", "acct_low_avg_power", "acct_edp", "acct_ed2p", "acct_fugaku_pts"]
-        backfill = ["firstfit"]
-        "options.accounts_in" = ["collect:replay"]
-        [backend]
-        name = "local"
-        workers = 1
-    """))
+    spec = _spec(tmp_path, "inc", '{ name = "all", start = "0d", duration = "1d" }',
+                 '["replay", "fcfs", "acct_avg_power", "acct_low_avg_power", "acct_edp", "acct_ed2p", "acct_fugaku_pts"]',
+                 '"options.accounts_in" = ["collect:replay"]')
     res = run_sweep(spec, report=False)
     assert res.ran == 7 and not res.failed
     out = tmp_path / "out"
@@ -174,25 +183,8 @@ def test_incentive_report_shows_the_collection_each_run_used(tmp_path):
     from twinsweep.sweep.api import run_sweep
     from twinsweep.sweep.incentives import entry_outcomes
 
-    trace = _trace(tmp_path / "tiny.swf")
-    spec = tmp_path / "inc.toml"
-    spec.write_text(textwrap.dedent(f"""
-        [study]
-        name = "inc2"
-        output = "{tmp_path / 'out'}"
-        [[datasets]]
-        name = "tiny"
-        trace = "{trace}"
-        windows = [{{ name = "w", start = "6h", duration = "6h" }}]
-        [grid]
-        policy = ["replay", "fcfs", "acct_edp"]
-        backfill = ["firstfit"]
-        "options.accounts_in" = ["collect:replay", "collect:replay:prev"]
-        "options.acct_level" = ["user"]
-        [backend]
-        name = "local"
-        workers = 1
-    """))
+    spec = _spec(tmp_path, "inc2", '{ name = "w", start = "6h", duration = "6h" }', '["replay", "fcfs", "acct_edp"]',
+                 '"options.accounts_in" = ["collect:replay", "collect:replay:prev"]\n"options.acct_level" = ["user"]')
     res = run_sweep(spec, report=False)
     assert not res.failed
     out = tmp_path / "out"
@@ -200,8 +192,8 @@ def test_incentive_report_shows_the_collection_each_run_used(tmp_path):
     v_now = "acct_edp+firstfit+options.accounts_in=collect:replay"
     v_prev = "acct_edp+firstfit+options.accounts_in=collect:replay:prev"
     assert {v_now, v_prev} <= set(ent["variant"])
-    prev = accounts_of_run(simulate(RunConfig(data=str(trace), policy="replay", start=0, duration=6 * 3600)))
-    now = accounts_of_run(simulate(RunConfig(data=str(trace), policy="replay", start=6 * 3600, duration=6 * 3600)))
+    prev = accounts_of_run(simulate(RunConfig(data=str(tmp_path / "tiny.swf"), policy="replay", start=0, duration=6 * 3600)))
+    now = accounts_of_run(simulate(RunConfig(data=str(tmp_path / "tiny.swf"), policy="replay", start=6 * 3600, duration=6 * 3600)))
     assert prev.checksum() != now.checksum()
     for v, acc in ((v_prev, prev), (v_now, now)):
         rows = ent[ent["variant"] == v]
