@@ -251,7 +251,7 @@ def _read_study(store: ResultStore) -> dict | None:
     return doc
 
 
-def _check_study(store: ResultStore, spec: StudySpec, replace_plan: bool = False, where: str | None = None) -> None:
+def _check_study(store: ResultStore, spec: StudySpec, replace_plan: bool, where: str) -> None:
     """A results folder belongs to the study named in its study.json: refuse another study's spec
     (it would rebuild the table and report of the folder from its own plan), unless ``replace_plan``.
     ``where``: how the error names the folder (:func:`output_where`)."""
@@ -260,12 +260,12 @@ def _check_study(store: ResultStore, spec: StudySpec, replace_plan: bool = False
     doc = _read_study(store)
     name = None if doc is None else doc.get("name")
     if doc is not None and name != spec.name and not replace_plan:
-        raise ConfigError(f"{where or f'--out {store.root}'}: this results folder belongs to study {name!r} (study.json); the spec "
+        raise ConfigError(f"{where}: this results folder belongs to study {name!r} (study.json); the spec "
                           f"is study {spec.name!r}; choose another --out (or give the spec the folder's study name, "
                           "or pass --replace-plan to make this spec the folder's study)")
 
 
-def _check_plan(store: ResultStore, plan: dict, replace_plan: bool, where: str | None = None) -> tuple[list[str], list[str]]:
+def _check_plan(store: ResultStore, plan: dict, replace_plan: bool, where: str) -> tuple[list[str], list[str]]:
     """Compare the spec's plan (:func:`sweep.planid.plan_fingerprint`) with the one the folder's
     study.json records: ``(added, differences)`` (:func:`sweep.planid.compare_plans`; both empty
     for a folder without a recorded plan). Raises ConfigError listing the differences when the spec
@@ -280,7 +280,7 @@ def _check_plan(store: ResultStore, plan: dict, replace_plan: bool, where: str |
     added, diff = compare_plans(doc["plan"], plan)
     if diff and not replace_plan:
         raise ConfigError(
-            f"{where or f'--out {store.root}'}: the spec's plan is not this results folder's study {doc.get('name')!r} (study.json) "
+            f"{where}: the spec's plan is not this results folder's study {doc.get('name')!r} (study.json) "
             f"nor an extension of it: {'; '.join(diff)}; choose another --out, run the folder's own spec (a copy is "
             f"{store.root / 'study.toml'}), or pass --replace-plan to make this spec's plan the folder's")
     return added, diff
@@ -311,7 +311,7 @@ def _disk_full_outcome(outcome) -> bool:
 
 
 def _run_locked(spec, store, retries, run_fn, progress, report, backend_options, detach, log, t0,
-                replace_plan=False, where=None) -> "SweepResult":
+                replace_plan, where) -> "SweepResult":
     """The body of :func:`run_sweep`, with the folder's lock held."""
     from twinsweep.backends.base import Task, make_backend
     from .progress import SweepProgress

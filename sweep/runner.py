@@ -18,7 +18,7 @@ from typing import Any
 
 from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 from twinsweep.core.config import RunConfig
-from twinsweep.core.errors import RunWarning, TwinError
+from twinsweep.core.errors import PluginError, RunWarning, TwinError
 from twinsweep.core.registry import load_object
 
 from .store import SWEEP_JSON, commit_run_dir, dump_json, run_is_committed
@@ -141,8 +141,6 @@ def check_same_plugins(payload: dict[str, Any], manifest: dict[str, Any]) -> Non
     (the key covers plug-in code, docs/architecture.md "Run identity"). A metric registered in the
     driver only (``register_metric`` in a notebook or script) is the usual case: pool, Ray and Slurm
     workers would compute every run without it and the study would rank by a metric no run has."""
-    from twinsweep.core.errors import PluginError
-
     got = manifest.get("run_key")
     if got is None or got == payload["key"]:
         return
