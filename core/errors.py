@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import warnings
 
 
 class TwinError(Exception):
@@ -99,3 +100,12 @@ class RunWarning(UserWarning):
     in the run's ``warnings`` (manifest.json, the sweep's tables) as well as letting it through, so
     that a warning raised in a sweep's worker process is not lost with that process's stderr."""
 
+
+
+def let_through(caught: list) -> None:
+    """Warn again each warning ``warnings.catch_warnings(record=True)`` recorded (``caught``: its
+    list of ``warnings.WarningMessage``), as it was raised — category, file, line — as if it had
+    not been recorded: :func:`core.run.simulate` records its RunWarnings and lets every warning
+    through; :func:`sweep.runner.execute_run` lets a run's through where no driver collects them."""
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)

@@ -32,7 +32,7 @@ from .engine import Engine, select_window
 from .accounts import Accounts, account_names, accounts_of_run, load_accounts
 from .atomic import atomic_write, atomic_write_files, bytes_writer, foreign_folder
 from .availability import busy_and_queued, over_capacity
-from .errors import ConfigError, RunWarning
+from .errors import ConfigError, RunWarning, let_through
 from .partitions import (pool_job_node_power_w, pool_rows, pool_traces_node_power, run_partitioned, run_warnings,
                          serves_warnings, with_pool_nodes)
 from .perturb import perturb
@@ -359,8 +359,7 @@ def simulate(config: RunConfig, workload: Workload | None = None, system: System
         else:  # (a grown replay machine keeps the system's idle node power)
             res = engine(eng_frame, eng_system, eng_npow, idle_node_power_w(system)).run()
     engine_warnings = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RunWarning)))
-    for w in caught:  # let every caught warning through, as if it had not been recorded
-        _pywarnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    let_through(caught)  # every caught warning, as if it had not been recorded
     honor_eligible = run_setting("honor_eligible", options, system) and not replay
     if eng_system is not system:
         res = _nominal_view(res, system, eng_system, too_big)

@@ -368,7 +368,12 @@ class QueueScheduler:
     def _wake_up(self, now: int, cluster: Cluster) -> int | None:
         """The backfill variant's next wake-up after the pass at ``now`` (None if none, or if it is
         the one handed to the engine last: the engine holds it already)."""
-        got = self._hook("backfill", "next_wake", self._next_wake, now, now, self._q, cluster)
+        try:  # inline, as observe: every pass of a variant that has it (windows)
+            got = self._next_wake(now, self._q, cluster)
+        except PASSED_THROUGH:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the variant's own failure, named
+            raise self._raised(self._who("backfill"), "next_wake", None, now, exc) from exc
         if got is None:
             return None
         try:

@@ -236,13 +236,18 @@ def censored_waits(jobs: pd.DataFrame, t1: int | float | None) -> np.ndarray:
         float64 array of ``len(jobs)`` waits in s, in row order, NaN where not counted (the count
         of finite values is the number of jobs that queued in the run).
     """
-    start = _num(jobs, "start_time")
-    submit = _num(jobs, "submit_time")
-    started = np.isfinite(start) & ~_prepopulated(jobs)
-    out = np.full(len(jobs), np.nan)
+    return _censored(_num(jobs, "start_time"), _num(jobs, "submit_time"), _status(jobs), _prepopulated(jobs), t1)
+
+
+def _censored(start: np.ndarray, submit: np.ndarray, status: np.ndarray, pre: np.ndarray,
+              t1: int | float | None) -> np.ndarray:
+    """:func:`censored_waits` on the columns already read (float start and submit times, the
+    status strings, the prepopulated mask), as :func:`compute_stats` holds them."""
+    started = np.isfinite(start) & ~pre
+    out = np.full(len(start), np.nan)
     out[started] = (start - submit)[started]
     if t1 is not None:
-        queued = (_status(jobs) == "queued") & ~np.isfinite(start)
+        queued = (status == "queued") & ~np.isfinite(start)
         out[queued] = (float(t1) - submit)[queued]
     return out
 
@@ -362,7 +367,8 @@ def compute_stats(
     # the policy's own finished jobs: those running at the window start (prepopulated, placed at
     # their recorded start) are the same in every variant and their waits the log's, so the wait,
     # slowdown and response metrics leave them out; throughput, makespan and the energy sums count them
-    own = ~_prepopulated(jobs)[fin]
+    pre = _prepopulated(jobs)
+    own = ~pre[fin]
     o_wait, o_run = wait[own], run[own]
     n_own = int(own.sum())
     bsld = bounded_slowdown(wait, run)
@@ -389,7 +395,7 @@ def compute_stats(
     # right-censored wait: every job that was queued in the run (prepopulated ones excluded), a job
     # still queued at the end counting its wait so far (t1 - submit): a lower bound that does not
     # reward a policy for leaving jobs in the queue, as finished-job means do on a window.
-    cw = censored_waits(jobs, t1)
+    cw = _censored(start, submit_all, status, pre, t1)  # censored_waits on the columns read above
     cw = cw[np.isfinite(cw)]
     sysm["wait_censored_mean_s"] = _mean(cw)
     sysm["wait_censored_max_s"] = _f(cw.max()) if len(cw) else None

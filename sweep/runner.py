@@ -18,7 +18,7 @@ from typing import Any
 
 from twinsweep.core.atomic import atomic_write_bytes, atomic_write_text
 from twinsweep.core.config import RunConfig
-from twinsweep.core.errors import PluginError, RunWarning, TwinError
+from twinsweep.core.errors import PluginError, RunWarning, TwinError, let_through
 from twinsweep.core.registry import load_object
 
 from .store import SWEEP_JSON, commit_run_dir, dump_json, run_is_committed
@@ -76,12 +76,6 @@ class RunWarnings:
             warnings.warn(f"{n:,} run(s): {text}", category, stacklevel=2)
 
 
-def _let_through(caught: list) -> None:
-    """Warn again each warning recorded by ``warnings.catch_warnings(record=True)``, as raised."""
-    for w in caught:
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
-
-
 def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
     """Simulate ``payload["config"]`` on the preloaded ``shared = (workload, system)`` and write
     ``runs/<key>/`` (jobs.parquet, timeline.parquet, stats.json, manifest.json, sweep.json).
@@ -113,10 +107,10 @@ def execute_run(payload: dict[str, Any], shared: Any) -> dict[str, Any]:
             warnings.simplefilter("always")
             result = simulate(cfg, workload=workload, system=system)
     except BaseException:
-        _let_through(caught)  # a failed run's warnings: no result carries them
+        let_through(caught)  # a failed run's warnings: no result carries them
         raise
     if not collect:  # no driver collects them (twinsweep tune, a detached Slurm array task)
-        _let_through(caught)
+        let_through(caught)
     sim_s = time.perf_counter() - t0
     said = [] if not collect else list(dict.fromkeys(
         (" ".join(str(w.message).split()), f"{w.category.__module__}:{w.category.__qualname__}") for w in caught))

@@ -81,7 +81,8 @@ def load_fdata(trace: TraceText, lenient: bool = False) -> Workload:
     n = len(df)
     tz, tz_where = resolve_timezone(trace, None, DEFAULT_TZ)
     skipped: list[tuple[int, str]] = []
-    bad = BadRows(trace.path, n, None, str_or_none(df["jid"].tolist()) if "jid" in df.columns else None)
+    jids = str_or_none(df["jid"].tolist()) if "jid" in df.columns else None  # once: a Python loop over every row
+    bad = BadRows(trace.path, n, None, jids)
     sub_abs, st_abs, en_abs = job_times_checked(df, "adt", "sdt", "edt", tz, bad)
     keep = bad.resolve(lenient, skipped)
     epoch = int(np.floor(sub_abs[keep].min())) if keep.any() else 0
@@ -95,7 +96,7 @@ def load_fdata(trace: TraceText, lenient: bool = False) -> Workload:
     dur = num("duration") if "duration" in df.columns else num("elp")
     run = np.where(np.isfinite(start) & np.isfinite(end), end - start, np.where(np.isfinite(start), dur, np.nan))
     run = np.where(run < 0, np.nan, run)
-    ids = str_or_none(df["jid"].tolist()) if "jid" in df.columns else obj_array([str(i) for i in range(n)])
+    ids = jids if jids is not None else obj_array([str(i) for i in range(n)])
     n_mismatch, mismatch_msg = check_elapsed(trace.path, ids[keep], start[keep], end[keep], dur[keep], tz, tz_where)
     nnuma, nnumr = num("nnuma"), num("nnumr")
     nodes = np.where(nnuma > 0, nnuma, nnumr)
@@ -121,7 +122,7 @@ def load_fdata(trace: TraceText, lenient: bool = False) -> Workload:
         cpu_util = np.where((p1 + p6) > 0, p1 / (p1 + p6), np.nan)
     users = str_or_none(df["usr"].tolist()) if "usr" in df.columns else np.empty(n, dtype=object)
     cols = {
-        "job_id": str_or_none(df["jid"].tolist()) if "jid" in df.columns else obj_array([str(i) for i in range(n)]),
+        "job_id": ids,
         "user": users,
         "account": users.copy(),
         "submit_time": np.where(keep, np.rint(sub_abs - epoch), 0).astype(np.int64),

@@ -142,7 +142,8 @@ def _load(trace: TraceText, lenient: bool, fmt: str) -> Workload:
     n = len(df)
     tz, tz_where = resolve_timezone(trace, None, None)
     skipped: list[tuple[int, str]] = []
-    bad = BadRows(trace.path, n, None, str_or_none(df["job_id"].tolist()))
+    ids = str_or_none(df["job_id"].tolist())  # once: a Python loop over every row
+    bad = BadRows(trace.path, n, None, ids)
     submit_abs, start_abs, end_abs, elig_abs = job_times_checked(df, "submit_time", "start_time", "end_time", tz, bad,
                                                                  ("eligible_time",))
     keep = bad.resolve(lenient, skipped)
@@ -184,7 +185,6 @@ def _load(trace: TraceText, lenient: bool, fmt: str) -> Workload:
     mean_cpu = np.full(n, np.nan)
     mean_mem = np.full(n, np.nan)
     mean_gpu = np.full(n, np.nan)
-    ids = str_or_none(df["job_id"].tolist())
     cpu_col = df["cpu_power_consumption"] if "cpu_power_consumption" in df.columns else [None] * n
     mem_col = df["mem_power_consumption"] if "mem_power_consumption" in df.columns else [None] * n
     for i, (npw, cpw, mpw) in enumerate(zip(df["node_power_consumption"], cpu_col, mem_col)):
