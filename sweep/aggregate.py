@@ -213,10 +213,13 @@ def aggregate(runs_parquet: str | os.PathLike, group_by: Sequence[str], metrics:
     return summarise(table, group_by, metrics, order=order)
 
 
-def aggregate_results(root: str | os.PathLike, metrics: Sequence[str] | None = None) -> Path:
+def aggregate_results(root: str | os.PathLike, metrics: Sequence[str] | None = None, *,
+                      plan: pd.DataFrame | None = None) -> Path:
     """Aggregate a results folder's ``runs.parquet`` into ``aggregate.parquet`` and
     ``aggregate.csv`` (metrics: the catalogue's summary metrics + the study's rank and report
-    metrics); returns the parquet path. Raises FileNotFoundError when runs.parquet is missing."""
+    metrics); returns the parquet path. ``plan``: plan.csv as :meth:`ResultStore.read_plan`
+    gives it, when the caller has read it (default: read here). Raises FileNotFoundError when
+    runs.parquet is missing."""
     import pyarrow.parquet as pq
 
     root = Path(root)
@@ -241,7 +244,7 @@ def aggregate_results(root: str | os.PathLike, metrics: Sequence[str] | None = N
     if df.empty or "dataset" not in df.columns:
         agg = pd.DataFrame(columns=["dataset", "window", "metric", *STAT_COLUMNS])
     else:
-        agg = summarise(df, gcols, metrics, order=ResultStore(root).read_plan())
+        agg = summarise(df, gcols, metrics, order=plan if plan is not None else ResultStore(root).read_plan())
 
     atomic_write(out, lambda p: agg.to_parquet(p, index=False))
     atomic_write_text(root / "aggregate.csv", agg.to_csv(index=False))

@@ -451,7 +451,8 @@ def _check_backend_first(bk, items, store: ResultStore) -> None:
     ``slurm``: the partition, the time limit, ``sbatch --test-only``), run before the sweep writes
     anything (study.json, plan.csv, runs/), so that a refused option leaves no results folder
     behind. Only when some run is still to do: a complete folder does not need the cluster."""
-    if any(not store.is_done(it.key) for it in items):
+    done = store.done_keys()  # one listing of runs/, not a stat per run
+    if any(it.key not in done for it in items):
         bk.validate()
 
 
@@ -615,9 +616,10 @@ def build_outputs(results: str | os.PathLike, res: SweepResult | None = None, in
     from .report import build_report
 
     root = Path(results)
-    agg_path = aggregate_results(root)
-    pooled_distributions(root, *dask_target(root, scheduler, address))
-    path = build_report(root, include_incomplete=include_incomplete)
+    plan = ResultStore(root).read_plan()  # once for the three
+    agg_path = aggregate_results(root, plan=plan)
+    pooled_distributions(root, *dask_target(root, scheduler, address), plan=plan)
+    path = build_report(root, include_incomplete=include_incomplete, plan=plan)
     if res is not None:
         res.aggregate_path, res.report = agg_path, path
     return path

@@ -575,7 +575,7 @@ def plan_partitions(values: np.ndarray, partition_values: int) -> list[tuple[int
 def pooled_distributions(root: str | os.PathLike, scheduler: str | None = None, address: str | None = None,
                          partition_values: int = 4_000_000, collect_values: int = 8_000_000,
                          quantiles: Sequence[float] = QUANTILE_GRID, metrics: Sequence[str] = DIST_METRICS,
-                         log: Callable[[str], None] | None = None) -> Path:
+                         log: Callable[[str], None] | None = None, *, plan: pd.DataFrame | None = None) -> Path:
     """Compute the pooled distributions of a results folder (module doc) and write
     ``distributions.parquet`` / ``.csv`` and ``distribution_quantiles.parquet``; returns the
     summary's path.
@@ -591,6 +591,8 @@ def pooled_distributions(root: str | os.PathLike, scheduler: str | None = None, 
         metrics: which of :data:`DIST_METRICS` (e.g. :data:`JOB_METRICS` only: the timelines
             are then not read).
         log: called with one line per phase (partitions, scheduler, passes).
+        plan: plan.csv as :meth:`~sweep.store.ResultStore.read_plan` gives it, when the caller
+            has read it (default: read here).
     Raises FileNotFoundError (no runs.parquet), ConfigError (bad scheduler / address), ValueError
     naming a run file that cannot be read.
     """
@@ -614,7 +616,7 @@ def pooled_distributions(root: str | os.PathLike, scheduler: str | None = None, 
     want = ["key", *gcols, "count_jobs_in_window", "duration", "makespan_s"]
     table = pf.read(columns=[c for c in dict.fromkeys(want) if c in names], use_threads=False).to_pandas()
     store = ResultStore(root)
-    order = store.read_plan()
+    order = plan if plan is not None else store.read_plan()
     vcodes, groups = group_codes(table, gcols, order) if len(table) else (np.zeros(0, "int64"), pd.DataFrame())
     M, G = len(metrics), len(groups)
     ranges = plan_partitions(_estimate_values(table, metrics), partition_values)

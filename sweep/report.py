@@ -852,10 +852,12 @@ def _backfill_of(runs: pd.DataFrame) -> dict[str, str] | None:
 
 # ---------------------------------------------------------------------------------------- entry
 def build_report(results: str | os.PathLike, out: str | os.PathLike | None = None,
-                 include_incomplete: bool = False) -> Path:
-    """Build ``<results>/report/index.html`` (+ PNGs and CSVs) from a results folder; returns the
+                 include_incomplete: bool = False, *, plan: pd.DataFrame | None = None) -> Path:
+    """Build ``<results>/report/index.html`` (+ SVGs and CSVs) from a results folder; returns the
     page's path. Needs runs.parquet, study.json and datasets.json (written by a sweep). Raises
-    FileNotFoundError when they are missing.
+    FileNotFoundError when they are missing. ``plan``: plan.csv as
+    :meth:`~sweep.store.ResultStore.read_plan` gives it, when the caller has read it (default:
+    read here).
 
     Blocks (dataset, window, seed) that miss some of their planned runs
     (:func:`sweep.ranking.incomplete_blocks`) are left out of the rank tables, win matrices and
@@ -883,7 +885,8 @@ def build_report(results: str | os.PathLike, out: str | os.PathLike | None = Non
                 except ValueError:
                     pass
     plan_n = len(runs)
-    plan = ResultStore(root).read_plan()  # plan order: datasets, windows and axis values as in the spec
+    if plan is None:  # plan order: datasets, windows and axis values as in the spec
+        plan = ResultStore(root).read_plan()
     if plan is not None:
         plan_n = len(plan)
         pos = {k: i for i, k in enumerate(plan["key"])}

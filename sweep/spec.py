@@ -566,10 +566,10 @@ def parse_spec(doc: dict, source: str | None = None) -> StudySpec:
     if "submit_jitter" in p and "submit_jitter_s" in p:
         raise ConfigError("perturbation: give submit_jitter or submit_jitter_s, not both")
     sigma = p.get("runtime_sigma", 0.0)
-    if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or not math.isfinite(sigma) or sigma < 0:
+    number = isinstance(sigma, (int, float)) and not isinstance(sigma, bool)
+    if not number or not math.isfinite(sigma) or sigma < 0:
         raise ConfigError(f"perturbation.runtime_sigma: expected a number >= 0, got {sigma!r}"
-                          + ("" if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or math.isfinite(sigma)
-                             else " (not a finite number)"))
+                          + (" (not a finite number)" if number and not math.isfinite(sigma) else ""))
     jitter = _duration("perturbation.submit_jitter", p.get("submit_jitter", p.get("submit_jitter_s", 0)))
     perturbation = Perturbation(float(sigma), int(jitter))
 

@@ -73,12 +73,10 @@ from twinsweep.core.system import header_mismatch, run_setting
 from twinsweep.core.tracespan import utc_text
 from twinsweep.core.workload import Workload
 
-# the checks before any run (every name of sweep.validate_checks stays importable from here)
-from .validate_checks import (CLEANING_NOTE, CLEANING_WARN_SHARE, IDLE_STRETCH_MIN_HOURS,  # noqa: F401
-                              IDLE_STRETCH_MIN_SHARE, LONGEST_PLAUSIBLE_WAIT_S, NODE_SHARING_SHARE,
-                              PARTITION_HINT_SHARE, SUBMIT_GAP_MAX_SHARE, SUBMIT_GAP_MIN_HALF, check_comparable,
-                              check_submit_gap, cleaning_warning, idle_hours, idle_stretch, input_warnings,
-                              oversubscribed, ran_sizes, share_text, undeclared_partitions, window_text)
+# the checks before any run (sweep.validate_checks); window_text is also the CLI's
+from .validate_checks import (CLEANING_NOTE, CLEANING_WARN_SHARE, check_comparable, check_submit_gap,
+                              cleaning_warning, idle_stretch, input_warnings, oversubscribed, ran_sizes, share_text,
+                              undeclared_partitions, window_text)
 
 #: validation.json layout version.
 SCHEMA_VERSION = 1
