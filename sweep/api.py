@@ -212,6 +212,13 @@ def output_where(spec: StudySpec, root: Path, given: bool) -> str:
     return f"{spec.source + ': ' if spec.source else ''}study.output {root}"
 
 
+def output_clash(root: Path, names, empty_folders: bool = True) -> list[str]:
+    """The entries of folder ``root`` named in ``names`` (files a command would write there),
+    sorted; ``empty_folders``: an empty folder of such a name counts too."""
+    return [p.name for p in sorted(root.iterdir())
+            if p.name in names and (empty_folders or p.is_file() or any(p.iterdir()))]
+
+
 def check_output_folder(root: Path, where: str | None = None) -> None:
     """Refuse, before anything runs, an output folder that is a file, or a folder that is not a
     twinsweep results folder (no ``study.json``) but already holds files a sweep would write
@@ -221,10 +228,7 @@ def check_output_folder(root: Path, where: str | None = None) -> None:
     if root.exists() and not root.is_dir():
         raise ConfigError(f"{where}: is a file, not a folder; give a folder for the results")
     if root.is_dir() and not (root / "study.json").exists():
-        clash = []
-        for p in sorted(root.iterdir()):
-            if p.name in _SWEEP_OUTPUTS and (p.is_file() or any(p.iterdir())):
-                clash.append(p.name)
+        clash = output_clash(root, _SWEEP_OUTPUTS, empty_folders=False)
         if clash:
             raise ConfigError(f"{where}: not a twinsweep results folder (no study.json) but it holds "
                               f"{', '.join(clash)}, which a sweep would overwrite; choose another --out")

@@ -199,24 +199,19 @@ def _baseline_keys(g: pd.DataFrame, axes: list[str], baseline: str) -> pd.Series
     the first in ``g``'s order."""
     inc_bf = g.loc[g["policy"].astype(str).str.startswith("acct_"), "backfill"]
     base_bf = str(inc_bf.iloc[0]) if len(inc_bf) else "none"
-    cand = g[g["policy"] == baseline]
-    if cand.empty:
-        return pd.Series([None] * len(g), index=g.index, dtype=object)
-    # every run x every candidate; per axis, 1 where they share its value: the lexicographic
-    # maximum of those matches is what narrowing axis by axis (keeping all when none matches) keeps
     keyed = ["backfill", *[a for a in axes if a != "backfill"]]
-    runs = pd.DataFrame({"_row": np.arange(len(g)), **{a: g[a].astype(str).to_numpy() for a in keyed}})
-    cands = pd.DataFrame({"_cand": np.arange(len(cand)), "_key": cand["key"].astype(str).to_numpy(),
-                          "_pref": (cand["backfill"].astype(str) == base_bf).astype(int).to_numpy(),
-                          **{a: cand[a].astype(str).to_numpy() for a in keyed}})
-    pairs = runs.merge(cands, how="cross", suffixes=("", "_b"))
-    match = [f"_m{i}" for i in range(len(keyed))]
-    for m, a in zip(match, keyed):
-        pairs[m] = (pairs[a] == pairs[f"{a}_b"]).astype(int)
-    order = ["_row", *match, "_pref", "_cand"]
-    best = pairs.sort_values(order, ascending=[True, *[False] * (len(match) + 1), True],
-                             kind="mergesort").drop_duplicates("_row")
-    return pd.Series(best["_key"].to_numpy(dtype=object), index=g.index)
+    vals = {a: g[a].astype(str).tolist() for a in keyed}  # the group's rows in order, by axis
+    where = np.flatnonzero((g["policy"] == baseline).to_numpy()).tolist()  # the baseline runs, in g's order
+
+    def narrowed(row: int) -> str | None:
+        keep = where
+        for a in keyed:  # narrow axis by axis, keeping all when none shares the run's value
+            same = [c for c in keep if vals[a][c] == vals[a][row]]
+            keep = same or keep
+        pref = [c for c in keep if vals["backfill"][c] == base_bf]
+        return str(g["key"].iloc[(pref or keep)[0]]) if keep else None
+
+    return pd.Series([narrowed(r) for r in range(len(g))], index=g.index, dtype=object)
 
 
 def entry_outcomes(root: str | os.PathLike, baseline: str = "fcfs") -> pd.DataFrame:

@@ -100,7 +100,9 @@ def check_tune_folder(root: Path, where: str, study_name: str | None = None) -> 
                               "would overwrite its best.json, trials.csv and winners.toml: choose another --out, or "
                               f"study_name = {other!r} to go on with that study")
         return
-    clash = sorted(p.name for p in root.iterdir() if p.name in _TUNE_OUTPUTS)
+    from ..api import output_clash
+
+    clash = output_clash(root, _TUNE_OUTPUTS)
     if clash:
         raise ConfigError(f"{where}: not a tuning's output folder (no tune.json) but it holds {', '.join(clash)} "
                           "(a sweep's results, or files a tuning would overwrite); choose another --out")
